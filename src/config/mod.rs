@@ -1,0 +1,81 @@
+//! A config file read, parsed and bound: the typed view the rules read, plus
+//! the tree that maps a field path back to the bytes it came from.
+
+pub mod normalize;
+pub mod path;
+
+use crate::diagnostics::Diagnostic;
+use crate::pbtxt::{self, ast::Document};
+use crate::schema::{self, inference::ModelConfig};
+use crate::text::Span;
+pub use path::FieldPath;
+use prost_reflect::DynamicMessage;
+
+/// One `config.pbtxt` (or standard input) after parsing and binding.
+#[derive(Debug)]
+pub struct ParsedConfig {
+    /// The text (invalid UTF-8 bytes replaced one for one, see `text::decode_source`).
+    pub src: String,
+    /// The tree, when the text parsed.
+    pub doc: Option<Document>,
+    /// The bound message, when the text parsed (possibly partial if binding
+    /// reported errors).
+    pub message: Option<DynamicMessage>,
+    /// The typed config, only when parsing and binding were clean.
+    pub config: Option<ModelConfig>,
+    /// Syntax and schema diagnostics.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl ParsedConfig {
+    /// Parses and binds `src` against ModelConfig.
+    pub fn parse(src: String) -> ParsedConfig {
+        let mut out = ParsedConfig {
+            src,
+            doc: None,
+            message: None,
+            config: None,
+            diagnostics: Vec::new(),
+        };
+        match pbtxt::parse(&out.src) {
+            Err(d) => out.diagnostics.push(*d),
+            Ok(doc) => {
+                let (msg, diags) = schema::bind::bind(&out.src, &doc, &schema::model_config());
+                if diags.is_empty() {
+                    out.config = msg.transcode_to::<ModelConfig>().ok();
+                }
+                out.diagnostics = diags;
+                out.message = Some(msg);
+                out.doc = Some(doc);
+            }
+        }
+        out
+    }
+
+    pub fn from_bytes(bytes: Vec<u8>) -> ParsedConfig {
+        let (src, _lossy) = crate::text::decode_source(bytes);
+        ParsedConfig::parse(src)
+    }
+
+    /// The span of the value at `path`, or of its closest existing ancestor
+    /// (for a field that is missing, the message that should hold it).
+    pub fn span(&self, path: &FieldPath) -> Option<Span> {
+        let doc = self.doc.as_ref()?;
+        Some(path::resolve(&self.src, doc, path).span)
+    }
+
+    /// Like [`span`](Self::span) but only when the path exists exactly.
+    pub fn exact_span(&self, path: &FieldPath) -> Option<Span> {
+        let doc = self.doc.as_ref()?;
+        let r = path::resolve(&self.src, doc, path);
+        r.exact.then_some(r.span)
+    }
+
+    /// The span of the field *name* at `path` (`max_batch_size` in
+    /// `max_batch_size: 8`), falling back like [`span`](Self::span).
+    pub fn name_span(&self, path: &FieldPath) -> Option<Span> {
+        let doc = self.doc.as_ref()?;
+        let r = path::resolve(&self.src, doc, path);
+        Some(r.name_span.unwrap_or(r.span))
+    }
+}

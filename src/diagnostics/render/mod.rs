@@ -1,0 +1,1 @@
+//! Renderers, one per output format.

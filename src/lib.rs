@@ -1,0 +1,13 @@
+//! tritonctl: validate, auto-configure, simulate, run and load-test models
+//! for NVIDIA Triton Inference Server.
+//!
+//! The library never prints; the binary (`src/main.rs`) parses arguments,
+//! calls in here and maps the outcome to an exit code.
+
+pub mod config;
+pub mod diagnostics;
+pub mod lint;
+pub mod pbtxt;
+pub mod repo;
+pub mod schema;
+pub mod text;

@@ -1,0 +1,447 @@
+//! Protobuf text format: the pest grammar (`grammar/pbtxt.pest`) turned into
+//! an owned tree with byte spans, plus syntax errors in the user's words.
+
+pub mod ast;
+pub mod comments;
+pub mod literal;
+
+use crate::diagnostics::Diagnostic;
+use crate::text::Span;
+use ast::*;
+use pest::iterators::Pair;
+use pest::Parser as _;
+
+#[derive(pest_derive::Parser)]
+#[grammar = "grammar/pbtxt.pest"]
+struct PbtxtParser;
+
+/// Deeper nesting than this is refused before the grammar runs (the grammar
+/// is recursive). No ModelConfig is deeper than 8 levels, so protobuf's
+/// parser refuses every such document too, with an unknown-field or
+/// wrong-type error.
+pub const MAX_DEPTH: usize = 100;
+
+/// Parses a whole document. On a syntax error returns the one diagnostic
+/// (the parser, like protobuf's, stops at the first).
+pub fn parse(src: &str) -> Result<Document, Box<Diagnostic>> {
+    if let Some(at) = too_deep(src) {
+        return Err(Box::new(
+            Diagnostic::new(
+                "E0002",
+                format!("nesting is deeper than {MAX_DEPTH} levels"),
+            )
+            .at(Span::new(at, at + 1))
+            .help(
+                "no ModelConfig nests this deep; the file is probably damaged or generated wrongly",
+            ),
+        ));
+    }
+    let mut pairs =
+        PbtxtParser::parse(Rule::document, src).map_err(|e| Box::new(syntax_error(src, e)))?;
+    let doc = pairs.next().expect("document");
+    let span = Span::new(0, src.len());
+    let fields = doc
+        .into_inner()
+        .filter(|p| p.as_rule() == Rule::field)
+        .map(build_field)
+        .collect();
+    Ok(Document { fields, span })
+}
+
+fn span_of(p: &Pair<Rule>) -> Span {
+    let s = p.as_span();
+    Span::new(s.start(), s.end())
+}
+
+fn build_field(p: Pair<Rule>) -> Field {
+    let span = span_of(&p);
+    let mut inner = p.into_inner();
+    let name_pair = inner.next().expect("field name");
+    let name = match name_pair.as_rule() {
+        Rule::extension_name => Name {
+            span: span_of(&name_pair),
+            extension: true,
+        },
+        _ => Name {
+            span: span_of(&name_pair),
+            extension: false,
+        },
+    };
+    let mut colon = None;
+    let mut value = None;
+    for part in inner {
+        match part.as_rule() {
+            Rule::colon => colon = Some(span_of(&part)),
+            _ => value = Some(build_value(part)),
+        }
+    }
+    let value = value.expect("field value");
+    Field {
+        name,
+        colon,
+        span: Span::new(span.start as usize, value.span().end as usize),
+        value,
+    }
+}
+
+fn build_value(p: Pair<Rule>) -> Value {
+    let span = span_of(&p);
+    match p.as_rule() {
+        Rule::message => Value::Message(Message {
+            fields: p
+                .into_inner()
+                .filter(|f| f.as_rule() == Rule::field)
+                .map(build_field)
+                .collect(),
+            span,
+        }),
+        Rule::list => Value::List(List {
+            items: p.into_inner().map(build_value).collect(),
+            span,
+        }),
+        Rule::strings => {
+            // The pair's own span can reach over trailing blanks: cover the
+            // literals only.
+            let parts: Vec<Span> = p.into_inner().map(|s| span_of(&s)).collect();
+            let span = Span::new(parts[0].start as usize, parts[parts.len() - 1].end as usize);
+            Value::Scalar(Scalar {
+                kind: ScalarKind::Strings(parts),
+                span,
+            })
+        }
+        Rule::number => {
+            let mut negative = false;
+            let mut kind = None;
+            let mut span = span;
+            for part in p.into_inner() {
+                match part.as_rule() {
+                    Rule::minus => negative = true,
+                    Rule::num_lit => {
+                        let lit = span_of(&part);
+                        span.end = lit.end;
+                        let inner = part.into_inner().next().expect("literal kind");
+                        kind = Some(match inner.as_rule() {
+                            Rule::float_lit => ScalarKind::Float { negative, lit },
+                            Rule::hex_lit => ScalarKind::Int {
+                                negative,
+                                radix: IntRadix::Hex,
+                                lit,
+                            },
+                            Rule::oct_lit => ScalarKind::Int {
+                                negative,
+                                radix: IntRadix::Octal,
+                                lit,
+                            },
+                            _ => ScalarKind::Int {
+                                negative,
+                                radix: IntRadix::Decimal,
+                                lit,
+                            },
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            Value::Scalar(Scalar {
+                kind: kind.expect("number literal"),
+                span,
+            })
+        }
+        Rule::signed_ident => {
+            let ident = p
+                .into_inner()
+                .find(|x| x.as_rule() == Rule::ident)
+                .map(|x| span_of(&x))
+                .expect("identifier");
+            Value::Scalar(Scalar {
+                kind: ScalarKind::Ident {
+                    negative: true,
+                    ident,
+                },
+                span: Span::new(span.start as usize, ident.end as usize),
+            })
+        }
+        Rule::ident => Value::Scalar(Scalar {
+            kind: ScalarKind::Ident {
+                negative: false,
+                ident: span,
+            },
+            span,
+        }),
+        r => unreachable!("unexpected rule {r:?} as a value"),
+    }
+}
+
+/// Offset of the first opening bracket past [`MAX_DEPTH`], skipping strings
+/// and comments.
+fn too_deep(src: &str) -> Option<usize> {
+    let b = src.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            q @ (b'"' | b'\'') => {
+                i += 1;
+                while i < b.len() && b[i] != q && b[i] != b'\n' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'{' | b'<' | b'[' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Some(i);
+                }
+            }
+            b'}' | b'>' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// What the user would call each grammar rule.
+fn rule_words(r: &Rule) -> Option<&'static str> {
+    Some(match r {
+        Rule::EOI => "end of file",
+        Rule::field | Rule::ident | Rule::extension_name | Rule::type_path => "a field name",
+        Rule::colon => "':'",
+        Rule::message => "'{'",
+        Rule::list => "'['",
+        Rule::strings | Rule::string => "a string",
+        Rule::number | Rule::num_lit | Rule::minus => "a number",
+        Rule::signed_ident => "a value",
+        Rule::escape => "an escape sequence",
+        _ => return None,
+    })
+}
+
+fn found_at(src: &str, pos: usize) -> String {
+    let rest = &src[pos.min(src.len())..];
+    match rest.chars().next() {
+        None => "end of file".to_string(),
+        Some('\n') | Some('\r') => "end of line".to_string(),
+        Some('\u{feff}') => "a byte order mark (U+FEFF)".to_string(),
+        Some('\u{1a}') => "bytes that are not UTF-8".to_string(),
+        Some(c) if c.is_ascii_alphanumeric() || c == '_' => {
+            let word: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
+                .take(40)
+                .collect();
+            format!("'{word}'")
+        }
+        Some(c) if c.is_control() => format!("control character U+{:04X}", c as u32),
+        Some(c) => format!("'{c}'"),
+    }
+}
+
+fn syntax_error(src: &str, e: pest::error::Error<Rule>) -> Diagnostic {
+    let pos = match e.location {
+        pest::error::InputLocation::Pos(p) => p,
+        pest::error::InputLocation::Span((s, _)) => s,
+    };
+    let mut expected: Vec<&'static str> = Vec::new();
+    if let pest::error::ErrorVariant::ParsingError { positives, .. } = &e.variant {
+        for r in positives {
+            if let Some(w) = rule_words(r) {
+                if !expected.contains(&w) {
+                    expected.push(w);
+                }
+            }
+        }
+    }
+    let found = found_at(src, pos);
+    let message = if expected.is_empty() {
+        format!("unexpected {found}")
+    } else {
+        format!("expected {}, found {found}", join_or(&expected))
+    };
+    let end = (pos
+        + src[pos.min(src.len())..]
+            .chars()
+            .next()
+            .map_or(0, |c| c.len_utf8()))
+    .min(src.len());
+    let mut d = Diagnostic::new("E0001", message).at(Span::new(pos, end));
+    if let Some(h) = syntax_help(src, pos) {
+        d = d.help(h);
+    }
+    d
+}
+
+fn join_or(words: &[&str]) -> String {
+    match words {
+        [] => String::new(),
+        [a] => a.to_string(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+/// Advice for the mistakes people make most.
+fn syntax_help(src: &str, pos: usize) -> Option<&'static str> {
+    let rest = &src[pos.min(src.len())..];
+    let before = src[..pos.min(src.len())].trim_end();
+    if rest.starts_with("//") || rest.starts_with("/*") {
+        return Some("comments in protobuf text format start with '#'");
+    }
+    if rest.starts_with('\u{feff}') {
+        return Some("protobuf's parser refuses a UTF-8 byte order mark; save the file without it");
+    }
+    if rest.starts_with('+') {
+        return Some("protobuf's parser does not accept a leading '+' on numbers");
+    }
+    if rest.starts_with("${") || rest.starts_with("{{") || rest.starts_with('%') {
+        return Some(
+            "this looks like a template placeholder; render the template before validating it",
+        );
+    }
+    if rest.starts_with(']') && before.ends_with(',') {
+        return Some("a list cannot end with a comma");
+    }
+    if rest.starts_with('\n') || rest.starts_with('\r') {
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let line = &src[line_start..pos];
+        if line.matches('"').count() % 2 == 1 || line.matches('\'').count() % 2 == 1 {
+            return Some(
+                "a string cannot continue past the end of the line; write \\n for a line break",
+            );
+        }
+    }
+    if rest.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '"' || c == '\'')
+        && !before.ends_with(':')
+        && !before.ends_with('[')
+        && !before.ends_with(',')
+    {
+        return Some("a scalar value needs ':' after the field name");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(src: &str) -> Document {
+        match parse(src) {
+            Ok(d) => d,
+            Err(e) => panic!("{src:?} should parse: {}", e.message),
+        }
+    }
+
+    fn err(src: &str) -> Diagnostic {
+        match parse(src) {
+            Ok(_) => panic!("{src:?} should not parse"),
+            Err(e) => *e,
+        }
+    }
+
+    #[test]
+    fn accepts_protobuf_forms() {
+        for src in [
+            "",
+            "# only a comment",
+            "name: \"a\" max_batch_size: 8",
+            "input [ { name: \"x\" dims: [1, 2] } ]",
+            "input: [ { name: 'x' } , < name: \"y\" > ]",
+            "a { b: 1, c: 2; } d <>",
+            "max_batch_size: 64#MAX_BATCH\n",
+            "dims: -1#AUDIO\r\n\tdims: 0x10 dims: 010 dims: - 5",
+            "f: 1.5 f: 1e3 f: 2f f: .5 f: -inf f: nan f: 1.5E-3F",
+            "s: \"a\" 'b' \"c\\x41\\101\\u00e9\\n\\\"\"",
+            "[ext.name]: 1 [type.googleapis.com/a.B] { }",
+            "b: True b: t b: 0",
+            "x: [] y []",
+        ] {
+            ok(src);
+        }
+    }
+
+    #[test]
+    fn refuses_what_protobuf_refuses() {
+        for src in [
+            "dims: [1, 2,]",
+            "dims: [1 2]",
+            "dims: [[1]]",
+            "// comment\nname: \"x\"",
+            "\u{feff}name: \"x\"",
+            "max_batch_size 8",
+            "a: +8",
+            "s: \"line\nbreak\"",
+            "a: 08",
+            "a: 0x1.5",
+            "a: 5abc",
+            "a { b: 1 >",
+            "a: 1,, b: 2",
+            "a: \"\\q\"",
+            "a: 1e",
+        ] {
+            err(src);
+        }
+    }
+
+    #[test]
+    fn spans_and_kinds() {
+        let src = "max_batch_size: 64#MAX\ninput [ { dims: [ -1, 0x10 ] } ]";
+        let d = ok(src);
+        assert_eq!(d.fields.len(), 2);
+        let f = &d.fields[0];
+        assert_eq!(&src[f.name.span.range()], "max_batch_size");
+        let Value::Scalar(s) = &f.value else { panic!() };
+        assert_eq!(&src[s.span.range()], "64");
+        let Value::List(l) = &d.fields[1].value else {
+            panic!()
+        };
+        let Value::Message(m) = &l.items[0] else {
+            panic!()
+        };
+        let Value::List(dims) = &m.fields[0].value else {
+            panic!()
+        };
+        let Value::Scalar(Scalar {
+            kind: ScalarKind::Int {
+                negative, radix, ..
+            },
+            ..
+        }) = &dims.items[0]
+        else {
+            panic!()
+        };
+        assert!(*negative);
+        assert_eq!(*radix, IntRadix::Decimal);
+        let Value::Scalar(Scalar {
+            kind: ScalarKind::Int { radix, .. },
+            ..
+        }) = &dims.items[1]
+        else {
+            panic!()
+        };
+        assert_eq!(*radix, IntRadix::Hex);
+    }
+
+    #[test]
+    fn error_positions_and_words() {
+        let e = err("name: \"a\"\ndims: [1, 2,]");
+        assert_eq!(e.span.unwrap().start, 22);
+        assert_eq!(e.help.as_deref(), Some("a list cannot end with a comma"));
+        let e = err("max_batch_size 8");
+        assert!(e.message.contains("':'"), "{}", e.message);
+        let e = err("// x");
+        assert!(e.help.unwrap().contains('#'));
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_without_recursion() {
+        let src = "a {".repeat(10_000) + &"}".repeat(10_000);
+        let e = err(&src);
+        assert_eq!(e.code, "E0002");
+    }
+}

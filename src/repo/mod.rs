@@ -1,0 +1,1 @@
+//! Model-repository discovery and cross-model facts (to be filled in).
