@@ -11,3 +11,4 @@ pub mod pbtxt;
 pub mod repo;
 pub mod schema;
 pub mod text;
+pub mod validate;

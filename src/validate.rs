@@ -1,0 +1,219 @@
+//! `validate`: files, model directories and model repositories in, a report
+//! out. Nothing here prints; renderers in `diagnostics::render` do.
+
+use crate::config::normalize::{self, DirFacts};
+use crate::config::ParsedConfig;
+use crate::diagnostics::{Diagnostic, Severity};
+use crate::lint::{self, ModelCtx, Options};
+use crate::repo;
+use crate::schema::inference::ModelConfig;
+use std::path::{Path, PathBuf};
+
+/// Findings for one file (a `config.pbtxt`, standard input, or a model
+/// directory without a config).
+#[derive(Debug, Clone)]
+pub struct FileReport {
+    /// The path as the user would write it (relative to the argument given).
+    pub path: String,
+    /// The model's name, when the file belongs to a model.
+    pub model: Option<String>,
+    /// The text, for rendering source lines (empty when there is none).
+    pub src: String,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub files: Vec<FileReport>,
+}
+
+impl Report {
+    pub fn count(&self, severity: Severity) -> usize {
+        self.files
+            .iter()
+            .flat_map(|f| &f.diagnostics)
+            .filter(|d| d.severity == severity)
+            .count()
+    }
+
+    pub fn errors(&self) -> usize {
+        self.count(Severity::Error)
+    }
+
+    pub fn warnings(&self) -> usize {
+        self.count(Severity::Warning)
+    }
+}
+
+/// Severity settings from the command line.
+#[derive(Debug, Clone, Default)]
+pub struct SeverityOverrides {
+    /// Warnings count as errors.
+    pub strict: bool,
+    /// Codes (or rule names) whose findings are dropped.
+    pub allow: Vec<String>,
+    /// Codes (or rule names) whose findings become errors.
+    pub deny: Vec<String>,
+}
+
+impl SeverityOverrides {
+    /// Codes given that the registry does not know.
+    pub fn unknown_codes(&self) -> Vec<String> {
+        self.allow
+            .iter()
+            .chain(&self.deny)
+            .filter(|c| lint::registry::find(c).is_none())
+            .cloned()
+            .collect()
+    }
+
+    fn matches(list: &[String], d: &Diagnostic) -> bool {
+        list.iter().any(|c| lint::registry::find(c).is_some_and(|r| r.code == d.code))
+    }
+
+    pub fn apply(&self, report: &mut Report) {
+        for f in &mut report.files {
+            f.diagnostics.retain(|d| !Self::matches(&self.allow, d));
+            for d in &mut f.diagnostics {
+                if Self::matches(&self.deny, d) || (self.strict && d.severity == Severity::Warning) {
+                    d.severity = Severity::Error;
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ValidateOptions {
+    pub lint: Options,
+    pub overrides: SeverityOverrides,
+}
+
+/// An input that could not be read at all (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("{path}: {message}")]
+    Unreadable { path: String, message: String },
+}
+
+/// Validates text read from standard input (`-`): no directory, so no
+/// layout or name checks.
+pub fn validate_stdin(bytes: Vec<u8>, opts: &ValidateOptions) -> Report {
+    let mut report = Report {
+        files: vec![check_config_file("<stdin>".into(), bytes, None, &opts.lint)],
+    };
+    opts.overrides.apply(&mut report);
+    report
+}
+
+/// Validates each path: a config file, a model directory or a repository.
+pub fn validate_paths(paths: &[PathBuf], opts: &ValidateOptions) -> Result<Report, InputError> {
+    let mut report = Report::default();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| InputError::Unreadable {
+            path: p.display().to_string(),
+            message: io_message(&e),
+        })?;
+        if meta.is_file() {
+            let bytes = std::fs::read(p).map_err(|e| InputError::Unreadable {
+                path: p.display().to_string(),
+                message: io_message(&e),
+            })?;
+            // A file named config.pbtxt inside a directory is that model's config.
+            let model_dir = (p.file_name().is_some_and(|n| n == "config.pbtxt"))
+                .then(|| p.parent().map(|d| if d.as_os_str().is_empty() { Path::new(".") } else { d }))
+                .flatten();
+            report.files.push(check_config_file(p.display().to_string(), bytes, model_dir, &opts.lint));
+        } else if meta.is_dir() {
+            let models = repo::discover(p).map_err(|e| InputError::Unreadable {
+                path: p.display().to_string(),
+                message: io_message(&e),
+            })?;
+            report.files.extend(repo::validate_repository(&models, &opts.lint));
+        }
+    }
+    opts.overrides.apply(&mut report);
+    Ok(report)
+}
+
+pub fn io_message(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file or directory".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// A config after Triton's fill-in, ready for the rules.
+pub struct Prepared {
+    pub name: String,
+    pub raw: ModelConfig,
+    pub cfg: ModelConfig,
+}
+
+/// Stage 2 and 3 on a parsed config: backend fields, then normalization.
+/// `dir_name` is the model directory's name when there is one.
+pub fn prepare(raw: &ModelConfig, dir_name: Option<&str>, facts: &DirFacts, opts: &Options) -> Result<Prepared, String> {
+    let name = if raw.name.is_empty() {
+        dir_name.unwrap_or("").to_string()
+    } else {
+        raw.name.clone()
+    };
+    let mut cfg = raw.clone();
+    if cfg.platform.is_empty() && cfg.backend.is_empty() {
+        if let Some(p) = &opts.platform_default {
+            cfg.platform = p.clone();
+        }
+    }
+    normalize::autofill_backend_fields(&mut cfg, dir_name.unwrap_or(&name), facts)?;
+    normalize::normalize(&mut cfg);
+    Ok(Prepared {
+        name,
+        raw: raw.clone(),
+        cfg,
+    })
+}
+
+/// Parses, binds and checks one config file on its own.
+pub fn check_config_file(path: String, bytes: Vec<u8>, model_dir: Option<&Path>, opts: &Options) -> FileReport {
+    let parsed = ParsedConfig::from_bytes(bytes);
+    let mut diagnostics = parsed.diagnostics.clone();
+    let mut model = None;
+    if let Some(raw) = &parsed.config {
+        let dir_name = model_dir.and_then(dir_name_of);
+        let facts = model_dir.map(DirFacts::read).unwrap_or_default();
+        match prepare(raw, dir_name.as_deref(), &facts, opts) {
+            Ok(p) => {
+                let ctx = ModelCtx {
+                    name: &p.name,
+                    dir: model_dir,
+                    raw: &p.raw,
+                    cfg: &p.cfg,
+                    file: &parsed,
+                    options: opts,
+                };
+                lint::check_model(&ctx, &mut diagnostics);
+                model = Some(p.name.clone());
+            }
+            Err(text) => {
+                diagnostics.push(Diagnostic::new("E0201", String::new()).triton(text).at_opt(parsed.span(&"backend".into())));
+            }
+        }
+    }
+    FileReport {
+        path,
+        model,
+        src: parsed.src,
+        diagnostics,
+    }
+}
+
+/// The directory's own name (`.` resolved through the current directory).
+pub fn dir_name_of(dir: &Path) -> Option<String> {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+    name.or_else(|| {
+        std::fs::canonicalize(dir)
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+    })
+}

@@ -1,0 +1,11 @@
+//! The one integration-test binary: each module drives the real `tritonctl`
+//! binary or the library against files on disk.
+
+mod common;
+mod conformance;
+mod corpus;
+mod formats;
+mod generated;
+mod properties;
+mod repository;
+mod rules;
