@@ -4,11 +4,14 @@
 //! The library never prints; the binary (`src/main.rs`) parses arguments,
 //! calls in here and maps the outcome to an exit code.
 
+pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod diagnostics;
 pub mod lint;
 pub mod pbtxt;
 pub mod repo;
 pub mod schema;
+pub mod term;
 pub mod text;
 pub mod validate;

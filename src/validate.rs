@@ -68,14 +68,16 @@ impl SeverityOverrides {
     }
 
     fn matches(list: &[String], d: &Diagnostic) -> bool {
-        list.iter().any(|c| lint::registry::find(c).is_some_and(|r| r.code == d.code))
+        list.iter()
+            .any(|c| lint::registry::find(c).is_some_and(|r| r.code == d.code))
     }
 
     pub fn apply(&self, report: &mut Report) {
         for f in &mut report.files {
             f.diagnostics.retain(|d| !Self::matches(&self.allow, d));
             for d in &mut f.diagnostics {
-                if Self::matches(&self.deny, d) || (self.strict && d.severity == Severity::Warning) {
+                if Self::matches(&self.deny, d) || (self.strict && d.severity == Severity::Warning)
+                {
                     d.severity = Severity::Error;
                 }
             }
@@ -121,15 +123,35 @@ pub fn validate_paths(paths: &[PathBuf], opts: &ValidateOptions) -> Result<Repor
             })?;
             // A file named config.pbtxt inside a directory is that model's config.
             let model_dir = (p.file_name().is_some_and(|n| n == "config.pbtxt"))
-                .then(|| p.parent().map(|d| if d.as_os_str().is_empty() { Path::new(".") } else { d }))
+                .then(|| {
+                    p.parent().map(|d| {
+                        if d.as_os_str().is_empty() {
+                            Path::new(".")
+                        } else {
+                            d
+                        }
+                    })
+                })
                 .flatten();
-            report.files.push(check_config_file(p.display().to_string(), bytes, model_dir, &opts.lint));
+            report.files.push(check_config_file(
+                p.display().to_string(),
+                bytes,
+                model_dir,
+                &opts.lint,
+            ));
         } else if meta.is_dir() {
             let models = repo::discover(p).map_err(|e| InputError::Unreadable {
                 path: p.display().to_string(),
                 message: io_message(&e),
             })?;
-            report.files.extend(repo::validate_repository(&models, &opts.lint));
+            report
+                .files
+                .extend(repo::validate_repository(&models, &opts.lint));
+            report.files.extend(
+                repo::hidden_dirs(p)
+                    .iter()
+                    .map(|d| repo::hidden_dir_report(d)),
+            );
         }
     }
     opts.overrides.apply(&mut report);
@@ -153,19 +175,28 @@ pub struct Prepared {
 
 /// Stage 2 and 3 on a parsed config: backend fields, then normalization.
 /// `dir_name` is the model directory's name when there is one.
-pub fn prepare(raw: &ModelConfig, dir_name: Option<&str>, facts: &DirFacts, opts: &Options) -> Result<Prepared, String> {
+pub fn prepare(
+    raw: &ModelConfig,
+    dir_name: Option<&str>,
+    facts: &DirFacts,
+    opts: &Options,
+) -> Result<Prepared, String> {
     let name = if raw.name.is_empty() {
         dir_name.unwrap_or("").to_string()
     } else {
         raw.name.clone()
     };
+    let model_name = dir_name.unwrap_or(&name);
     let mut cfg = raw.clone();
-    if cfg.platform.is_empty() && cfg.backend.is_empty() {
-        if let Some(p) = &opts.platform_default {
-            cfg.platform = p.clone();
-        }
+    if let Err(text) = normalize::autofill_backend_fields(&mut cfg, model_name, facts) {
+        // The default platform stands in only where Triton would find nothing.
+        let Some(p) = &opts.platform_default else {
+            return Err(text);
+        };
+        cfg = raw.clone();
+        cfg.platform = p.clone();
+        normalize::autofill_backend_fields(&mut cfg, model_name, facts)?;
     }
-    normalize::autofill_backend_fields(&mut cfg, dir_name.unwrap_or(&name), facts)?;
     normalize::normalize(&mut cfg);
     Ok(Prepared {
         name,
@@ -174,15 +205,52 @@ pub fn prepare(raw: &ModelConfig, dir_name: Option<&str>, facts: &DirFacts, opts
     })
 }
 
+/// Every per-model rule: the area rules of `lint::check_model`, then the
+/// model-directory rules (name, versions, backend library), which
+/// `lint::rules::check_model` does not run.
+pub fn run_rules(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
+    lint::check_model(ctx, out);
+    lint::rules::repository::check(ctx, out);
+}
+
+/// The backend given to a config checked without its model directory when
+/// nothing in the config tells the backend (see `N0703`). Rules treat it
+/// as a custom backend they know nothing about.
+pub const UNDETERMINED_BACKEND: &str = "<undetermined>";
+
 /// Parses, binds and checks one config file on its own.
-pub fn check_config_file(path: String, bytes: Vec<u8>, model_dir: Option<&Path>, opts: &Options) -> FileReport {
+pub fn check_config_file(
+    path: String,
+    bytes: Vec<u8>,
+    model_dir: Option<&Path>,
+    opts: &Options,
+) -> FileReport {
     let parsed = ParsedConfig::from_bytes(bytes);
     let mut diagnostics = parsed.diagnostics.clone();
     let mut model = None;
     if let Some(raw) = &parsed.config {
         let dir_name = model_dir.and_then(dir_name_of);
         let facts = model_dir.map(DirFacts::read).unwrap_or_default();
-        match prepare(raw, dir_name.as_deref(), &facts, opts) {
+        let prepared = match prepare(raw, dir_name.as_deref(), &facts, opts) {
+            Ok(p) => Ok(p),
+            // Without the directory the model file is out of sight, so an
+            // unknown backend proves nothing: note it and check the rest.
+            Err(_) if model_dir.is_none() => {
+                diagnostics.push(
+                    Diagnostic::new(
+                        "N0703",
+                        "the config names no platform or backend; Triton would take them from the model file in the model directory, which is not available here",
+                    )
+                    .at_opt(parsed.span(&"name".into()))
+                    .help("validate the model directory instead, or pass --platform-default <platform>"),
+                );
+                let mut undetermined = raw.clone();
+                undetermined.backend = UNDETERMINED_BACKEND.into();
+                prepare(&undetermined, None, &facts, opts)
+            }
+            Err(text) => Err(text),
+        };
+        match prepared {
             Ok(p) => {
                 let ctx = ModelCtx {
                     name: &p.name,
@@ -192,11 +260,15 @@ pub fn check_config_file(path: String, bytes: Vec<u8>, model_dir: Option<&Path>,
                     file: &parsed,
                     options: opts,
                 };
-                lint::check_model(&ctx, &mut diagnostics);
+                run_rules(&ctx, &mut diagnostics);
                 model = Some(p.name.clone());
             }
             Err(text) => {
-                diagnostics.push(Diagnostic::new("E0201", String::new()).triton(text).at_opt(parsed.span(&"backend".into())));
+                diagnostics.push(
+                    Diagnostic::new("E0201", String::new())
+                        .triton(text)
+                        .at_opt(parsed.span(&"backend".into())),
+                );
             }
         }
     }

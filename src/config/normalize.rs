@@ -63,8 +63,15 @@ impl DirFacts {
 }
 
 /// Stage 2 (`AutoCompleteBackendFields`): fills `name`, `backend`,
-/// `platform` and `default_model_filename` as Triton does. Returns Triton's
-/// error text when the backend cannot be determined.
+/// `platform` and `default_model_filename` as Triton does, in Triton's
+/// order (TensorFlow, TensorRT, ONNX Runtime, OpenVINO, PyTorch, Python,
+/// then a custom backend named after the model). The first family that
+/// claims the model ends the fill-in. Returns Triton's error text when the
+/// backend cannot be determined.
+///
+/// `model_name` is the model directory's name (Triton's model name), which
+/// is what the custom-backend rule splits, even when the config names the
+/// model differently.
 pub fn autofill_backend_fields(
     cfg: &mut ModelConfig,
     model_name: &str,
@@ -73,41 +80,47 @@ pub fn autofill_backend_fields(
     if cfg.name.is_empty() {
         cfg.name = model_name.to_string();
     }
-    let scan = cfg.platform.is_empty() && cfg.default_model_filename.is_empty() && dir.has_subdir;
+    let has_version = dir.has_subdir;
+    // Whether nothing in the config names the model file or its platform,
+    // so the first version directory is looked at.
+    let scan = |cfg: &ModelConfig| {
+        cfg.platform.is_empty() && cfg.default_model_filename.is_empty() && has_version
+    };
 
-    // TensorFlow.
+    // TensorFlow: the platform is decided first, from the file name or the
+    // version directory (a graphdef file wins over a savedmodel directory
+    // when both are present, as the later test overrides the earlier one).
     if cfg.platform.is_empty() && (cfg.backend.is_empty() || cfg.backend == "tensorflow") {
-        let file = cfg.default_model_filename.as_str();
-        let platform = if file == "model.savedmodel"
-            || (file.is_empty() && dir.has_subdir && dir.has_dir("model.savedmodel"))
-        {
-            Some("tensorflow_savedmodel")
-        } else if file == "model.graphdef"
-            || (file.is_empty() && dir.has_subdir && dir.has_file("model.graphdef"))
-        {
-            Some("tensorflow_graphdef")
-        } else {
-            None
-        };
-        if let Some(p) = platform {
-            cfg.platform = p.into();
-            cfg.backend = "tensorflow".into();
-            if cfg.default_model_filename.is_empty() {
-                cfg.default_model_filename = if p == "tensorflow_savedmodel" {
-                    "model.savedmodel"
-                } else {
-                    "model.graphdef"
+        match cfg.default_model_filename.as_str() {
+            "model.savedmodel" => cfg.platform = "tensorflow_savedmodel".into(),
+            "model.graphdef" => cfg.platform = "tensorflow_graphdef".into(),
+            "" if has_version => {
+                if dir.has_dir("model.savedmodel") {
+                    cfg.platform = "tensorflow_savedmodel".into();
                 }
-                .into();
+                if dir.has_file("model.graphdef") {
+                    cfg.platform = "tensorflow_graphdef".into();
+                }
             }
-            return Ok(());
+            _ => {}
         }
     }
+    if cfg.platform == "tensorflow_savedmodel" || cfg.platform == "tensorflow_graphdef" {
+        fill(&mut cfg.backend, "tensorflow");
+        let file = if cfg.platform == "tensorflow_savedmodel" {
+            "model.savedmodel"
+        } else {
+            "model.graphdef"
+        };
+        fill(&mut cfg.default_model_filename, file);
+        return Ok(());
+    }
+
     // TensorRT.
     if cfg.backend.is_empty()
         && (cfg.platform == "tensorrt_plan"
             || cfg.default_model_filename == "model.plan"
-            || (scan && dir.has_file("model.plan")))
+            || (scan(cfg) && dir.has_file("model.plan")))
     {
         cfg.backend = "tensorrt".into();
     }
@@ -116,11 +129,12 @@ pub fn autofill_backend_fields(
         fill(&mut cfg.default_model_filename, "model.plan");
         return Ok(());
     }
-    // ONNX Runtime.
+
+    // ONNX Runtime (a model.onnx directory counts: large models).
     if cfg.backend.is_empty()
         && (cfg.platform == "onnxruntime_onnx"
             || cfg.default_model_filename == "model.onnx"
-            || (scan && dir.has_entry("model.onnx")))
+            || (scan(cfg) && dir.has_entry("model.onnx")))
     {
         cfg.backend = "onnxruntime".into();
     }
@@ -129,50 +143,72 @@ pub fn autofill_backend_fields(
         fill(&mut cfg.default_model_filename, "model.onnx");
         return Ok(());
     }
+
     // OpenVINO.
     if cfg.backend.is_empty()
-        && (cfg.default_model_filename == "model.xml" || (scan && dir.has_entry("model.xml")))
+        && (cfg.default_model_filename == "model.xml" || (scan(cfg) && dir.has_entry("model.xml")))
     {
         cfg.backend = "openvino".into();
+    }
+    if cfg.backend == "openvino" {
         fill(&mut cfg.default_model_filename, "model.xml");
         return Ok(());
     }
+
     // PyTorch (TorchScript and AOTInductor).
     if cfg.backend.is_empty() {
-        let libtorch = cfg.platform == "pytorch_libtorch"
+        if cfg.platform == "pytorch_libtorch"
             || cfg.platform == "libtorch"
-            || cfg.default_model_filename == "model.pt";
-        let aoti = cfg.platform == "torch_aoti" || cfg.default_model_filename == "model.pt2";
-        if libtorch || (scan && dir.has_file("model.pt")) {
+            || cfg.default_model_filename == "model.pt"
+            || cfg.platform == "torch_aoti"
+            || cfg.default_model_filename == "model.pt2"
+        {
             cfg.backend = "pytorch".into();
-            fill(&mut cfg.platform, "pytorch_libtorch");
-            fill(&mut cfg.default_model_filename, "model.pt");
-            return Ok(());
-        }
-        if aoti || (scan && dir.has_file("model.pt2")) {
-            cfg.backend = "pytorch".into();
-            fill(&mut cfg.platform, "torch_aoti");
-            fill(&mut cfg.default_model_filename, "model.pt2");
-            return Ok(());
+        } else if scan(cfg) {
+            // Only the first of the two names present is looked at, and it
+            // must be a file.
+            if dir.has_entry("model.pt") {
+                if dir.has_file("model.pt") {
+                    cfg.backend = "pytorch".into();
+                    cfg.platform = "pytorch_libtorch".into();
+                }
+            } else if dir.has_file("model.pt2") {
+                cfg.backend = "pytorch".into();
+                cfg.platform = "torch_aoti".into();
+            }
         }
     }
+    if cfg.backend == "pytorch" {
+        if cfg.platform.is_empty() {
+            // TorchScript is the default even for a `model.pt2` file name.
+            cfg.platform = "pytorch_libtorch".into();
+            fill(&mut cfg.default_model_filename, "model.pt");
+        } else if cfg.platform == "torch_aoti" {
+            fill(&mut cfg.default_model_filename, "model.pt2");
+        }
+        return Ok(());
+    }
+
     // Python.
     if cfg.backend.is_empty()
-        && cfg.platform.is_empty()
-        && (cfg.default_model_filename == "model.py" || (scan && dir.has_file("model.py")))
+        && (cfg.default_model_filename == "model.py" || (scan(cfg) && dir.has_entry("model.py")))
     {
         cfg.backend = "python".into();
+    }
+    if cfg.backend == "python" {
         fill(&mut cfg.default_model_filename, "model.py");
         return Ok(());
     }
-    // Custom: the backend is the model name after its first '.'.
+
+    // Custom: the backend is the model name after its first '.' (possibly
+    // empty, which §3.1 then refuses as an unexpected platform).
     if cfg.backend.is_empty() && cfg.platform.is_empty() && cfg.default_model_filename.is_empty() {
         match model_name.split_once('.') {
-            Some((_, b)) if !b.is_empty() => {
+            Some((_, b)) => {
                 cfg.backend = b.to_string();
                 cfg.default_model_filename = format!("model.{b}");
             }
-            _ => {
+            None => {
                 return Err(format!(
                     "Invalid model name: Could not determine backend for model '{model_name}' with no backend in model configuration. Expected model name of the form 'model.<backend_name>'."
                 ))
@@ -189,12 +225,11 @@ fn fill(field: &mut String, value: &str) {
 }
 
 /// Stage 3 (`NormalizeModelConfig`).
+///
+/// Only a missing `version_policy` gets the default: a written but empty
+/// `version_policy { }` stays as it is, and Triton then loads every version.
 pub fn normalize(cfg: &mut ModelConfig) {
-    if cfg
-        .version_policy
-        .as_ref()
-        .is_none_or(|p| p.policy_choice.is_none())
-    {
+    if cfg.version_policy.is_none() {
         cfg.version_policy = Some(ModelVersionPolicy {
             policy_choice: Some(model_version_policy::PolicyChoice::Latest(
                 model_version_policy::Latest { num_versions: 1 },
@@ -221,6 +256,19 @@ pub fn normalize(cfg: &mut ModelConfig) {
             }
         }
         _ => {}
+    }
+    // Pinned buffers default to on, except for ensembles (which take no
+    // `optimization` at all).
+    if !matches!(
+        cfg.scheduling_choice,
+        Some(SchedulingChoice::EnsembleScheduling(_))
+    ) {
+        use crate::schema::inference::model_optimization_policy::PinnedMemoryBuffer;
+        let opt = cfg.optimization.get_or_insert_with(Default::default);
+        opt.input_pinned_memory
+            .get_or_insert(PinnedMemoryBuffer { enable: true });
+        opt.output_pinned_memory
+            .get_or_insert(PinnedMemoryBuffer { enable: true });
     }
 }
 
@@ -272,6 +320,73 @@ mod tests {
     }
 
     #[test]
+    fn backend_fields_follow_triton_order_and_quirks() {
+        // A TensorFlow platform given without backend gets the backend.
+        let c = filled("platform: \"tensorflow_savedmodel\"", "m", &[]).unwrap();
+        assert_eq!(
+            (c.backend.as_str(), c.default_model_filename.as_str()),
+            ("tensorflow", "model.savedmodel")
+        );
+        // A graphdef file beats a savedmodel directory.
+        let mut facts = DirFacts {
+            has_subdir: true,
+            first_subdir_files: vec!["model.graphdef".into()],
+            first_subdir_dirs: vec!["model.savedmodel".into()],
+        };
+        let mut c = ModelConfig::default();
+        autofill_backend_fields(&mut c, "m", &facts).unwrap();
+        assert_eq!(c.platform, "tensorflow_graphdef");
+        // A directory named model.plan is not a TensorRT plan.
+        facts.first_subdir_files.clear();
+        facts.first_subdir_dirs = vec!["model.plan".into()];
+        let e = autofill_backend_fields(&mut ModelConfig::default(), "m", &facts).unwrap_err();
+        assert!(e.starts_with("Invalid model name"), "{e}");
+        // backend pytorch alone gets the TorchScript platform and file name.
+        let c = filled("backend: \"pytorch\"", "m", &[]).unwrap();
+        assert_eq!(
+            (c.platform.as_str(), c.default_model_filename.as_str()),
+            ("pytorch_libtorch", "model.pt")
+        );
+        // Triton's quirk: a model.pt2 file name without platform still gets
+        // the TorchScript platform.
+        let c = filled("default_model_filename: \"model.pt2\"", "m", &[]).unwrap();
+        assert_eq!(
+            (c.backend.as_str(), c.platform.as_str()),
+            ("pytorch", "pytorch_libtorch")
+        );
+        let c = filled("", "m", &["model.pt2"]).unwrap();
+        assert_eq!(
+            (c.platform.as_str(), c.default_model_filename.as_str()),
+            ("torch_aoti", "model.pt2")
+        );
+        // platform libtorch keeps the file name empty.
+        let c = filled("platform: \"libtorch\"", "m", &[]).unwrap();
+        assert_eq!(
+            (c.backend.as_str(), c.default_model_filename.as_str()),
+            ("pytorch", "")
+        );
+        let c = filled("backend: \"openvino\"", "m", &[]).unwrap();
+        assert_eq!(c.default_model_filename, "model.xml");
+        // The Python file name counts even with a platform written.
+        let c = filled(
+            "platform: \"x\" default_model_filename: \"model.py\"",
+            "m",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(c.backend, "python");
+        // The custom rule splits the directory name, not the config name.
+        let c = filled("name: \"other\"", "dir.identity", &[]).unwrap();
+        assert_eq!((c.name.as_str(), c.backend.as_str()), ("other", "identity"));
+        // A trailing dot gives an empty backend (refused later by §3.1).
+        let c = filled("", "m.", &[]).unwrap();
+        assert_eq!(
+            (c.backend.as_str(), c.default_model_filename.as_str()),
+            ("", "model.")
+        );
+    }
+
+    #[test]
     fn normalization() {
         let mut c =
             crate::config::ParsedConfig::parse("max_batch_size: 8 dynamic_batching { }".into())
@@ -284,5 +399,23 @@ mod tests {
         };
         assert_eq!(db.preferred_batch_size, vec![8]);
         assert!(c.version_policy.is_some());
+        let pinned = c.optimization.unwrap().input_pinned_memory.unwrap();
+        assert!(pinned.enable);
+
+        // An empty policy stays empty (Triton then loads all versions).
+        let mut c = crate::config::ParsedConfig::parse("version_policy { }".into())
+            .config
+            .unwrap();
+        normalize(&mut c);
+        assert_eq!(c.version_policy.unwrap().policy_choice, None);
+
+        // Ensembles get no optimization block.
+        let mut c = crate::config::ParsedConfig::parse(
+            "platform: \"ensemble\" ensemble_scheduling { }".into(),
+        )
+        .config
+        .unwrap();
+        normalize(&mut c);
+        assert!(c.optimization.is_none());
     }
 }

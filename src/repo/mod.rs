@@ -3,9 +3,10 @@
 
 use crate::config::normalize::DirFacts;
 use crate::config::ParsedConfig;
-use crate::diagnostics::Diagnostic;
+use crate::diagnostics::{Diagnostic, Severity};
 use crate::lint::{self, ModelCtx, Options};
 use crate::validate::{dir_name_of, prepare, FileReport, Prepared};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 /// One model directory found on disk.
@@ -18,25 +19,84 @@ pub struct ModelEntry {
     pub config_path: PathBuf,
 }
 
-/// Models under `path`: the directory itself when it holds a
-/// `config.pbtxt`, else each of its sub-directories (a model repository).
-/// Hidden directories are skipped.
-pub fn discover(path: &Path) -> std::io::Result<Vec<ModelEntry>> {
+/// Whether `path` is a model directory rather than a repository: it holds
+/// a `config.pbtxt`, or (a model relying on auto-complete) it holds no
+/// config but every sub-directory is named like a version (`1`, `2`, ...).
+/// Triton itself would take such sub-directories as models named `1`...,
+/// which is almost never what a user pointing at one model means.
+pub fn is_model_dir(path: &Path) -> bool {
     if path.join("config.pbtxt").is_file() {
-        let name = dir_name_of(path).unwrap_or_default();
-        return Ok(vec![entry(path.to_path_buf(), name)]);
+        return true;
     }
+    let subdirs = visible_subdirs(path).unwrap_or_default();
+    !subdirs.is_empty()
+        && subdirs
+            .iter()
+            .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn visible_subdirs(path: &Path) -> std::io::Result<Vec<String>> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(path)? {
         let e = e?;
         let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') || !e.file_type()?.is_dir() {
+        if name.starts_with('.') || !e.path().is_dir() {
             continue;
         }
-        out.push(entry(e.path(), name));
+        out.push(name);
     }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out.sort();
     Ok(out)
+}
+
+/// Models under `path`: the directory itself when it is a model directory
+/// (see [`is_model_dir`]), else each of its sub-directories, as Triton
+/// polls a repository (files are ignored). Hidden directories are skipped
+/// here; [`hidden_dirs`] lists them.
+pub fn discover(path: &Path) -> std::io::Result<Vec<ModelEntry>> {
+    if is_model_dir(path) {
+        let name = dir_name_of(path).unwrap_or_default();
+        return Ok(vec![entry(path.to_path_buf(), name)]);
+    }
+    Ok(visible_subdirs(path)?
+        .into_iter()
+        .map(|name| entry(path.join(&name), name))
+        .collect())
+}
+
+/// Hidden sub-directories of a repository (none for a model directory).
+/// Triton would try to load each of them as a model.
+pub fn hidden_dirs(path: &Path) -> Vec<PathBuf> {
+    if is_model_dir(path) {
+        return Vec::new();
+    }
+    let mut out: Vec<PathBuf> = std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with('.') && e.path().is_dir())
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
+}
+
+/// The report for a hidden directory of a repository.
+pub fn hidden_dir_report(dir: &Path) -> FileReport {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    FileReport {
+        path: dir.display().to_string(),
+        model: None,
+        src: String::new(),
+        diagnostics: vec![Diagnostic::new(
+            "W0706",
+            format!("hidden directory '{name}' in the model repository: Triton tries to load it as a model named '{name}' and fails"),
+        )
+        .help(format!("move '{name}' out of the model repository"))],
+    }
 }
 
 fn entry(dir: PathBuf, name: String) -> ModelEntry {
@@ -50,72 +110,177 @@ fn entry(dir: PathBuf, name: String) -> ModelEntry {
 /// A model of the repository after parsing and Triton's fill-in.
 pub struct LoadedModel {
     pub entry: ModelEntry,
+    /// The config as read (an empty one when the file is missing and
+    /// auto-complete is on); `None` when it could not be read.
     pub parsed: Option<ParsedConfig>,
     pub prepared: Option<Prepared>,
+    /// Whether the model's own checks found errors, so Triton would not
+    /// load it.
+    pub has_errors: bool,
 }
 
-/// Validates every model, then the cross-model rules.
+/// Reads, prepares and checks one model on its own.
+pub fn load_model(m: &ModelEntry, opts: &Options) -> (LoadedModel, FileReport) {
+    let mut diagnostics = Vec::new();
+    let mut missing = false;
+    let parsed = match std::fs::read(&m.config_path) {
+        Ok(bytes) => Some(ParsedConfig::from_bytes(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && opts.autocomplete => {
+            // Triton starts from an empty config and lets auto-complete fill it.
+            missing = true;
+            Some(ParsedConfig::parse(String::new()))
+        }
+        Err(e) => {
+            let reason = match e.kind() {
+                std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
+                std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
+                _ => e.to_string(),
+            };
+            let mut d = Diagnostic::new("E0705", String::new()).triton(format!(
+                "failed to open text file for read {}: {reason}",
+                m.config_path.display()
+            ));
+            if e.kind() != std::io::ErrorKind::NotFound {
+                // Not about auto-complete: the file is there but unreadable.
+                d.message = format!("cannot read {}: {reason}", m.config_path.display());
+            } else {
+                d = d.help("write a config.pbtxt, or enable auto-complete on the server");
+            }
+            diagnostics.push(d);
+            None
+        }
+    };
+    let mut prepared = None;
+    let mut src = String::new();
+    if let Some(p) = &parsed {
+        diagnostics.extend(p.diagnostics.iter().cloned());
+        src = p.src.clone();
+        if let Some(raw) = &p.config {
+            let facts = DirFacts::read(&m.dir);
+            match prepare(raw, Some(&m.name), &facts, opts) {
+                Ok(prep) => {
+                    if missing {
+                        diagnostics.push(Diagnostic::new(
+                            "N0701",
+                            format!(
+                                "model '{}' has no config.pbtxt; Triton will auto-complete one for backend '{}'",
+                                m.name,
+                                if prep.cfg.backend.is_empty() { prep.cfg.platform.as_str() } else { prep.cfg.backend.as_str() }
+                            ),
+                        )
+                        .help("run `tritonctl autoconfig` to see the config Triton would use, and commit it"));
+                    }
+                    let ctx = ModelCtx {
+                        name: &prep.name,
+                        dir: Some(&m.dir),
+                        raw: &prep.raw,
+                        cfg: &prep.cfg,
+                        file: p,
+                        options: opts,
+                    };
+                    crate::validate::run_rules(&ctx, &mut diagnostics);
+                    prepared = Some(prep);
+                }
+                Err(text) => diagnostics.push(
+                    Diagnostic::new("E0201", String::new())
+                        .triton(text)
+                        .at_opt(p.span(&"backend".into())),
+                ),
+            }
+        }
+    }
+    let has_errors = diagnostics.iter().any(|d| d.severity == Severity::Error);
+    let report = FileReport {
+        path: m.config_path.display().to_string(),
+        model: Some(prepared.as_ref().map_or(m.name.clone(), |p| p.name.clone())),
+        src,
+        diagnostics,
+    };
+    (
+        LoadedModel {
+            entry: m.clone(),
+            parsed,
+            prepared,
+            has_errors,
+        },
+        report,
+    )
+}
+
+/// Model names that ensembles among `loaded` use but that are not loaded.
+fn unresolved_steps(loaded: &[LoadedModel], known: &HashSet<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in loaded {
+        let Some(cfg) = m.prepared.as_ref().map(|p| &p.cfg) else {
+            continue;
+        };
+        let Some(sched) = lint::rules::ensemble::ensemble_of(cfg) else {
+            continue;
+        };
+        for s in &sched.step {
+            if !s.model_name.is_empty()
+                && !known.contains(&s.model_name)
+                && !out.contains(&s.model_name)
+            {
+                out.push(s.model_name.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The repository a model directory sits in (its parent), resolved so
+/// that `.` works.
+fn repository_of(dir: &Path) -> Option<PathBuf> {
+    std::fs::canonicalize(dir)
+        .ok()?
+        .parent()
+        .map(Path::to_path_buf)
+}
+
+/// Validates every model, then the cross-model rules. Models that
+/// ensembles use but that are not among `models` are looked up next to
+/// them in the repository (so a single ensemble directory can be
+/// validated), loaded for reference only and not reported on.
 pub fn validate_repository(models: &[ModelEntry], opts: &Options) -> Vec<FileReport> {
     let mut reports = Vec::new();
     let mut loaded = Vec::new();
     for m in models {
-        let mut diagnostics = Vec::new();
-        let parsed = match std::fs::read(&m.config_path) {
-            Ok(bytes) => Some(ParsedConfig::from_bytes(bytes)),
-            Err(_) => None,
-        };
-        let mut prepared = None;
-        let src;
-        match &parsed {
-            None => {
-                diagnostics.push(Diagnostic::new(
-                    "N0701",
-                    format!("model '{}' has no config.pbtxt; Triton will auto-complete one from the model file if its backend can", m.name),
-                ));
-                src = String::new();
+        let (lm, report) = load_model(m, opts);
+        loaded.push(lm);
+        reports.push(report);
+    }
+    let mut known: HashSet<String> = models.iter().map(|m| m.name.clone()).collect();
+    let roots: Vec<PathBuf> = {
+        let mut r: Vec<PathBuf> = models
+            .iter()
+            .filter_map(|m| repository_of(&m.dir))
+            .collect();
+        r.dedup();
+        r
+    };
+    // Context models, transitively (an ensemble inside an ensemble).
+    loop {
+        let wanted = unresolved_steps(&loaded, &known);
+        let mut added = false;
+        for name in wanted {
+            known.insert(name.clone());
+            if name.starts_with('.') || name.contains(['/', '\\']) || name == ".." {
+                continue;
             }
-            Some(p) => {
-                diagnostics.extend(p.diagnostics.iter().cloned());
-                src = p.src.clone();
-                if let Some(raw) = &p.config {
-                    let facts = DirFacts::read(&m.dir);
-                    match prepare(raw, Some(&m.name), &facts, opts) {
-                        Ok(prep) => {
-                            let ctx = ModelCtx {
-                                name: &prep.name,
-                                dir: Some(&m.dir),
-                                raw: &prep.raw,
-                                cfg: &prep.cfg,
-                                file: p,
-                                options: opts,
-                            };
-                            lint::check_model(&ctx, &mut diagnostics);
-                            prepared = Some(prep);
-                        }
-                        Err(text) => diagnostics.push(
-                            Diagnostic::new("E0201", String::new())
-                                .triton(text)
-                                .at_opt(p.span(&"backend".into())),
-                        ),
-                    }
-                }
+            if let Some(dir) = roots.iter().map(|r| r.join(&name)).find(|d| d.is_dir()) {
+                let (lm, _) = load_model(&entry(dir, name), opts);
+                loaded.push(lm);
+                added = true;
             }
         }
-        reports.push(FileReport {
-            path: m.config_path.display().to_string(),
-            model: Some(prepared.as_ref().map_or(m.name.clone(), |p| p.name.clone())),
-            src,
-            diagnostics,
-        });
-        loaded.push(LoadedModel {
-            entry: m.clone(),
-            parsed,
-            prepared,
-        });
+        if !added {
+            break;
+        }
     }
     let cross = lint::rules::repository::check_repository(&loaded, opts);
-    for (i, ds) in cross.into_iter().enumerate() {
-        reports[i].diagnostics.extend(ds);
+    for (report, ds) in reports.iter_mut().zip(cross) {
+        report.diagnostics.extend(ds);
     }
     reports
 }

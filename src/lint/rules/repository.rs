@@ -1,23 +1,802 @@
-//! Rules: repository layout and cross-model checks (to be filled in).
+//! Rules: the model directory and the repository around it.
+//!
+//! Per model (`check`, needs the model directory): the config's name
+//! against the directory name (§3.6), the version directories and the
+//! version policy (§3.7), and whether the backend library can be found
+//! (`backend_model.cc`). Across models (`check_repository`): the ensemble
+//! dependency checks (missing models, cycles, required versions) and the
+//! ensemble composition checks of `ensemble::check_composition`.
+//!
+//! Backend libraries: tritonctl cannot see the server's backend directory.
+//! It takes Triton's standard backends (`lint::STANDARD_BACKENDS`) and the
+//! `--known-backend` names as installed, and also accepts a
+//! `libtriton_<backend>.so` in the model or version directory (Triton looks
+//! there first). Any other backend is reported as a *warning* that carries
+//! Triton's text (`unable to find backend library for backend ...`): on a
+//! server without that backend this is exactly the load failure, but the
+//! target server may have it installed. The same holds for a `runtime`
+//! library that is not in the model directory. A `runtime` path that leaves
+//! the directory it is found in fails on every server, so that one is an
+//! error.
 
 use crate::diagnostics::{Category, Diagnostic, Severity};
 use crate::lint::registry::Rule;
-use crate::lint::{ModelCtx, Options};
+use crate::lint::rules::ensemble::{self, StepModel};
+use crate::lint::{ModelCtx, Options, STANDARD_BACKENDS};
 use crate::repo::LoadedModel;
+use crate::schema::inference::model_version_policy::PolicyChoice;
+use crate::schema::inference::ModelConfig;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::Path;
 
-pub const RULES: &[Rule] = &[Rule {
-    code: "N0701",
-    name: "missing-config",
-    category: Category::Repository,
-    severity: Severity::Note,
-    summary: "A model directory without config.pbtxt",
-    docs: "Triton can load a model without `config.pbtxt` when auto-complete is on and the backend can derive the configuration from the model file (ONNX Runtime, TensorRT, OpenVINO, Python with `auto_complete_config`). Run `tritonctl autoconfig` to see and commit the config Triton would use.",
-    triton_source: Some("core src/model_repository_manager/model_repository_manager.cc"),
-}];
+const fn rule(
+    code: &'static str,
+    name: &'static str,
+    severity: Severity,
+    summary: &'static str,
+    docs: &'static str,
+    triton_source: Option<&'static str>,
+) -> Rule {
+    Rule {
+        code,
+        name,
+        category: Category::Repository,
+        severity,
+        summary,
+        docs,
+        triton_source,
+    }
+}
 
-pub fn check(_ctx: &ModelCtx, _out: &mut Vec<Diagnostic>) {}
+const REPO_SRC: Option<&str> =
+    Some("core src/model_repository_manager/model_repository_manager.cc");
+const LIFECYCLE_SRC: Option<&str> =
+    Some("core src/model_repository_manager/model_lifecycle.cc (VersionsToLoad)");
+const BACKEND_SRC: Option<&str> = Some("core src/backend_model.cc (GetBackendLibraryProperties)");
+
+pub const RULES: &[Rule] = &[
+    rule(
+        "N0701",
+        "missing-config",
+        Severity::Note,
+        "A model directory without config.pbtxt",
+        "Triton can load a model without `config.pbtxt` when auto-complete is on and the backend can derive the configuration from the model file (ONNX Runtime, TensorRT, OpenVINO, Python with `auto_complete_config`). Run `tritonctl autoconfig` to see and commit the config Triton would use.",
+        REPO_SRC,
+    ),
+    rule(
+        "E0702",
+        "name-directory-mismatch",
+        Severity::Error,
+        "The config's `name` differs from the model directory's name",
+        "Triton identifies a model by its directory. When the config sets `name`, it must be exactly the directory name (case included), otherwise the model is refused. Omitting `name` is allowed: Triton then uses the directory name.\n\n```\nmodels/resnet50/config.pbtxt:\nname: \"resnet\"    # error: directory is 'resnet50'\n```",
+        REPO_SRC,
+    ),
+    rule(
+        "E0703",
+        "no-version-to-load",
+        Severity::Error,
+        "No version directory is selected by the version policy",
+        "A model loads from numeric version directories (`1/`, `2/`, ...) inside its directory; ensembles need one too, even if it is empty. The `version_policy` picks among them: `latest { num_versions: n }` (default n = 1) the n highest, `all` every one, `specific { versions: [...] }` the listed ones that exist. When nothing is selected, Triton refuses the model.\n\n```\nmodels/my_model/config.pbtxt\nmodels/my_model/1/model.onnx\n```",
+        LIFECYCLE_SRC,
+    ),
+    rule(
+        "E0704",
+        "runtime-escapes-backend-dir",
+        Severity::Error,
+        "`runtime` names a library path that leaves its directory",
+        "`runtime` is a library file name, looked up in the version directory, the model directory and the backend's directory. A path that climbs out of the directory it is found in (`../other/libtriton_x.so`) is refused for safety.",
+        BACKEND_SRC,
+    ),
+    rule(
+        "E0705",
+        "config-missing",
+        Severity::Error,
+        "No config.pbtxt while auto-complete is disabled",
+        "With `--disable-auto-complete-config` (or the deprecated `--strict-model-config=true`) Triton requires every model directory to hold a `config.pbtxt`. Write one, or let Triton generate it by enabling auto-complete.",
+        Some("core src/filesystem/implementations/local.h (ReadTextFile)"),
+    ),
+    rule(
+        "W0701",
+        "version-leading-zeros",
+        Severity::Warning,
+        "A version directory whose name starts with 0",
+        "Triton ignores version directories such as `01` or `007` (it logs a warning and skips them), so the model may load fewer versions than expected, or none. Rename the directory to the plain number (`1`, `7`).",
+        LIFECYCLE_SRC,
+    ),
+    rule(
+        "W0702",
+        "version-not-numeric",
+        Severity::Warning,
+        "A sub-directory of the model that is not a version number",
+        "Every sub-directory of a model directory is taken as a version, except `warmup`, `initial_state` and `configs`. Others that do not start with a number (`v1`, `latest`, `.ipynb_checkpoints`) are ignored with a warning. Move extra files out of the model directory, or into a version directory.",
+        LIFECYCLE_SRC,
+    ),
+    rule(
+        "W0703",
+        "specific-version-missing",
+        Severity::Warning,
+        "`version_policy.specific` lists a version without a directory",
+        "Triton logs an error for each listed version that has no directory and loads the others; the missing ones are simply not available, so requests (and ensemble steps) asking for them fail.",
+        LIFECYCLE_SRC,
+    ),
+    rule(
+        "W0704",
+        "backend-not-installed",
+        Severity::Warning,
+        "A backend that is not one of Triton's standard backends",
+        "Triton loads `libtriton_<backend>.so` from the version directory, the model directory or `<backend-directory>/<backend>/` (or a Python-based backend's `model.py` there). tritonctl cannot see the server, so it accepts the standard backends (onnxruntime, tensorrt, pytorch, tensorflow, python, openvino), names given with `--known-backend`, and libraries inside the model directory. Other names are reported with the message Triton gives when the backend is missing. Pass `--known-backend <name>` if your server has it.",
+        BACKEND_SRC,
+    ),
+    rule(
+        "W0705",
+        "runtime-not-found",
+        Severity::Warning,
+        "The `runtime` library is not in the model directory and not a known backend's library",
+        "`runtime` overrides the library file Triton loads for the backend. It is searched in the version directory, the model directory and the backend's directory; `model.py` selects a Python-based backend. tritonctl accepts a file present in the model directory, `libtriton_<backend>.so` of an installed backend, and `model.py` for an installed backend; otherwise it warns with Triton's text, as the library must then come from the server's backend directory.",
+        BACKEND_SRC,
+    ),
+    rule(
+        "W0706",
+        "hidden-directory-in-repository",
+        Severity::Warning,
+        "A hidden directory in the model repository",
+        "Triton treats every sub-directory of a model repository as a model, hidden ones included (`.ipynb_checkpoints`, `.cache`). Such a directory fails to load, and by default a failed model stops the server from starting. tritonctl does not validate it as a model. Remove it from the repository.",
+        REPO_SRC,
+    ),
+    rule(
+        "N0703",
+        "backend-undetermined-without-directory",
+        Severity::Note,
+        "A config checked on its own names neither platform nor backend",
+        "Triton takes the backend from `backend`, `platform`, `default_model_filename`, the model file in the first version directory, or the model name (`name.<backend>`). A config read from standard input or from a file not named `config.pbtxt` has no directory to look into, so tritonctl cannot tell; it checks everything that does not depend on the backend. Validate the model directory, or pass `--platform-default`.",
+        None,
+    ),
+    rule(
+        "N0702",
+        "ensemble-dependency-fails",
+        Severity::Note,
+        "An ensemble step uses a model that fails to load",
+        "When a composing model fails to load, Triton refuses every ensemble that uses it. The composing model's own findings say why; fix those first. The ensemble's composition (maps, types, shapes) is checked once its models load.",
+        REPO_SRC,
+    ),
+];
+
+/// Where Triton looks for backends by default (`--backend-directory`).
+const BACKEND_DIR: &str = "/opt/tritonserver/backends";
+
+/// Sub-directories Triton skips silently when it looks for versions.
+const NOT_VERSIONS: &[&str] = &["warmup", "initial_state", "configs"];
+
+/// The version directories of a model and what its policy selects.
+#[derive(Debug, Default, Clone)]
+pub struct VersionScan {
+    /// Numeric version directories (as Triton reads their names).
+    pub existing: BTreeSet<i64>,
+    /// Directory names Triton ignores, with the rule code and its warning.
+    pub ignored: Vec<(String, &'static str, String)>,
+    /// Versions the policy selects, highest first.
+    pub loaded: Vec<i64>,
+    /// `specific` versions (index in the list, version) without a directory.
+    pub missing_specific: Vec<(usize, i64)>,
+}
+
+/// A directory name read as `std::stoll` does: leading blanks, a sign,
+/// then the longest run of digits (`12abc` is 12). `None` when no digit
+/// comes first or the number does not fit.
+fn parse_version(name: &str) -> Option<i64> {
+    let t = name.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, rest) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let end = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if end == 0 {
+        return None;
+    }
+    let digits = &rest[..end];
+    if neg {
+        format!("-{digits}").parse().ok()
+    } else {
+        digits.parse().ok()
+    }
+}
+
+/// Triton's `VersionsToLoad` on `dir` with the (normalized) `cfg`.
+pub fn scan_versions(dir: &Path, cfg: &ModelConfig) -> VersionScan {
+    let mut subdirs: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    subdirs.sort();
+    let mut scan = VersionScan::default();
+    for d in subdirs {
+        if NOT_VERSIONS.contains(&d.as_str()) {
+            continue;
+        }
+        if d.len() > 1 && d.starts_with('0') {
+            let text = format!(
+                "ignore version directory '{d}' which contains leading zeros in its directory name"
+            );
+            scan.ignored.push((d, "W0701", text));
+            continue;
+        }
+        match parse_version(&d) {
+            Some(v) => {
+                scan.existing.insert(v);
+            }
+            None => {
+                let text = format!(
+                    "ignore version directory '{d}' which fails to convert to integral number"
+                );
+                scan.ignored.push((d, "W0702", text));
+            }
+        }
+    }
+    match cfg
+        .version_policy
+        .as_ref()
+        .and_then(|p| p.policy_choice.as_ref())
+    {
+        Some(PolicyChoice::Specific(s)) => {
+            for (i, v) in s.versions.iter().enumerate() {
+                if scan.existing.contains(v) {
+                    if !scan.loaded.contains(v) {
+                        scan.loaded.push(*v);
+                    }
+                } else {
+                    scan.missing_specific.push((i, *v));
+                }
+            }
+            scan.loaded.sort_by(|a, b| b.cmp(a));
+        }
+        Some(PolicyChoice::Latest(l)) => {
+            scan.loaded = scan
+                .existing
+                .iter()
+                .rev()
+                .take(l.num_versions as usize)
+                .copied()
+                .collect();
+        }
+        // `all`, and a policy message with no choice (Triton's else branch).
+        Some(PolicyChoice::All(_)) | None if cfg.version_policy.is_some() => {
+            scan.loaded = scan.existing.iter().rev().copied().collect();
+        }
+        // No policy at all: normalization makes it `latest { 1 }`.
+        _ => {
+            scan.loaded = scan
+                .existing
+                .iter()
+                .next_back()
+                .copied()
+                .into_iter()
+                .collect()
+        }
+    }
+    scan
+}
+
+/// Whether the server is taken to have backend `b` installed.
+pub fn backend_known(b: &str, opts: &Options) -> bool {
+    STANDARD_BACKENDS.contains(&b) || opts.known_backends.iter().any(|k| k == b)
+}
+
+/// Whether `runtime` (a path relative to `base`, as Triton joins it) ends
+/// up outside `base` once `.` and `..` are resolved.
+fn runtime_escapes(base: &str, runtime: &str) -> bool {
+    let mut stack: Vec<&str> = base.split('/').filter(|c| !c.is_empty()).collect();
+    let depth = stack.len();
+    for c in runtime.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                stack.pop();
+            }
+            other => stack.push(other),
+        }
+    }
+    let base_parts: Vec<&str> = base.split('/').filter(|c| !c.is_empty()).collect();
+    stack.len() < depth || stack[..depth] != base_parts[..]
+}
+
+pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
+    let Some(dir) = ctx.dir else {
+        check_backend_library(ctx, None, &[], out);
+        return;
+    };
+    let dir_name = crate::validate::dir_name_of(dir).unwrap_or_default();
+
+    // §3.6: only a name written in the config can differ.
+    if !ctx.raw.name.is_empty() && ctx.cfg.name != dir_name {
+        out.push(
+            ctx.triton(
+                "E0702",
+                "name",
+                format!(
+                    "unexpected directory name '{dir_name}' for model '{}', directory name must equal model name",
+                    ctx.cfg.name
+                ),
+            )
+            .help(format!(
+                "rename the directory to '{}', or set `name: \"{dir_name}\"` (or remove `name`)",
+                ctx.cfg.name
+            )),
+        );
+    }
+
+    // §3.7.
+    let scan = scan_versions(dir, ctx.cfg);
+    for (_, code, text) in &scan.ignored {
+        out.push(
+            Diagnostic::new(code, String::new())
+                .triton(text.clone())
+                .help("version directories are plain numbers: 1, 2, 3, ..."),
+        );
+    }
+    for (i, v) in &scan.missing_specific {
+        out.push(
+            ctx.triton(
+                "W0703",
+                &format!("version_policy.specific.versions[{i}]"),
+                format!("version {v} is specified for model '{dir_name}', but the version directory is not present"),
+            )
+            .help(format!("create the directory '{v}/' with the model file, or remove {v} from the list")),
+        );
+    }
+    if scan.loaded.is_empty() {
+        let help = if scan.existing.is_empty() {
+            "create a version directory such as `1/` next to config.pbtxt (an empty one for an ensemble)".to_string()
+        } else {
+            let have: Vec<String> = scan.existing.iter().map(i64::to_string).collect();
+            format!(
+                "the version directories present are {}; change version_policy to select one",
+                have.join(", ")
+            )
+        };
+        out.push(
+            ctx.triton(
+                "E0703",
+                "version_policy",
+                format!("at least one version must be available under the version policy of model '{dir_name}'"),
+            )
+            .at_opt(ctx.exact_span("version_policy").and(ctx.name_span("version_policy")))
+            .help(help),
+        );
+    }
+    check_backend_library(ctx, Some(dir), &scan.loaded, out);
+}
+
+/// The backend-library lookup of `backend_model.cc`, as far as it can be
+/// decided without the server (see the module documentation).
+fn check_backend_library(
+    ctx: &ModelCtx,
+    dir: Option<&Path>,
+    versions: &[i64],
+    out: &mut Vec<Diagnostic>,
+) {
+    let cfg = ctx.cfg;
+    let b = cfg.backend.as_str();
+    if b.is_empty() || b == crate::validate::UNDETERMINED_BACKEND || cfg.platform == "ensemble" {
+        return;
+    }
+    let m = cfg.name.as_str();
+    let backend_path = format!("{BACKEND_DIR}/{b}");
+    let in_model_dir = |file: &str| {
+        dir.is_some_and(|d| {
+            d.join(file).is_file()
+                || versions
+                    .iter()
+                    .any(|v| d.join(v.to_string()).join(file).is_file())
+        })
+    };
+    let known = backend_known(b, ctx.options);
+    let rt = cfg.runtime.as_str();
+    if rt.is_empty() {
+        if !known && !in_model_dir(&format!("libtriton_{b}.so")) {
+            out.push(
+                ctx.triton(
+                    "W0704",
+                    "backend",
+                    format!("unable to find backend library for backend '{b}', try specifying runtime on the model configuration."),
+                )
+                .help(format!(
+                    "if the server has this backend installed, pass `--known-backend {b}`; otherwise install it under {backend_path}/"
+                )),
+            );
+        }
+        return;
+    }
+    if rt == "model.py" {
+        if !known {
+            out.push(
+                ctx.triton(
+                    "W0705",
+                    "runtime",
+                    format!(
+                        "unable to find Python backend based backend library '{rt}' for model '{m}', searched: '{backend_path}/model.py'"
+                    ),
+                )
+                .help(format!(
+                    "a Python-based backend needs {backend_path}/model.py on the server; pass `--known-backend {b}` if it is there"
+                )),
+            );
+        }
+        return;
+    }
+    if runtime_escapes(&backend_path, rt) {
+        out.push(
+            ctx.triton(
+                "E0704",
+                "runtime",
+                format!(
+                    "backend library name '{rt}' escapes backend directory '{backend_path}', for model '{m}', check model config runtime field"
+                ),
+            )
+            .help("set `runtime` to a library file name (e.g. `libtriton_<backend>.so`) without `..`"),
+        );
+        return;
+    }
+    let Some(dir) = dir else {
+        return;
+    };
+    let found = in_model_dir(rt) || (known && rt == format!("libtriton_{b}.so"));
+    if !found {
+        let version = versions.first().copied().unwrap_or(1);
+        let shown = dir.display().to_string();
+        out.push(
+            ctx.triton(
+                "W0705",
+                "runtime",
+                format!(
+                    "unable to find backend library '{rt}' for model '{m}', searched: '{shown}/{version}' '{shown}' '{backend_path}' "
+                ),
+            )
+            .help(format!(
+                "put {rt} in the model directory, remove `runtime` to use the backend's own library, or make sure the server has {backend_path}/{rt}"
+            )),
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Cross-model checks.
+
+fn model_cfg(m: &LoadedModel) -> Option<&ModelConfig> {
+    m.prepared.as_ref().map(|p| &p.cfg)
+}
+
+fn at(m: &LoadedModel, path: &str) -> Option<crate::text::Span> {
+    m.parsed
+        .as_ref()
+        .and_then(|p| p.span(&crate::config::FieldPath::parse(path)))
+}
+
+/// The ensemble's step models, as indices into `models` (`None` when absent).
+fn step_targets(
+    models: &[LoadedModel],
+    by_name: &HashMap<&str, usize>,
+    e: usize,
+) -> Vec<Option<usize>> {
+    let Some(sched) = model_cfg(&models[e]).and_then(ensemble::ensemble_of) else {
+        return Vec::new();
+    };
+    sched
+        .step
+        .iter()
+        .map(|s| by_name.get(s.model_name.as_str()).copied())
+        .collect()
+}
+
+/// A path from ensemble `start` back to itself: the last ensemble before
+/// `start` on the loop and the step of `start` the loop leaves through.
+fn find_cycle(
+    targets: &[Vec<Option<usize>>],
+    is_ens: &[bool],
+    start: usize,
+) -> Option<(usize, usize)> {
+    for (i, t) in targets[start].iter().enumerate() {
+        let Some(first) = *t else { continue };
+        if !is_ens[first] {
+            continue;
+        }
+        if first == start {
+            return Some((start, i));
+        }
+        let mut seen = HashSet::from([first]);
+        let mut stack = vec![first];
+        while let Some(n) = stack.pop() {
+            for u in targets[n].iter().flatten() {
+                if *u == start {
+                    return Some((n, i));
+                }
+                if is_ens[*u] && seen.insert(*u) {
+                    stack.push(*u);
+                }
+            }
+        }
+    }
+    None
+}
 
 /// Cross-model rules; returns the findings per model, in `models` order.
-pub fn check_repository(models: &[LoadedModel], _opts: &Options) -> Vec<Vec<Diagnostic>> {
-    models.iter().map(|_| Vec::new()).collect()
+/// `LoadedModel::has_errors` tells which models fail on their own.
+pub fn check_repository(models: &[LoadedModel], opts: &Options) -> Vec<Vec<Diagnostic>> {
+    let n = models.len();
+    let mut out: Vec<Vec<Diagnostic>> = vec![Vec::new(); n];
+    let by_name: HashMap<&str, usize> = models
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.entry.name.as_str(), i))
+        .collect();
+    let is_ens: Vec<bool> = models
+        .iter()
+        .map(|m| model_cfg(m).is_some_and(ensemble::is_ensemble))
+        .collect();
+    let targets: Vec<Vec<Option<usize>>> =
+        (0..n).map(|e| step_targets(models, &by_name, e)).collect();
+    let loaded: Vec<Vec<i64>> = models
+        .iter()
+        .map(|m| {
+            model_cfg(m)
+                .map(|c| scan_versions(&m.entry.dir, c).loaded)
+                .unwrap_or_default()
+        })
+        .collect();
+
+    // Dependency part: every step model present, loadable, in the version
+    // asked for, and no loops between ensembles.
+    let mut fails: Vec<bool> = models
+        .iter()
+        .map(|m| m.has_errors || m.prepared.is_none())
+        .collect();
+    let mut blocked = vec![false; n];
+    let mut in_cycle = vec![false; n];
+    for e in (0..n).filter(|&e| is_ens[e]) {
+        let ename = models[e].entry.name.as_str();
+        let sched = model_cfg(&models[e])
+            .and_then(ensemble::ensemble_of)
+            .expect("ensemble");
+        let mut reported = HashSet::new();
+        for (i, step) in sched.step.iter().enumerate() {
+            if step.model_name.is_empty() {
+                blocked[e] = true;
+                continue;
+            }
+            let sp = format!("ensemble_scheduling.step[{i}]");
+            let dep = step.model_name.as_str();
+            match targets[e][i] {
+                None => {
+                    blocked[e] = true;
+                    if reported.insert(dep) {
+                        out[e].push(
+                            Diagnostic::new("E0630", String::new())
+                                .triton(format!("ensemble {ename} contains models that are not available or ambiguous: {dep}"))
+                                .at_opt(at(&models[e], &format!("{sp}.model_name")))
+                                .help(format!(
+                                    "add the model directory '{dep}/' to the repository, or fix the name (it must match a model directory)"
+                                )),
+                        );
+                    }
+                }
+                Some(d) => {
+                    if step.model_version != -1
+                        && !loaded[d].is_empty()
+                        && !loaded[d].contains(&step.model_version)
+                    {
+                        blocked[e] = true;
+                        let have: Vec<String> = loaded[d].iter().map(i64::to_string).collect();
+                        out[e].push(
+                            Diagnostic::new("E0632", String::new())
+                                .triton(format!(
+                                    "ensemble '{ename}' depends on '{dep}' whose required version {} is not loaded.",
+                                    step.model_version
+                                ))
+                                .at_opt(at(&models[e], &format!("{sp}.model_version")))
+                                .help(format!(
+                                    "'{dep}' loads version(s) {}; use one of them, or -1 for the latest",
+                                    have.join(", ")
+                                )),
+                        );
+                    }
+                }
+            }
+        }
+        if let Some((last, i)) = find_cycle(&targets, &is_ens, e) {
+            blocked[e] = true;
+            in_cycle[e] = true;
+            let lname = &models[last].entry.name;
+            out[e].push(
+                Diagnostic::new("E0631", String::new())
+                    .triton(format!(
+                        "circular dependency between ensembles: {ename} -> ... -> {lname} -> {ename}"
+                    ))
+                    .at_opt(at(&models[e], &format!("ensemble_scheduling.step[{i}].model_name")))
+                    .help("an ensemble cannot contain itself, directly or through other ensembles"),
+            );
+        }
+    }
+    for e in 0..n {
+        if blocked[e] {
+            fails[e] = true;
+        }
+    }
+
+    // Composition part, inner ensembles first, so that an ensemble that
+    // fails makes the ensembles around it fail too.
+    let decoupled: Vec<bool> = models
+        .iter()
+        .map(|m| {
+            model_cfg(m)
+                .and_then(|c| c.model_transaction_policy.as_ref())
+                .is_some_and(|p| p.decoupled)
+        })
+        .collect();
+    fn visit(
+        e: usize,
+        ctx: &mut Walk,
+        models: &[LoadedModel],
+        targets: &[Vec<Option<usize>>],
+        is_ens: &[bool],
+        opts: &Options,
+    ) {
+        if ctx.state[e] != 0 {
+            return;
+        }
+        ctx.state[e] = 1;
+        for d in targets[e].iter().flatten() {
+            if is_ens[*d] && !ctx.in_cycle[*d] {
+                visit(*d, ctx, models, targets, is_ens, opts);
+            }
+        }
+        ctx.state[e] = 2;
+        let m = &models[e];
+        let ename = m.entry.name.as_str();
+        let sched = model_cfg(m)
+            .and_then(ensemble::ensemble_of)
+            .expect("ensemble");
+        // Steps whose model fails: a note each, and no composition check.
+        let mut noted = HashSet::new();
+        let mut dep_fails = false;
+        for (i, t) in targets[e].iter().enumerate() {
+            let Some(d) = *t else { continue };
+            if d != e && ctx.fails[d] {
+                dep_fails = true;
+                let dep = &models[d].entry.name;
+                if noted.insert(d) && !ctx.blocked[e] {
+                    ctx.out[e].push(
+                        Diagnostic::new(
+                            "N0702",
+                            format!("ensemble '{ename}' cannot load: the model '{dep}' it uses fails to load"),
+                        )
+                        .at_opt(at(m, &format!("ensemble_scheduling.step[{i}].model_name")))
+                        .help(format!("fix the findings reported for '{dep}'")),
+                    );
+                }
+            }
+        }
+        if dep_fails {
+            ctx.fails[e] = true;
+        }
+        if ctx.fails[e] {
+            return;
+        }
+        let steps: Vec<Option<StepModel>> = targets[e]
+            .iter()
+            .map(|t| {
+                t.and_then(|d| {
+                    model_cfg(&models[d]).map(|c| StepModel {
+                        cfg: c,
+                        decoupled: ctx.decoupled[d],
+                        io_open: !is_ens[d] && StepModel::io_may_be_completed(c, opts.autocomplete),
+                    })
+                })
+            })
+            .collect();
+        debug_assert_eq!(steps.len(), sched.step.len());
+        let Some(file) = m.parsed.as_ref() else {
+            return;
+        };
+        let cfg = model_cfg(m).expect("prepared");
+        let comp = ensemble::check_composition(ename, cfg, file, &steps);
+        if !comp.diagnostics.is_empty() {
+            ctx.fails[e] = true;
+        }
+        ctx.decoupled[e] = comp.decoupled;
+        ctx.out[e].extend(comp.diagnostics);
+    }
+    struct Walk {
+        /// 0 not visited, 1 in progress, 2 done.
+        state: Vec<u8>,
+        fails: Vec<bool>,
+        blocked: Vec<bool>,
+        in_cycle: Vec<bool>,
+        decoupled: Vec<bool>,
+        out: Vec<Vec<Diagnostic>>,
+    }
+    let mut walk = Walk {
+        state: vec![0; n],
+        fails,
+        blocked,
+        in_cycle,
+        decoupled,
+        out,
+    };
+    for e in (0..n).filter(|&e| is_ens[e]) {
+        if walk.in_cycle[e] {
+            continue;
+        }
+        visit(e, &mut walk, models, &targets, &is_ens, opts);
+    }
+    walk.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_names_read_like_stoll() {
+        assert_eq!(parse_version("12"), Some(12));
+        assert_eq!(parse_version("3abc"), Some(3));
+        assert_eq!(parse_version("-2"), Some(-2));
+        assert_eq!(parse_version("v1"), None);
+        assert_eq!(parse_version(""), None);
+        assert_eq!(parse_version("99999999999999999999"), None);
+    }
+
+    #[test]
+    fn runtime_escape_is_lexical_within_the_base() {
+        let base = "/opt/tritonserver/backends/identity";
+        assert!(runtime_escapes(
+            base,
+            "../dummy_runtime/libtriton_identity.so"
+        ));
+        assert!(runtime_escapes(base, "a/../../x.so"));
+        assert!(!runtime_escapes(base, "../identity/libtriton_identity.so"));
+        assert!(!runtime_escapes(base, "libtriton_identity.so"));
+        assert!(!runtime_escapes(base, "/abs/libx.so"));
+    }
+
+    fn policy_cfg(src: &str) -> ModelConfig {
+        let mut c = crate::config::ParsedConfig::parse(src.into())
+            .config
+            .unwrap();
+        crate::config::normalize::normalize(&mut c);
+        c
+    }
+
+    #[test]
+    fn version_policies_select_like_triton() {
+        let tmp = tempfile::tempdir().unwrap();
+        for d in ["1", "2", "10", "007", "v3", "warmup", "configs"] {
+            std::fs::create_dir(tmp.path().join(d)).unwrap();
+        }
+        let s = scan_versions(tmp.path(), &policy_cfg(""));
+        assert_eq!(s.loaded, vec![10]);
+        assert_eq!(
+            s.existing.iter().copied().collect::<Vec<_>>(),
+            vec![1, 2, 10]
+        );
+        let codes: Vec<&str> = s.ignored.iter().map(|x| x.1).collect();
+        assert_eq!(codes, vec!["W0701", "W0702"]);
+        let s = scan_versions(
+            tmp.path(),
+            &policy_cfg("version_policy { latest { num_versions: 2 } }"),
+        );
+        assert_eq!(s.loaded, vec![10, 2]);
+        let s = scan_versions(tmp.path(), &policy_cfg("version_policy { all { } }"));
+        assert_eq!(s.loaded, vec![10, 2, 1]);
+        let s = scan_versions(tmp.path(), &policy_cfg("version_policy { }"));
+        assert_eq!(s.loaded, vec![10, 2, 1]);
+        let s = scan_versions(
+            tmp.path(),
+            &policy_cfg("version_policy { specific { versions: [ 2, 5 ] } }"),
+        );
+        assert_eq!(s.loaded, vec![2]);
+        assert_eq!(s.missing_specific, vec![(1, 5)]);
+    }
 }

@@ -1,0 +1,79 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[tritonctl] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'tritonctl'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'tritonctl'= {
+            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand -q 'Print only the findings: no summary, no progress'
+            cand --quiet 'Print only the findings: no summary, no progress'
+            cand -v 'Also report what was checked (on standard error)'
+            cand --verbose 'Also report what was checked (on standard error)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand validate 'Check config.pbtxt files, model directories and model repositories the way Triton does when it loads them'
+            cand explain 'Print the documentation of a rule'
+            cand completions 'Print a shell completion script'
+        }
+        &'tritonctl;validate'= {
+            cand --format 'Output format'
+            cand --allow 'Drop the findings of a rule (code or name; repeatable)'
+            cand --deny 'Report the findings of a rule as errors (code or name; repeatable)'
+            cand --platform-default 'Platform assumed when a config names neither platform nor backend and no model file reveals it'
+            cand --known-backend 'A backend installed on the target server besides Triton''s standard ones (repeatable)'
+            cand --gpus 'GPU ids of the target server, comma-separated (default: none, a CPU-only server)'
+            cand --min-compute-capability 'The target server''s minimum supported CUDA compute capability'
+            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --strict 'Warnings count as errors'
+            cand --exit-zero 'Exit 0 even when there are error findings'
+            cand -q 'Print only the findings: no summary, no progress'
+            cand --quiet 'Print only the findings: no summary, no progress'
+            cand -v 'Also report what was checked (on standard error)'
+            cand --verbose 'Also report what was checked (on standard error)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'tritonctl;explain'= {
+            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --all 'List every rule'
+            cand -q 'Print only the findings: no summary, no progress'
+            cand --quiet 'Print only the findings: no summary, no progress'
+            cand -v 'Also report what was checked (on standard error)'
+            cand --verbose 'Also report what was checked (on standard error)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'tritonctl;completions'= {
+            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand -q 'Print only the findings: no summary, no progress'
+            cand --quiet 'Print only the findings: no summary, no progress'
+            cand -v 'Also report what was checked (on standard error)'
+            cand --verbose 'Also report what was checked (on standard error)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,71 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_tritonctl_global_optspecs
+    string join \n color= q/quiet v/verbose h/help V/version
+end
+
+function __fish_tritonctl_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_tritonctl_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_tritonctl_using_subcommand
+    set -l cmd (__fish_tritonctl_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "validate" -d 'Check config.pbtxt files, model directories and model repositories the way Triton does when it loads them'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "explain" -d 'Print the documentation of a rule'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l format -d 'Output format' -r -f -a "human\t'rustc-style messages with the source line (default)'
+json\t'One JSON document (see schemas/validate.schema.json)'
+github\t'GitHub Actions workflow commands (annotations)'
+sarif\t'SARIF 2.1.0, for code scanning'
+junit\t'JUnit XML, one test case per file'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l allow -d 'Drop the findings of a rule (code or name; repeatable)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l deny -d 'Report the findings of a rule as errors (code or name; repeatable)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l platform-default -d 'Platform assumed when a config names neither platform nor backend and no model file reveals it' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l known-backend -d 'A backend installed on the target server besides Triton\'s standard ones (repeatable)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l gpus -d 'GPU ids of the target server, comma-separated (default: none, a CPU-only server)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l min-compute-capability -d 'The target server\'s minimum supported CUDA compute capability' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l strict -d 'Warnings count as errors'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l exit-zero -d 'Exit 0 even when there are error findings'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -l all -d 'List every rule'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -s V -l version -d 'Print version'

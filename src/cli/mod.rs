@@ -1,0 +1,165 @@
+//! Command-line definition (clap types only; behaviour lives in
+//! `crate::commands`). The contract is docs/spec `cli.md`: names, flags and
+//! exit codes here are stable.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Validate, auto-configure, simulate, run and load-test NVIDIA Triton
+/// Inference Server models.
+#[derive(Debug, Parser)]
+#[command(
+    name = "tritonctl",
+    version,
+    propagate_version = true,
+    disable_help_subcommand = true,
+    after_help = "Exit status: 0 no error findings, 1 error findings, 2 usage error, unreadable input or internal error."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every subcommand accepts.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Global options")]
+pub struct GlobalArgs {
+    /// When to use colour in human output (NO_COLOR turns off `auto`).
+    #[arg(
+        long,
+        value_enum,
+        global = true,
+        default_value_t = ColorChoice::Auto,
+        value_name = "WHEN"
+    )]
+    pub color: ColorChoice,
+    /// Print only the findings: no summary, no progress.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Also report what was checked (on standard error).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when standard output is a terminal and NO_COLOR is unset.
+    Auto,
+    /// Always colour, even when NO_COLOR is set.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check config.pbtxt files, model directories and model repositories the
+    /// way Triton does when it loads them.
+    Validate(ValidateArgs),
+    /// Print the documentation of a rule.
+    Explain(ExplainArgs),
+    /// Print a shell completion script.
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// rustc-style messages with the source line (default).
+    Human,
+    /// One JSON document (see schemas/validate.schema.json).
+    Json,
+    /// GitHub Actions workflow commands (annotations).
+    Github,
+    /// SARIF 2.1.0, for code scanning.
+    Sarif,
+    /// JUnit XML, one test case per file.
+    Junit,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ValidateArgs {
+    /// Config files, model directories or model repositories; `-` reads
+    /// standard input.
+    #[arg(value_name = "PATH", default_value = ".")]
+    pub paths: Vec<PathBuf>,
+    /// Output format.
+    #[arg(
+        long,
+        value_enum,
+        env = "TRITONCTL_FORMAT",
+        hide_env_values = true,
+        default_value_t = OutputFormat::Human
+    )]
+    pub format: OutputFormat,
+    /// Warnings count as errors.
+    #[arg(long)]
+    pub strict: bool,
+    /// Drop the findings of a rule (code or name; repeatable).
+    #[arg(long, value_name = "CODE")]
+    pub allow: Vec<String>,
+    /// Report the findings of a rule as errors (code or name; repeatable).
+    #[arg(long, value_name = "CODE")]
+    pub deny: Vec<String>,
+    /// Platform assumed when a config names neither platform nor backend and
+    /// no model file reveals it.
+    #[arg(long, value_name = "PLATFORM")]
+    pub platform_default: Option<String>,
+    /// A backend installed on the target server besides Triton's standard
+    /// ones (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub known_backend: Vec<String>,
+    /// GPU ids of the target server, comma-separated (default: none, a
+    /// CPU-only server).
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    pub gpus: Vec<i32>,
+    /// The target server's minimum supported CUDA compute capability.
+    #[arg(long, value_name = "F", default_value = "6.0")]
+    pub min_compute_capability: f64,
+    /// Exit 0 even when there are error findings.
+    #[arg(long)]
+    pub exit_zero: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExplainArgs {
+    /// Rule code (E0101) or name (unknown-field).
+    #[arg(value_name = "CODE", required_unless_present = "all")]
+    pub code: Option<String>,
+    /// List every rule.
+    #[arg(long, conflicts_with = "code")]
+    pub all: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell to print a completion script for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// The clap command, for completions and man pages.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definition_is_consistent() {
+        command().debug_assert();
+    }
+
+    #[test]
+    fn gpus_are_comma_separated() {
+        let cli = Cli::try_parse_from(["tritonctl", "validate", "--gpus", "0,1", "x"]).unwrap();
+        let Command::Validate(v) = cli.command else {
+            panic!("not validate")
+        };
+        assert_eq!(v.gpus, vec![0, 1]);
+        assert_eq!(v.paths, vec![PathBuf::from("x")]);
+    }
+}

@@ -1,0 +1,97 @@
+//! One module per subcommand. Each takes its parsed arguments and returns
+//! an [`ExitStatus`]; errors that end the command early are
+//! [`CommandError`]s, which the binary prints and maps to exit code 2.
+//! Output goes to the writer the binary hands in; messages on standard
+//! error go through `crate::term`.
+
+pub mod completions;
+pub mod explain;
+pub mod validate;
+
+use crate::cli::GlobalArgs;
+use std::io;
+
+/// The three outcomes of cli.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// No error findings.
+    Success,
+    /// Findings (validation errors, ...).
+    Failure,
+    /// Usage error, unreadable input or internal error.
+    Error,
+}
+
+impl ExitStatus {
+    pub fn code(self) -> i32 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::Error => 2,
+        }
+    }
+}
+
+/// Why a command stopped (exit code 2, unless the output pipe was closed).
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// The arguments do not make sense (unknown rule code, ...).
+    #[error("{0}")]
+    Usage(String),
+    /// An input could not be read.
+    #[error("{0}")]
+    Input(String),
+    /// Writing the output failed.
+    #[error("cannot write output: {0}")]
+    Output(#[from] io::Error),
+}
+
+impl CommandError {
+    /// Standard output was closed by its reader (`| head`): not an error.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, CommandError::Output(e) if crate::term::is_broken_pipe(e))
+    }
+}
+
+/// Context every command gets.
+pub struct Context<'a> {
+    pub global: &'a GlobalArgs,
+    /// Whether human output on standard output may be coloured.
+    pub color: bool,
+}
+
+/// Up to three known names close to `word` (for "did you mean").
+pub fn suggestions<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let w = word.to_ascii_lowercase();
+    let mut scored: Vec<(f64, &str)> = candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(&w, &c.to_ascii_lowercase()), c))
+        .filter(|(s, _)| *s > 0.8)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(3).map(|(_, c)| c).collect()
+}
+
+/// Resolves a rule code or name, accepting codes in any case.
+pub fn find_rule(code_or_name: &str) -> Option<&'static crate::lint::registry::Rule> {
+    let registry = crate::lint::registry::find;
+    registry(code_or_name)
+        .or_else(|| registry(&code_or_name.to_ascii_uppercase()))
+        .or_else(|| registry(&code_or_name.to_ascii_lowercase()))
+}
+
+/// "unknown rule 'X'" with suggestions from the registry.
+pub fn unknown_rule_message(what: &str, code: &str) -> String {
+    let names = crate::lint::registry::all()
+        .iter()
+        .flat_map(|r| [r.code, r.name]);
+    let near = suggestions(code, names);
+    let mut m = format!("{what} '{code}' is not a known rule code or name");
+    if !near.is_empty() {
+        let list: Vec<String> = near.iter().map(|s| format!("'{s}'")).collect();
+        m.push_str(&format!("; did you mean {}?", list.join(" or ")));
+    }
+    m.push_str(" (`tritonctl explain --all` lists the rules)");
+    m
+}

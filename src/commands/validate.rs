@@ -1,0 +1,165 @@
+//! `tritonctl validate [PATH...]`.
+
+use super::{find_rule, unknown_rule_message, CommandError, Context, ExitStatus};
+use crate::cli::{OutputFormat, ValidateArgs};
+use crate::diagnostics::render::{self, Format, RenderOptions, Summary};
+use crate::lint::Options;
+use crate::validate::{validate_paths, validate_stdin, Report, SeverityOverrides, ValidateOptions};
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+pub fn run(
+    args: &ValidateArgs,
+    ctx: &Context,
+    out: &mut dyn Write,
+) -> Result<ExitStatus, CommandError> {
+    let opts = options(args)?;
+    let started = Instant::now();
+    let mut report = Report::default();
+    let mut unreadable = false;
+    let mut stdin_seen = false;
+    for p in &args.paths {
+        if p.as_os_str() == "-" {
+            if stdin_seen {
+                return Err(CommandError::Usage(
+                    "standard input ('-') is given more than once".into(),
+                ));
+            }
+            stdin_seen = true;
+            let bytes = crate::term::read_stdin().map_err(|e| {
+                CommandError::Input(format!("<stdin>: cannot read standard input: {e}"))
+            })?;
+            report.files.extend(validate_stdin(bytes, &opts).files);
+            continue;
+        }
+        match validate_paths(std::slice::from_ref(p), &opts) {
+            Ok(r) => report.files.extend(r.files),
+            Err(e) => {
+                // Keep going: the other inputs are still worth reporting.
+                crate::term::error(ctx.global.color, &e.to_string());
+                unreadable = true;
+            }
+        }
+    }
+    for f in &mut report.files {
+        f.path = tidy_path(&f.path);
+    }
+
+    if ctx.global.verbose {
+        for f in &report.files {
+            let s = Summary::of(&Report {
+                files: vec![f.clone()],
+            });
+            crate::term::eprint(&format!(
+                "checked {} ({}, {}, {})\n",
+                f.path,
+                render::plural(s.errors, "error"),
+                render::plural(s.warnings, "warning"),
+                render::plural(s.notes, "note"),
+            ));
+        }
+        crate::term::eprint(&format!(
+            "checked {} in {} ms\n",
+            render::plural(report.files.len(), "file"),
+            started.elapsed().as_millis()
+        ));
+    }
+
+    let format = format_of(args.format);
+    let render_opts = RenderOptions {
+        color: ctx.color && format == Format::Human,
+        quiet: ctx.global.quiet,
+        base_dir: std::env::current_dir().ok(),
+    };
+    render::render(format, out, &report, &render_opts)?;
+    out.flush()?;
+
+    Ok(if unreadable {
+        ExitStatus::Error
+    } else if report.errors() > 0 && !args.exit_zero {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
+}
+
+/// Library options from the command line; unknown rule codes in `--allow`
+/// and `--deny` are usage errors.
+pub fn options(args: &ValidateArgs) -> Result<ValidateOptions, CommandError> {
+    let resolve = |flag: &str, codes: &[String]| -> Result<Vec<String>, CommandError> {
+        codes
+            .iter()
+            .map(|c| {
+                find_rule(c)
+                    .map(|r| r.code.to_string())
+                    .ok_or_else(|| CommandError::Usage(unknown_rule_message(flag, c)))
+            })
+            .collect()
+    };
+    let overrides = SeverityOverrides {
+        strict: args.strict,
+        allow: resolve("--allow", &args.allow)?,
+        deny: resolve("--deny", &args.deny)?,
+    };
+    if let Some(c) = overrides.unknown_codes().first() {
+        return Err(CommandError::Usage(unknown_rule_message(
+            "--allow/--deny",
+            c,
+        )));
+    }
+    if !args.min_compute_capability.is_finite() || args.min_compute_capability < 0.0 {
+        return Err(CommandError::Usage(format!(
+            "--min-compute-capability must be a non-negative number, not {}",
+            args.min_compute_capability
+        )));
+    }
+    Ok(ValidateOptions {
+        lint: Options {
+            platform_default: args.platform_default.clone(),
+            known_backends: args.known_backend.clone(),
+            gpus: args.gpus.clone(),
+            min_compute_capability: args.min_compute_capability,
+            ..Options::default()
+        },
+        overrides,
+    })
+}
+
+pub fn format_of(f: OutputFormat) -> Format {
+    match f {
+        OutputFormat::Human => Format::Human,
+        OutputFormat::Json => Format::Json,
+        OutputFormat::Github => Format::Github,
+        OutputFormat::Sarif => Format::Sarif,
+        OutputFormat::Junit => Format::Junit,
+    }
+}
+
+/// Drops leading `./` so that `tritonctl validate` (path `.`) reports
+/// `m/config.pbtxt`, not `./m/config.pbtxt`.
+fn tidy_path(path: &str) -> String {
+    let mut p = path;
+    while let Some(rest) = p.strip_prefix("./") {
+        p = rest.trim_start_matches('/');
+    }
+    if p.is_empty() || Path::new(p) == Path::new("") {
+        path.to_string()
+    } else {
+        p.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tidy_path;
+
+    #[test]
+    fn tidy_paths() {
+        assert_eq!(tidy_path("./m/config.pbtxt"), "m/config.pbtxt");
+        assert_eq!(tidy_path("././m/config.pbtxt"), "m/config.pbtxt");
+        assert_eq!(tidy_path("../m/config.pbtxt"), "../m/config.pbtxt");
+        assert_eq!(tidy_path("<stdin>"), "<stdin>");
+        assert_eq!(tidy_path("./"), "./");
+    }
+}

@@ -1,0 +1,140 @@
+//! `--format junit`: JUnit XML with one test case per file. A file with
+//! error findings fails (one `<failure>` listing them all); warnings and
+//! notes go to the test case's `<system-out>`.
+
+use super::{plural, sorted, Location, RenderOptions, Summary};
+use crate::diagnostics::{Diagnostic, Severity};
+use crate::text::LineIndex;
+use crate::validate::{FileReport, Report};
+use std::io::{self, Write};
+
+pub fn render(out: &mut dyn Write, report: &Report, _opts: &RenderOptions) -> io::Result<()> {
+    let failures = report
+        .files
+        .iter()
+        .filter(|f| f.diagnostics.iter().any(|d| d.severity == Severity::Error))
+        .count();
+    let tests = Summary::of(report).files;
+    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    writeln!(
+        out,
+        r#"<testsuites name="tritonctl validate" tests="{tests}" failures="{failures}" errors="0">"#
+    )?;
+    writeln!(
+        out,
+        r#"  <testsuite name="tritonctl validate" tests="{tests}" failures="{failures}" errors="0" skipped="0">"#
+    )?;
+    for f in &report.files {
+        testcase(out, f)?;
+    }
+    writeln!(out, "  </testsuite>")?;
+    writeln!(out, "</testsuites>")
+}
+
+fn testcase(out: &mut dyn Write, f: &FileReport) -> io::Result<()> {
+    let index = LineIndex::new(&f.src);
+    let classname = f.model.as_deref().unwrap_or("tritonctl");
+    let open = format!(
+        r#"    <testcase name="{}" classname="{}" file="{}""#,
+        escape(&f.path),
+        escape(classname),
+        escape(&f.path)
+    );
+    if f.diagnostics.is_empty() {
+        return writeln!(out, "{open}/>");
+    }
+    writeln!(out, "{open}>")?;
+    let diags = sorted(&f.diagnostics);
+    let (errors, others): (Vec<&Diagnostic>, Vec<&Diagnostic>) = diags
+        .into_iter()
+        .partition(|d| d.severity == Severity::Error);
+    if let Some(first) = errors.first() {
+        let mut message = format!("{}: {}", first.code, first.message);
+        if errors.len() > 1 {
+            message.push_str(&format!(
+                " (and {} more)",
+                plural(errors.len() - 1, "error")
+            ));
+        }
+        let body: Vec<String> = errors.iter().map(|d| describe(&index, f, d)).collect();
+        writeln!(
+            out,
+            r#"      <failure type="{}" message="{}">{}</failure>"#,
+            escape(first.code),
+            escape(&message),
+            escape_text(&body.join("\n"))
+        )?;
+    }
+    if !others.is_empty() {
+        let body: Vec<String> = others.iter().map(|d| describe(&index, f, d)).collect();
+        writeln!(
+            out,
+            "      <system-out>{}</system-out>",
+            escape_text(&body.join("\n"))
+        )?;
+    }
+    writeln!(out, "    </testcase>")
+}
+
+/// `path:line:col: severity[CODE] message` plus its help.
+fn describe(index: &LineIndex, f: &FileReport, d: &Diagnostic) -> String {
+    let at = match d.span {
+        Some(s) => {
+            let l = Location::of(index, &f.src, s);
+            format!("{}:{}:{}", f.path, l.line, l.column)
+        }
+        None => f.path.clone(),
+    };
+    let mut s = format!("{at}: {}[{}] {}", d.severity.as_str(), d.code, d.message);
+    if let Some(h) = &d.help {
+        s.push_str("\n  help: ");
+        s.push_str(h);
+    }
+    s
+}
+
+/// Escapes element content (quotes, line breaks and tabs kept as they are).
+pub fn escape_text(s: &str) -> String {
+    escape_with(s, false)
+}
+
+/// Escapes an attribute value.
+pub fn escape(s: &str) -> String {
+    escape_with(s, true)
+}
+
+/// Escapes text for XML 1.0; characters XML cannot carry at all become
+/// U+FFFD.
+fn escape_with(s: &str, attr: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' if attr => out.push_str("&quot;"),
+            '\'' if attr => out.push_str("&apos;"),
+            '\n' if attr => out.push_str("&#10;"),
+            '\r' if attr => out.push_str("&#13;"),
+            '\t' if attr => out.push_str("&#9;"),
+            '\n' | '\r' | '\t' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup_and_control_characters() {
+        assert_eq!(
+            escape("a<b & \"c\"\u{1a}\n"),
+            "a&lt;b &amp; &quot;c&quot;\u{FFFD}&#10;"
+        );
+        assert_eq!(escape_text("'a'\n<b>"), "'a'\n&lt;b&gt;");
+    }
+}

@@ -1,0 +1,137 @@
+//! The only module that touches the terminal: whether to colour, and the
+//! standard streams (writes that never panic; a closed pipe is reported as
+//! [`std::io::ErrorKind::BrokenPipe`] for the caller to treat as success).
+
+use crate::cli::ColorChoice;
+use std::io::{self, IsTerminal, Write};
+
+/// Whether output to a stream is coloured, given `--color`, the environment
+/// (`NO_COLOR`, `CLICOLOR_FORCE`, `TERM=dumb`) and whether the stream is a
+/// terminal. `--color always` wins over `NO_COLOR`; `NO_COLOR` only turns
+/// `auto` off (as ripgrep and ruff do).
+pub fn color_enabled(
+    choice: ColorChoice,
+    is_terminal: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> bool {
+    let set = |k: &str| env(k).is_some_and(|v| !v.is_empty());
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            if set("NO_COLOR") {
+                return false;
+            }
+            if env("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0") {
+                return true;
+            }
+            is_terminal && env("TERM").is_none_or(|t| t != "dumb")
+        }
+    }
+}
+
+fn process_env(k: &str) -> Option<String> {
+    std::env::var(k).ok()
+}
+
+/// Colour decision for standard output.
+pub fn stdout_color(choice: ColorChoice) -> bool {
+    color_enabled(choice, io::stdout().is_terminal(), &process_env)
+}
+
+/// Colour decision for standard error.
+pub fn stderr_color(choice: ColorChoice) -> bool {
+    color_enabled(choice, io::stderr().is_terminal(), &process_env)
+}
+
+/// Whether standard error is a terminal (progress display).
+pub fn stderr_is_terminal() -> bool {
+    io::stderr().is_terminal()
+}
+
+/// Buffered, locked standard output. Callers must `flush` it and treat a
+/// `BrokenPipe` error as a quiet success.
+pub fn stdout() -> io::BufWriter<io::StdoutLock<'static>> {
+    io::BufWriter::with_capacity(64 * 1024, io::stdout().lock())
+}
+
+/// Writes to standard error, ignoring failures (a closed stderr must not
+/// turn into a panic, as `eprintln!` would).
+pub fn eprint(text: &str) {
+    let mut e = io::stderr().lock();
+    let _ = e.write_all(text.as_bytes());
+    let _ = e.flush();
+}
+
+/// `error: message` on standard error, `error:` in red when colour is on.
+pub fn error(color: ColorChoice, message: &str) {
+    prefixed(color, "error", anstyle::AnsiColor::Red, message);
+}
+
+/// `warning: message` on standard error.
+pub fn warning(color: ColorChoice, message: &str) {
+    prefixed(color, "warning", anstyle::AnsiColor::Yellow, message);
+}
+
+fn prefixed(color: ColorChoice, prefix: &str, c: anstyle::AnsiColor, message: &str) {
+    let line = if stderr_color(color) {
+        let s = anstyle::Style::new().bold().fg_color(Some(c.into()));
+        format!("{s}{prefix}{s:#}: {message}\n")
+    } else {
+        format!("{prefix}: {message}\n")
+    };
+    eprint(&line);
+}
+
+/// All of standard input.
+pub fn read_stdin() -> io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    io::Read::read_to_end(&mut io::stdin().lock(), &mut buf)?;
+    Ok(buf)
+}
+
+/// True when the error (or one it wraps) is a closed pipe.
+pub fn is_broken_pipe(err: &io::Error) -> bool {
+    err.kind() == io::ErrorKind::BrokenPipe
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn no_color_turns_auto_off_but_not_always() {
+        let e = env(&[("NO_COLOR", "1")]);
+        assert!(!color_enabled(ColorChoice::Auto, true, &e));
+        assert!(color_enabled(ColorChoice::Always, false, &e));
+        let empty = env(&[("NO_COLOR", "")]);
+        assert!(color_enabled(ColorChoice::Auto, true, &empty));
+    }
+
+    #[test]
+    fn auto_follows_the_terminal() {
+        let e = env(&[]);
+        assert!(color_enabled(ColorChoice::Auto, true, &e));
+        assert!(!color_enabled(ColorChoice::Auto, false, &e));
+        assert!(!color_enabled(ColorChoice::Never, true, &e));
+        assert!(!color_enabled(
+            ColorChoice::Auto,
+            true,
+            &env(&[("TERM", "dumb")])
+        ));
+        assert!(color_enabled(
+            ColorChoice::Auto,
+            false,
+            &env(&[("CLICOLOR_FORCE", "1")])
+        ));
+    }
+}
