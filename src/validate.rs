@@ -133,12 +133,25 @@ pub fn validate_paths(paths: &[PathBuf], opts: &ValidateOptions) -> Result<Repor
                     })
                 })
                 .flatten();
-            report.files.push(check_config_file(
-                p.display().to_string(),
-                bytes,
-                model_dir,
-                &opts.lint,
-            ));
+            match model_dir {
+                // As its model directory would be, ensemble steps included.
+                Some(dir) => {
+                    let entry = repo::ModelEntry {
+                        name: dir_name_of(dir).unwrap_or_default(),
+                        dir: dir.to_path_buf(),
+                        config_path: p.clone(),
+                    };
+                    report
+                        .files
+                        .extend(repo::validate_repository(&[entry], &opts.lint));
+                }
+                None => report.files.push(check_config_file(
+                    p.display().to_string(),
+                    bytes,
+                    None,
+                    &opts.lint,
+                )),
+            }
         } else if meta.is_dir() {
             let models = repo::discover(p).map_err(|e| InputError::Unreadable {
                 path: p.display().to_string(),
@@ -205,14 +218,6 @@ pub fn prepare(
     })
 }
 
-/// Every per-model rule: the area rules of `lint::check_model`, then the
-/// model-directory rules (name, versions, backend library), which
-/// `lint::rules::check_model` does not run.
-pub fn run_rules(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
-    lint::check_model(ctx, out);
-    lint::rules::repository::check(ctx, out);
-}
-
 /// The backend given to a config checked without its model directory when
 /// nothing in the config tells the backend (see `N0703`). Rules treat it
 /// as a custom backend they know nothing about.
@@ -260,7 +265,7 @@ pub fn check_config_file(
                     file: &parsed,
                     options: opts,
                 };
-                run_rules(&ctx, &mut diagnostics);
+                lint::check_model(&ctx, &mut diagnostics);
                 model = Some(p.name.clone());
             }
             Err(text) => {

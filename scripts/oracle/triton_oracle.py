@@ -10,11 +10,13 @@ Sub-commands (scripts/triton-oracle drives them):
            WORK/triton-verdicts.tsv
   compare  run `tritonctl validate --format json` on every group and compare
            its errors with Triton's verdicts (exit 1 on any false alarm)
+  export   Triton's verdicts keyed by corpus file (testdata/oracle format)
 
 Everything here is standard library, except that `prepare` needs the
-`protobuf` package (to read the configs the way Triton does) and the
-tritonserver's python stub needs numpy; the wrapper installs both into a
-private virtual environment.
+`protobuf` package (to read the configs the way Triton does) and Triton's
+python stub needs numpy (only with --real-python or the python-based
+stand-ins); the wrapper installs them into a private virtual environment.
+See README.md next to this file.
 """
 
 import argparse
@@ -35,17 +37,32 @@ import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
-# A do-nothing python model: used as `model.py` of python models and as the
-# implementation of every "python-based backend" stand-in (see README.md).
+# A do-nothing python model: `model.py` of python models (used with
+# --real-python) and the implementation of the python-based stand-in
+# backends (--python-stand-ins, or when no C compiler is found).
 STUB_MODEL = '''\
 # Placeholder model written by scripts/triton-oracle: it only lets Triton
-# finish loading so that every core check on the configuration runs.
+# finish loading so that every core check on the configuration runs. A
+# request (only warm-up requests reach it) gets an empty final response.
+import json
+
+import triton_python_backend_utils as pb_utils
+
+
 class TritonPythonModel:
     def initialize(self, args):
-        self.args = args
+        config = json.loads(args.get("model_config") or "{}")
+        policy = config.get("model_transaction_policy") or {}
+        self.decoupled = bool(policy.get("decoupled"))
 
     def execute(self, requests):
-        return [None for _ in requests]
+        if self.decoupled:
+            for request in requests:
+                request.get_response_sender().send(
+                    flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            return None
+        return [pb_utils.InferenceResponse(output_tensors=[])
+                for _ in requests]
 
     def finalize(self):
         pass
@@ -229,13 +246,13 @@ def cmd_prepare(args):
         return (0 if tis else 1, file_key(info["file"]))
 
     chosen = sorted(parsed, key=rank)
+    if args.no_ensembles:
+        chosen = [i for i in chosen if not i["ensemble"]]
     if args.sample and args.sample < len(chosen):
         tis = [i for i in chosen if i["repo"].startswith("triton-inference-server/")]
         other = [i for i in chosen if not i["repo"].startswith("triton-inference-server/")]
         n_other = min(len(other), max(args.sample // 4, args.sample - len(tis)))
         chosen = tis[: args.sample - n_other] + other[:n_other]
-    if args.no_ensembles:
-        chosen = [i for i in chosen if not i["ensemble"]]
     chosen.sort(key=lambda i: i["file"])
 
     sample_dir = os.path.join(args.work, "sample")
@@ -311,6 +328,7 @@ class Server:
         self.live = os.path.join(args.work, "live")
         self.backends = os.path.join(args.work, "backends")
         self.token = f"oracle{os.getpid()}"
+        self.stopping = False
 
     def setup_backends(self):
         """Every backend the sample names gets a stand-in that accepts any
@@ -350,6 +368,8 @@ class Server:
             + ("; real python backend for python models" if real else ""))
 
     def start(self):
+        if self.stopping:
+            raise RuntimeError("interrupted")
         if os.path.exists(self.live):
             shutil.rmtree(self.live)
         os.makedirs(self.live)
@@ -696,6 +716,10 @@ def run_group(server, group, timeout):
                 verdict, tag = "env", "needs-backend-autocomplete"
         result = {"verdict": verdict, "tag": tag, "message": message}
     result["seconds"] = elapsed
+    # no machine paths in the verdicts
+    result["message"] = result["message"].replace(
+        server.live + os.sep, "<repository>/").replace(
+        server.backends + os.sep, "<backends>/")
 
     # unload (with the ensemble's dependents); a model that takes long to
     # unload (a sequence batcher sleeps up to its idle timeout) is handed
@@ -736,10 +760,14 @@ def cmd_triton(args):
         plan = json.load(fh)
     groups = plan["groups"]
     server = Server(args, plan)
+    restart_lock = threading.Lock()
 
     def on_signal(signum, frame):
-        server.stop()
-        sys.exit(128 + signum)
+        server.stopping = True
+        with restart_lock:
+            server.stop()
+        log(f"triton: interrupted (signal {signum}); server stopped")
+        os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -747,7 +775,6 @@ def cmd_triton(args):
     t_start = time.time()
     state = {"generation": 0, "restarts": 0, "done": 0}
     cond = threading.Condition()
-    restart_lock = threading.Lock()
     in_flight = set()
     exclusive = [False]
     busy_forever = set()
@@ -758,6 +785,8 @@ def cmd_triton(args):
 
     def restart(seen_generation):
         with restart_lock:
+            if server.stopping:
+                raise RuntimeError("interrupted")
             if state["generation"] != seen_generation:
                 return
             state["restarts"] += 1
@@ -1151,6 +1180,35 @@ def print_report(rows):
     return 1 if fails else 0
 
 
+def cmd_export(args):
+    """Triton's verdicts keyed by corpus file, without harness details: the
+    file to keep next to the tests (see testdata/oracle/README.md)."""
+    with open(os.path.join(args.work, "plan.json")) as fh:
+        plan = json.load(fh)
+    groups = {g["group"]: g for g in plan["groups"]}
+    rows = []
+    with open(os.path.join(args.work, "triton-verdicts.tsv"),
+              encoding="utf-8") as fh:
+        header = fh.readline().rstrip("\n").split("\t")
+        for line in fh:
+            rows.append(dict(zip(header, line.rstrip("\n").split("\t"))))
+
+    def short(f):
+        return f[len("configs/"):] if f.startswith("configs/") else f
+
+    with open(args.out, "w", encoding="utf-8") as fh:
+        fh.write("# Triton 2.51 verdicts on the shared config corpus, from "
+                 "scripts/triton-oracle (see README.md)\n")
+        fh.write("file\tmodel_dir\tverdict\ttag\tcomposing\tmessage\n")
+        for r in sorted(rows, key=lambda r: r["file"]):
+            g = groups[r["group"]]
+            comp = ",".join(f"{m['dir']}={short(m['file'])}"
+                            for m in g["members"] if m["dir"] != g["root"])
+            fh.write("\t".join([short(r["file"]), r["model"], r["verdict"],
+                                r["tag"], comp or "-", r["message"]]) + "\n")
+    log(f"export: {len(rows)} verdicts -> {args.out}")
+
+
 # --------------------------------------------------------------------------
 
 def main():
@@ -1192,12 +1250,19 @@ def main():
     p.add_argument("--tritonctl", required=True)
     p.add_argument("--jobs", type=int, default=2)
 
+    p = sub.add_parser("export")
+    p.add_argument("--work", required=True)
+    p.add_argument("--out", required=True)
+
     args = ap.parse_args()
     if args.cmd == "prepare":
         cmd_prepare(args)
         return 0
     if args.cmd == "triton":
         cmd_triton(args)
+        return 0
+    if args.cmd == "export":
+        cmd_export(args)
         return 0
     return cmd_compare(args)
 

@@ -60,7 +60,8 @@ pub struct Context<'a> {
     pub color: bool,
 }
 
-/// Up to three known names close to `word` (for "did you mean").
+/// Known names close to `word` (for "did you mean"): the best match and
+/// up to two others about as close.
 pub fn suggestions<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let w = word.to_ascii_lowercase();
     let mut scored: Vec<(f64, &str)> = candidates
@@ -70,7 +71,13 @@ pub fn suggestions<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
     scored.dedup_by(|a, b| a.1 == b.1);
-    scored.into_iter().take(3).map(|(_, c)| c).collect()
+    let best = scored.first().map(|s| s.0).unwrap_or(0.0);
+    scored
+        .into_iter()
+        .take_while(|(s, _)| *s >= best - 0.02)
+        .take(3)
+        .map(|(_, c)| c)
+        .collect()
 }
 
 /// Resolves a rule code or name, accepting codes in any case.
@@ -94,4 +101,28 @@ pub fn unknown_rule_message(what: &str, code: &str) -> String {
     }
     m.push_str(" (`tritonctl explain --all` lists the rules)");
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_the_closest_names() {
+        let names = [
+            "unknown-field",
+            "unknown-extension",
+            "unknown-enum-value",
+            "syntax-error",
+        ];
+        assert_eq!(suggestions("unknown-feild", names), ["unknown-field"]);
+        assert!(suggestions("zzz", names).is_empty());
+    }
+
+    #[test]
+    fn rules_are_found_in_any_case() {
+        assert_eq!(find_rule("e0101").map(|r| r.code), Some("E0101"));
+        assert_eq!(find_rule("Unknown-Field").map(|r| r.code), Some("E0101"));
+        assert!(find_rule("E9999").is_none());
+    }
 }

@@ -240,10 +240,10 @@ pub fn normalize(cfg: &mut ModelConfig) {
     use crate::schema::inference::model_sequence_batching::StrategyChoice;
     let mbs = cfg.max_batch_size;
     match &mut cfg.scheduling_choice {
-        Some(SchedulingChoice::DynamicBatching(db)) => {
-            if db.preferred_batch_size.is_empty() && mbs > 0 {
-                db.preferred_batch_size.push(mbs);
-            }
+        Some(SchedulingChoice::DynamicBatching(db))
+            if db.preferred_batch_size.is_empty() && mbs > 0 =>
+        {
+            db.preferred_batch_size.push(mbs);
         }
         Some(SchedulingChoice::SequenceBatching(sb)) => {
             if sb.max_sequence_idle_microseconds == 0 {

@@ -141,10 +141,7 @@ pub fn resolve(src: &str, doc: &Document, path: &FieldPath) -> Resolved {
             }
             Some(Seg::Key(k)) => {
                 i += 1;
-                match elements(&occurrences)
-                    .filter(|v| entry_key_is(src, v, k))
-                    .last()
-                {
+                match elements(&occurrences).rfind(|v| entry_key_is(src, v, k)) {
                     Some(v) => v,
                     None => {
                         best.span = last.name.span;
@@ -183,8 +180,7 @@ fn entry_key_is(src: &str, v: &Value, key: &str) -> bool {
     let Value::Message(m) = v else { return false };
     m.fields
         .iter()
-        .filter(|f| &src[f.name.span.range()] == "key")
-        .next_back()
+        .rfind(|f| &src[f.name.span.range()] == "key")
         .is_some_and(|f| match &f.value {
             Value::Scalar(s) => scalar_text(src, s) == key,
             _ => false,

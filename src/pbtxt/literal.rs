@@ -25,7 +25,7 @@ pub fn unescape_into(lit: &str, out: &mut Vec<u8>) {
             b'r' => out.push(b'\r'),
             b't' => out.push(b'\t'),
             b'v' => out.push(0x0b),
-            b'x' | b'X' => {
+            b'x' => {
                 let mut v = 0u32;
                 let mut n = 0;
                 while n < 2 && i < body.len() && body[i].is_ascii_hexdigit() {

@@ -178,7 +178,7 @@ pub fn load_model(m: &ModelEntry, opts: &Options) -> (LoadedModel, FileReport) {
                         file: p,
                         options: opts,
                     };
-                    crate::validate::run_rules(&ctx, &mut diagnostics);
+                    crate::lint::check_model(&ctx, &mut diagnostics);
                     prepared = Some(prep);
                 }
                 Err(text) => diagnostics.push(

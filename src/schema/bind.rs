@@ -221,7 +221,7 @@ impl<'s> Binder<'s> {
             return None;
         };
         let r = self.scalar(fd, &kind, s);
-        if r.is_none() && !self.diags.last().is_some_and(|d| d.span == Some(s.span)) {
+        if r.is_none() && self.diags.last().is_none_or(|d| d.span != Some(s.span)) {
             self.wrong_kind(fd, v, expected_words(&kind));
         }
         r

@@ -28,14 +28,19 @@ fn run_with(args: &[&str], setup: impl FnOnce(&mut assert_cmd::Command)) -> (i32
         !stderr.contains("panicked") && !stderr.contains("internal error"),
         "tritonctl {args:?} panicked:\n{stderr}"
     );
-    (code, String::from_utf8(out.stdout).expect("stdout is UTF-8"), stderr)
+    (
+        code,
+        String::from_utf8(out.stdout).expect("stdout is UTF-8"),
+        stderr,
+    )
 }
 
 fn json_of(args: &[&str]) -> (i32, Value) {
     let mut a = vec!["validate", "--format", "json"];
     a.extend_from_slice(args);
     let (code, out, err) = run(&a);
-    let v = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}\nstderr:\n{err}"));
+    let v = serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}\nstderr:\n{err}"));
     (code, v)
 }
 
@@ -49,7 +54,10 @@ fn diagnostics(doc: &Value) -> Vec<&Value> {
 }
 
 fn codes(doc: &Value) -> Vec<String> {
-    diagnostics(doc).iter().map(|d| d["code"].as_str().unwrap().to_string()).collect()
+    diagnostics(doc)
+        .iter()
+        .map(|d| d["code"].as_str().unwrap().to_string())
+        .collect()
 }
 
 /// A repository holding model `m` with an ONNX file but no config.pbtxt:
@@ -69,8 +77,15 @@ fn schema_validator() -> jsonschema::Validator {
 }
 
 fn assert_matches_schema(v: &jsonschema::Validator, doc: &Value) {
-    let errors: Vec<String> = v.iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
-    assert!(errors.is_empty(), "output does not match the schema:\n{}\n{doc:#}", errors.join("\n"));
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "output does not match the schema:\n{}\n{doc:#}",
+        errors.join("\n")
+    );
 }
 
 // ---------------------------------------------------------------- json
@@ -94,7 +109,11 @@ fn json_output_matches_the_committed_schema() {
     let (_, doc) = json_of(&[tmp.path().to_str().unwrap()]);
     assert_matches_schema(&v, &doc);
     let d = diagnostics(&doc);
-    assert!(d.iter().any(|d| d["code"] == "N0701" && d["line"].is_null()), "{doc:#}");
+    assert!(
+        d.iter()
+            .any(|d| d["code"] == "N0701" && d["line"].is_null()),
+        "{doc:#}"
+    );
 }
 
 #[test]
@@ -106,8 +125,14 @@ fn json_schema_rejects_wrong_shapes() {
     zero_line["files"][0]["diagnostics"][0]["line"] = 0.into();
     assert!(!v.is_valid(&zero_line), "line 0 must be refused");
     let mut no_category = good.clone();
-    no_category["files"][0]["diagnostics"][0].as_object_mut().unwrap().remove("category");
-    assert!(!v.is_valid(&no_category), "a diagnostic without category must be refused");
+    no_category["files"][0]["diagnostics"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("category");
+    assert!(
+        !v.is_valid(&no_category),
+        "a diagnostic without category must be refused"
+    );
     let mut bad_severity = good.clone();
     bad_severity["files"][0]["diagnostics"][0]["severity"] = "fatal".into();
     assert!(!v.is_valid(&bad_severity));
@@ -128,8 +153,14 @@ fn json_reports_one_based_positions_and_rule_details() {
     assert_eq!(d["severity"], "error");
     assert_eq!(d["category"], "schema");
     // `max_batch_sise` is on line 2, columns 1..15 (14 characters).
-    assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(2), Some(1)));
-    assert_eq!((d["end_line"].as_u64(), d["end_column"].as_u64()), (Some(2), Some(15)));
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(
+        (d["end_line"].as_u64(), d["end_column"].as_u64()),
+        (Some(2), Some(15))
+    );
     assert!(d["help"].as_str().unwrap().contains("max_batch_size"));
     assert_eq!(doc["summary"]["files"], 1);
     assert_eq!(doc["summary"]["errors"], 1);
@@ -142,11 +173,25 @@ fn json_summary_counts_every_file() {
     assert_eq!(code, 1);
     assert_eq!(doc["summary"]["files"], 3);
     let c = codes(&doc);
-    assert!(c.contains(&"E0103".into()) && c.contains(&"E0101".into()) && c.contains(&"E0001".into()), "{c:?}");
-    let errors = diagnostics(&doc).iter().filter(|d| d["severity"] == "error").count();
+    assert!(
+        c.contains(&"E0103".into()) && c.contains(&"E0101".into()) && c.contains(&"E0001".into()),
+        "{c:?}"
+    );
+    let errors = diagnostics(&doc)
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .count();
     assert_eq!(doc["summary"]["errors"].as_u64(), Some(errors as u64));
-    let paths: Vec<&str> = doc["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
-    assert_eq!(paths, ["clean.pbtxt", "two_errors.pbtxt", "syntax_error.pbtxt"]);
+    let paths: Vec<&str> = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["clean.pbtxt", "two_errors.pbtxt", "syntax_error.pbtxt"]
+    );
 }
 
 #[test]
@@ -157,9 +202,12 @@ fn format_comes_from_the_environment() {
     let doc: Value = serde_json::from_str(&out).expect("TRITONCTL_FORMAT=json gives JSON");
     assert_eq!(doc["summary"]["errors"], 1);
     // The flag wins over the environment.
-    let (_, out, _) = run_with(&["validate", "--format", "github", "unknown_field.pbtxt"], |c| {
-        c.env("TRITONCTL_FORMAT", "json");
-    });
+    let (_, out, _) = run_with(
+        &["validate", "--format", "github", "unknown_field.pbtxt"],
+        |c| {
+            c.env("TRITONCTL_FORMAT", "json");
+        },
+    );
     assert!(out.starts_with("::error "), "{out}");
 }
 
@@ -172,13 +220,29 @@ fn human_output_shows_code_location_source_and_caret() {
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines[0].starts_with("error[E0101]: "), "{out}");
     assert!(lines[0].contains("max_batch_sise"), "{out}");
-    assert_eq!(lines[1].trim_start(), "--> unknown_field.pbtxt:2:1", "{out}");
-    let src = lines.iter().position(|l| l.ends_with("| max_batch_sise: 8")).expect("source line shown");
+    assert_eq!(
+        lines[1].trim_start(),
+        "--> unknown_field.pbtxt:2:1",
+        "{out}"
+    );
+    let src = lines
+        .iter()
+        .position(|l| l.ends_with("| max_batch_sise: 8"))
+        .expect("source line shown");
     assert!(lines[src].trim_start().starts_with("2 |"), "{out}");
     let carets = lines[src + 1];
     let bar = carets.find('|').unwrap();
-    assert_eq!(&carets[bar..], "| ^^^^^^^^^^^^^^", "14 carets under `max_batch_sise`:\n{out}");
-    assert!(lines.iter().any(|l| l.trim_start().starts_with("= help: ") && l.contains("max_batch_size")), "{out}");
+    assert_eq!(
+        &carets[bar..],
+        "| ^^^^^^^^^^^^^^",
+        "14 carets under `max_batch_sise`:\n{out}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.trim_start().starts_with("= help: ") && l.contains("max_batch_size")),
+        "{out}"
+    );
     assert_eq!(lines.last(), Some(&"Found 1 error in 1 file."));
 }
 
@@ -188,7 +252,10 @@ fn human_caret_columns_follow_the_span() {
     // `TYPE_FP33` starts at column 16 of line 7.
     assert!(out.contains("--> two_errors.pbtxt:7:16"), "{out}");
     let lines: Vec<&str> = out.lines().collect();
-    let i = lines.iter().position(|l| l.ends_with("data_type: TYPE_FP33")).unwrap();
+    let i = lines
+        .iter()
+        .position(|l| l.ends_with("data_type: TYPE_FP33"))
+        .unwrap();
     let source_col = lines[i].find("TYPE_FP33").unwrap();
     let caret_col = lines[i + 1].find('^').unwrap();
     assert_eq!(source_col, caret_col, "{out}");
@@ -201,8 +268,14 @@ fn human_multi_line_span_is_shown_on_its_first_line() {
     let (code, out, _) = run(&["validate", "multiline.pbtxt"]);
     assert_eq!(code, 1);
     assert!(out.contains("--> multiline.pbtxt:2:17"), "{out}");
-    assert!(out.lines().any(|l| l.ends_with("| max_batch_size: {")), "{out}");
-    assert!(!out.contains("a: 1"), "only the first line of the span is shown:\n{out}");
+    assert!(
+        out.lines().any(|l| l.ends_with("| max_batch_size: {")),
+        "{out}"
+    );
+    assert!(
+        !out.contains("a: 1"),
+        "only the first line of the span is shown:\n{out}"
+    );
 }
 
 #[test]
@@ -210,11 +283,18 @@ fn human_summary_for_clean_input_and_quiet() {
     let (code, out, _) = run(&["validate", "clean.pbtxt"]);
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("error["), "{out}");
-    assert_eq!(out.lines().last(), Some("All checks passed (1 file)."), "{out}");
+    assert_eq!(
+        out.lines().last(),
+        Some("All checks passed (1 file)."),
+        "{out}"
+    );
 
     let (code, out, _) = run(&["validate", "-q", "clean.pbtxt"]);
     assert_eq!(code, 0);
-    assert!(!out.contains("All checks passed"), "-q drops the summary: {out}");
+    assert!(
+        !out.contains("All checks passed"),
+        "-q drops the summary: {out}"
+    );
 
     let (code, out, _) = run(&["validate", "--quiet", "unknown_field.pbtxt"]);
     assert_eq!(code, 1);
@@ -225,7 +305,10 @@ fn human_summary_for_clean_input_and_quiet() {
 #[test]
 fn verbose_lists_checked_files_on_stderr() {
     let (_, out, err) = run(&["validate", "-v", "clean.pbtxt", "unknown_field.pbtxt"]);
-    assert!(err.contains("clean.pbtxt") && err.contains("unknown_field.pbtxt"), "{err}");
+    assert!(
+        err.contains("clean.pbtxt") && err.contains("unknown_field.pbtxt"),
+        "{err}"
+    );
     assert!(out.contains("Found 1 error in 1 of 2 files."), "{out}");
 }
 
@@ -239,20 +322,39 @@ fn colour_follows_flag_and_no_color() {
     // auto: stdout is a pipe here, so no colour.
     let (_, out, _) = run(&["validate", "unknown_field.pbtxt"]);
     assert!(!out.contains(ESC));
-    let (_, out, _) = run_with(&["validate", "--color", "auto", "unknown_field.pbtxt"], |c| {
-        c.env("NO_COLOR", "1").env("CLICOLOR_FORCE", "1");
-    });
+    let (_, out, _) = run_with(
+        &["validate", "--color", "auto", "unknown_field.pbtxt"],
+        |c| {
+            c.env("NO_COLOR", "1").env("CLICOLOR_FORCE", "1");
+        },
+    );
     assert!(!out.contains(ESC), "NO_COLOR turns auto off");
-    let (_, out, _) = run_with(&["validate", "--color", "auto", "unknown_field.pbtxt"], |c| {
-        c.env("CLICOLOR_FORCE", "1");
-    });
+    let (_, out, _) = run_with(
+        &["validate", "--color", "auto", "unknown_field.pbtxt"],
+        |c| {
+            c.env("CLICOLOR_FORCE", "1");
+        },
+    );
     assert!(out.contains(ESC), "CLICOLOR_FORCE turns auto on");
-    let (_, out, _) = run_with(&["validate", "--color", "always", "unknown_field.pbtxt"], |c| {
-        c.env("NO_COLOR", "1");
-    });
-    assert!(out.contains(ESC), "an explicit --color always wins over NO_COLOR");
+    let (_, out, _) = run_with(
+        &["validate", "--color", "always", "unknown_field.pbtxt"],
+        |c| {
+            c.env("NO_COLOR", "1");
+        },
+    );
+    assert!(
+        out.contains(ESC),
+        "an explicit --color always wins over NO_COLOR"
+    );
     // Machine formats are never coloured.
-    let (_, out, _) = run(&["validate", "--color", "always", "--format", "json", "unknown_field.pbtxt"]);
+    let (_, out, _) = run(&[
+        "validate",
+        "--color",
+        "always",
+        "--format",
+        "json",
+        "unknown_field.pbtxt",
+    ]);
     assert!(!out.contains(ESC));
     serde_json::from_str::<Value>(&out).unwrap();
 }
@@ -261,7 +363,13 @@ fn colour_follows_flag_and_no_color() {
 
 #[test]
 fn github_annotations() {
-    let (code, out, _) = run(&["validate", "--format", "github", "unknown_field.pbtxt", "multiline.pbtxt"]);
+    let (code, out, _) = run(&[
+        "validate",
+        "--format",
+        "github",
+        "unknown_field.pbtxt",
+        "multiline.pbtxt",
+    ]);
     assert_eq!(code, 1);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 2, "one line per finding, nothing else:\n{out}");
@@ -282,14 +390,21 @@ fn github_annotations() {
 #[test]
 fn github_escapes_properties() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::copy(data_dir().join("unknown_field.pbtxt"), tmp.path().join("a,b:c.pbtxt")).unwrap();
+    std::fs::copy(
+        data_dir().join("unknown_field.pbtxt"),
+        tmp.path().join("a,b:c.pbtxt"),
+    )
+    .unwrap();
     let out = tritonctl()
         .current_dir(tmp.path())
         .args(["validate", "--format", "github", "a,b:c.pbtxt"])
         .output()
         .unwrap();
     let out = String::from_utf8(out.stdout).unwrap();
-    assert!(out.starts_with("::error file=a%2Cb%3Ac.pbtxt,line=2,"), "{out}");
+    assert!(
+        out.starts_with("::error file=a%2Cb%3Ac.pbtxt,line=2,"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -301,15 +416,27 @@ fn github_file_level_findings_have_no_line() {
         .output()
         .unwrap();
     let out = String::from_utf8(out.stdout).unwrap();
-    let line = out.lines().find(|l| l.contains("title=N0701::")).unwrap_or_else(|| panic!("{out}"));
-    assert!(line.starts_with("::error file=m/config.pbtxt,title=N0701::"), "{line}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("title=N0701::"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.starts_with("::error file=m/config.pbtxt,title=N0701::"),
+        "{line}"
+    );
 }
 
 // ---------------------------------------------------------------- sarif
 
 #[test]
 fn sarif_lists_every_rule_once_and_points_at_regions() {
-    let (code, out, _) = run(&["validate", "--format", "sarif", "unknown_field.pbtxt", "repo"]);
+    let (code, out, _) = run(&[
+        "validate",
+        "--format",
+        "sarif",
+        "unknown_field.pbtxt",
+        "repo",
+    ]);
     assert_eq!(code, 1);
     let doc: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(doc["version"], "2.1.0");
@@ -326,38 +453,71 @@ fn sarif_lists_every_rule_once_and_points_at_regions() {
     // Every rule `explain --all` knows is listed.
     let (_, listing, _) = run_list();
     for code in listing {
-        assert!(ids.contains(&code.as_str()), "{code} missing from SARIF rules");
+        assert!(
+            ids.contains(&code.as_str()),
+            "{code} missing from SARIF rules"
+        );
     }
     for r in rules {
         for key in ["shortDescription", "fullDescription", "help"] {
-            assert!(r[key]["text"].as_str().is_some_and(|t| !t.is_empty()), "{key} of {}", r["id"]);
+            assert!(
+                r[key]["text"].as_str().is_some_and(|t| !t.is_empty()),
+                "{key} of {}",
+                r["id"]
+            );
         }
-        assert!(["error", "warning", "note"].contains(&r["defaultConfiguration"]["level"].as_str().unwrap()));
+        assert!(["error", "warning", "note"]
+            .contains(&r["defaultConfiguration"]["level"].as_str().unwrap()));
     }
     let results = run["results"].as_array().unwrap();
     assert!(!results.is_empty());
     for res in results {
         let i = res["ruleIndex"].as_u64().unwrap() as usize;
-        assert_eq!(rules[i]["id"], res["ruleId"], "ruleIndex points at the rule");
+        assert_eq!(
+            rules[i]["id"], res["ruleId"],
+            "ruleIndex points at the rule"
+        );
         assert!(["error", "warning", "note"].contains(&res["level"].as_str().unwrap()));
         assert!(!res["message"]["text"].as_str().unwrap().is_empty());
-        let uri = res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].as_str().unwrap();
-        assert!(!uri.contains('\\') && !uri.starts_with('/') && !uri.contains(':'), "relative URI: {uri}");
+        let uri = res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            .as_str()
+            .unwrap();
+        assert!(
+            !uri.contains('\\') && !uri.starts_with('/') && !uri.contains(':'),
+            "relative URI: {uri}"
+        );
     }
     let first = results.iter().find(|r| r["ruleId"] == "E0101").unwrap();
     let loc = &first["locations"][0]["physicalLocation"];
     assert_eq!(loc["artifactLocation"]["uri"], "unknown_field.pbtxt");
     let region = &loc["region"];
     assert_eq!(
-        (&region["startLine"], &region["startColumn"], &region["endLine"], &region["endColumn"]),
-        (&Value::from(2), &Value::from(1), &Value::from(2), &Value::from(15))
+        (
+            &region["startLine"],
+            &region["startColumn"],
+            &region["endLine"],
+            &region["endColumn"]
+        ),
+        (
+            &Value::from(2),
+            &Value::from(1),
+            &Value::from(2),
+            &Value::from(15)
+        )
     );
     let repo_uris: Vec<&str> = results
         .iter()
-        .map(|r| r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].as_str().unwrap())
+        .map(|r| {
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                .as_str()
+                .unwrap()
+        })
         .filter(|u| u.starts_with("repo/"))
         .collect();
-    assert!(repo_uris.contains(&"repo/bad_field/config.pbtxt"), "{repo_uris:?}");
+    assert!(
+        repo_uris.contains(&"repo/bad_field/config.pbtxt"),
+        "{repo_uris:?}"
+    );
 }
 
 /// Codes from `tritonctl explain --all`.
@@ -375,7 +535,14 @@ fn run_list() -> (i32, Vec<String>, String) {
 
 #[test]
 fn junit_has_one_testcase_per_file_and_failures_for_errors() {
-    let (code, out, _) = run(&["validate", "--format", "junit", "clean.pbtxt", "unknown_field.pbtxt", "two_errors.pbtxt"]);
+    let (code, out, _) = run(&[
+        "validate",
+        "--format",
+        "junit",
+        "clean.pbtxt",
+        "unknown_field.pbtxt",
+        "two_errors.pbtxt",
+    ]);
     assert_eq!(code, 1);
     let mut reader = quick_xml::Reader::from_str(&out);
     let mut cases = Vec::new();
@@ -383,22 +550,35 @@ fn junit_has_one_testcase_per_file_and_failures_for_errors() {
     let mut current: Option<String> = None;
     loop {
         use quick_xml::events::Event;
-        match reader.read_event().unwrap_or_else(|e| panic!("JUnit XML is not well-formed: {e}\n{out}")) {
+        match reader
+            .read_event()
+            .unwrap_or_else(|e| panic!("JUnit XML is not well-formed: {e}\n{out}"))
+        {
             Event::Start(e) | Event::Empty(e) if e.name().as_ref() == b"testcase" => {
-                let name = e.try_get_attribute("name").unwrap().expect("testcase has a name");
+                let name = e
+                    .try_get_attribute("name")
+                    .unwrap()
+                    .expect("testcase has a name");
                 let name = name.unescape_value().unwrap().into_owned();
                 cases.push(name.clone());
                 current = Some(name);
             }
             Event::Start(e) if e.name().as_ref() == b"failure" => {
                 failures += 1;
-                assert_ne!(current.as_deref(), Some("clean.pbtxt"), "a clean file does not fail");
+                assert_ne!(
+                    current.as_deref(),
+                    Some("clean.pbtxt"),
+                    "a clean file does not fail"
+                );
             }
             Event::Eof => break,
             _ => {}
         }
     }
-    assert_eq!(cases, ["clean.pbtxt", "unknown_field.pbtxt", "two_errors.pbtxt"]);
+    assert_eq!(
+        cases,
+        ["clean.pbtxt", "unknown_field.pbtxt", "two_errors.pbtxt"]
+    );
     assert_eq!(failures, 2);
     assert!(out.contains(r#"tests="3" failures="2""#), "{out}");
 }
@@ -410,7 +590,10 @@ fn exit_codes() {
     assert_eq!(run(&["validate", "clean.pbtxt"]).0, 0);
     assert_eq!(run(&["validate", "unknown_field.pbtxt"]).0, 1);
     assert_eq!(run(&["validate", "syntax_error.pbtxt"]).0, 1);
-    assert_eq!(run(&["validate", "--exit-zero", "unknown_field.pbtxt"]).0, 0);
+    assert_eq!(
+        run(&["validate", "--exit-zero", "unknown_field.pbtxt"]).0,
+        0
+    );
     let (code, _, err) = run(&["validate", "--format", "xml", "clean.pbtxt"]);
     assert_eq!(code, 2, "{err}");
     let (code, _, err) = run(&["validate", "--no-such-flag"]);
@@ -452,10 +635,23 @@ fn stdin_is_read_for_dash() {
     assert_eq!(doc["files"][0]["diagnostics"][0]["line"], 2);
 
     let clean = std::fs::read(data_dir().join("clean.pbtxt")).unwrap();
-    let out = tritonctl().args(["validate", "-"]).write_stdin(clean).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = tritonctl()
+        .args(["validate", "-"])
+        .write_stdin(clean)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 
-    let out = tritonctl().args(["validate", "-", "-"]).write_stdin("").output().unwrap();
+    let out = tritonctl()
+        .args(["validate", "-", "-"])
+        .write_stdin("")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "stdin twice is a usage error");
 }
 
@@ -476,11 +672,19 @@ fn allow_and_deny_change_findings() {
     let tmp = model_without_config();
     let dir = tmp.path().to_str().unwrap();
     let (_, doc) = json_of(&[dir]);
-    let note = diagnostics(&doc).into_iter().find(|d| d["code"] == "N0701").cloned().expect("N0701");
+    let note = diagnostics(&doc)
+        .into_iter()
+        .find(|d| d["code"] == "N0701")
+        .cloned()
+        .expect("N0701");
     assert_eq!(note["severity"], "note");
     let (code, doc) = json_of(&["--deny", "missing-config", dir]);
     assert_eq!(code, 1);
-    let denied = diagnostics(&doc).into_iter().find(|d| d["code"] == "N0701").cloned().unwrap();
+    let denied = diagnostics(&doc)
+        .into_iter()
+        .find(|d| d["code"] == "N0701")
+        .cloned()
+        .unwrap();
     assert_eq!(denied["severity"], "error");
     assert!(doc["summary"]["errors"].as_u64().unwrap() >= 1);
 }
@@ -494,7 +698,10 @@ fn unknown_rule_codes_are_usage_errors() {
         assert!(out.is_empty(), "nothing validated: {out}");
     }
     let (_, _, err) = run(&["validate", "--allow", "unknown-feild", "clean.pbtxt"]);
-    assert!(err.contains("unknown-field"), "suggests the near name: {err}");
+    assert!(
+        err.contains("unknown-field"),
+        "suggests the near name: {err}"
+    );
 }
 
 #[test]
@@ -506,9 +713,14 @@ fn strict_turns_warnings_into_errors() {
     let (code, strict) = json_of(&[&["--strict"][..], &inputs[..]].concat());
     let s = |d: &Value, k: &str| d["summary"][k].as_u64().unwrap();
     assert_eq!(s(&strict, "warnings"), 0);
-    assert_eq!(s(&strict, "errors"), s(&plain, "errors") + s(&plain, "warnings"));
+    assert_eq!(
+        s(&strict, "errors"),
+        s(&plain, "errors") + s(&plain, "warnings")
+    );
     assert_eq!(code, 1);
-    assert!(diagnostics(&strict).iter().all(|d| d["severity"] != "warning"));
+    assert!(diagnostics(&strict)
+        .iter()
+        .all(|d| d["severity"] != "warning"));
 }
 
 #[test]
@@ -552,8 +764,14 @@ fn explain_prints_rule_docs() {
         assert_eq!(code, 0, "{arg}");
         assert!(out.starts_with("E0101 (unknown-field)"), "{out}");
         assert!(out.contains("schema") && out.contains("error"), "{out}");
-        assert!(out.contains("max_batch_sise"), "the docs' example is shown: {out}");
-        assert!(out.contains("protobuf text_format.cc"), "Triton source: {out}");
+        assert!(
+            out.contains("max_batch_sise"),
+            "the docs' example is shown: {out}"
+        );
+        assert!(
+            out.contains("protobuf text_format.cc"),
+            "Triton source: {out}"
+        );
     }
 }
 
@@ -562,7 +780,10 @@ fn explain_unknown_code_suggests() {
     let (code, out, err) = run(&["explain", "unknown-feild"]);
     assert_eq!(code, 2);
     assert!(out.is_empty());
-    assert!(err.contains("unknown-feild") && err.contains("unknown-field"), "{err}");
+    assert!(
+        err.contains("unknown-feild") && err.contains("unknown-field"),
+        "{err}"
+    );
     let (code, _, _) = run(&["explain"]);
     assert_eq!(code, 2, "a code or --all is required");
 }
@@ -578,4 +799,56 @@ fn explain_all_lists_codes_in_order() {
     sorted.sort();
     sorted.dedup();
     assert_eq!(sorted, codes, "sorted and unique");
+}
+
+/// Every optional part of the JSON shape (labels, help, Triton's text, a
+/// file-level finding, a note) against the schema, from a report built by
+/// hand so that it does not depend on which rules exist.
+#[test]
+fn json_schema_covers_labels_notes_and_file_level_findings() {
+    use tritonctl::diagnostics::render::{render, Format, RenderOptions};
+    use tritonctl::diagnostics::Diagnostic;
+    use tritonctl::text::Span;
+    use tritonctl::validate::{FileReport, Report};
+    let src = "name: \"m\"\nmax_batch_size: 4\n";
+    let report = Report {
+        files: vec![
+            FileReport {
+                path: "m/config.pbtxt".into(),
+                model: Some("m".into()),
+                src: src.into(),
+                diagnostics: vec![
+                    Diagnostic::new("E0101", "first")
+                        .at(Span::new(10, 24))
+                        .label(Span::new(0, 4), "name here")
+                        .help("a fix")
+                        .triton("Triton's text"),
+                    Diagnostic::new("N0701", "a note about the file"),
+                ],
+            },
+            FileReport {
+                path: "<stdin>".into(),
+                model: None,
+                src: String::new(),
+                diagnostics: vec![],
+            },
+        ],
+    };
+    let mut out = Vec::new();
+    render(Format::Json, &mut out, &report, &RenderOptions::default()).unwrap();
+    let doc: Value = serde_json::from_slice(&out).unwrap();
+    assert_matches_schema(&schema_validator(), &doc);
+    let d = &doc["files"][0]["diagnostics"];
+    assert_eq!(d[0]["labels"][0]["message"], "name here");
+    assert_eq!(
+        (
+            d[0]["labels"][0]["line"].as_u64(),
+            d[0]["labels"][0]["end_column"].as_u64()
+        ),
+        (Some(1), Some(5))
+    );
+    assert_eq!(d[0]["triton_message"], "Triton's text");
+    assert_eq!(d[1]["severity"], "note");
+    assert!(d[1]["line"].is_null() && d[1]["column"].is_null());
+    assert_eq!(doc["summary"]["notes"], 1);
 }

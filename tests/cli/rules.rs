@@ -391,3 +391,41 @@ parameters {{ key: "TRITON_BATCH_STRATEGY_PATH" value {{ string_value: "{path}" 
         assert!(climbs.contains(&"E0502"), "{climbs:?}");
     }
 }
+
+/// Triton's `model_metrics` QA cases: `partial.pbtxt` is appended to a
+/// decoupled Python model's config. The `valid_config_with_warn` case must
+/// produce the metric-family warning with Triton's text, the valid case
+/// must not.
+#[test]
+fn model_metrics_warning_conformance() {
+    let Some(shared) = crate::common::shared_dir() else {
+        return;
+    };
+    let base = "name: \"m\"\nbackend: \"python\"\nmax_batch_size: 0\n\
+                input [ { name: \"IN\" data_type: TYPE_FP32 dims: [ 1 ] } ]\n\
+                output [ { name: \"OUT\" data_type: TYPE_FP32 dims: [ 1 ] } ]\n\
+                model_transaction_policy { decoupled: true }\n";
+    let group = shared.join("conformance/L0_model_config/model_metrics");
+    let run = |case: &std::path::Path| {
+        let partial = std::fs::read_to_string(case.join("partial.pbtxt")).expect("partial.pbtxt");
+        let text = format!("{base}{partial}");
+        tritonctl::validate::check_config_file(
+            case.display().to_string(),
+            text.into_bytes(),
+            None,
+            &tritonctl::lint::Options::default(),
+        )
+        .diagnostics
+    };
+    let warn_case = group.join("valid_config_with_warn/unknown_metric_family");
+    let expected = std::fs::read_to_string(warn_case.join("expected")).expect("expected");
+    let diags = run(&warn_case);
+    assert!(
+        diags
+            .iter()
+            .any(|d| d.code == "W0901" && d.triton_message.as_deref() == Some(expected.trim_end())),
+        "{diags:#?}"
+    );
+    let valid = run(&group.join("valid_config/valid_model_metrics"));
+    assert!(!valid.iter().any(|d| d.code == "W0901"), "{valid:#?}");
+}

@@ -184,17 +184,16 @@ fn render_diagnostic(
         lines.dedup();
         let mut prev: Option<usize> = None;
         for line in lines {
-            if prev.is_some_and(|p| line > p + 1) {
-                writeln!(out, "{}", paint(st.gutter, "..."))?;
+            match prev {
+                // One line between two shown ones: show it rather than `...`.
+                Some(p) if line == p + 2 => {
+                    source_line(out, index, src, p + 1, width, st)?;
+                }
+                Some(p) if line > p + 2 => writeln!(out, "{}", paint(st.gutter, "..."))?,
+                _ => {}
             }
             prev = Some(line);
-            let text = expand(index.line_text(src, line).trim_end());
-            let number = paint(st.gutter, &format!("{:>width$}", line + 1));
-            if text.is_empty() {
-                writeln!(out, "{number} {bar}")?;
-            } else {
-                writeln!(out, "{number} {bar} {text}")?;
-            }
+            source_line(out, index, src, line, width, st)?;
             let mut here: Vec<&Mark> = marks.iter().filter(|m| m.line == line).collect();
             here.sort_by_key(|m| (!m.primary, m.start));
             for m in here {
@@ -246,6 +245,25 @@ fn render_diagnostic(
     }
     writeln!(out)?;
     Ok(())
+}
+
+/// `NN | text` for 0-based `line`.
+fn source_line(
+    out: &mut dyn Write,
+    index: &LineIndex,
+    src: &str,
+    line: usize,
+    width: usize,
+    st: &Styles,
+) -> io::Result<()> {
+    let text = expand(index.line_text(src, line).trim_end());
+    let number = paint(st.gutter, &format!("{:>width$}", line + 1));
+    let bar = paint(st.gutter, "|");
+    if text.is_empty() {
+        writeln!(out, "{number} {bar}")
+    } else {
+        writeln!(out, "{number} {bar} {text}")
+    }
 }
 
 /// Where a span is underlined: its first line, from its start to its end or
@@ -387,7 +405,7 @@ mod tests {
             "  |",
             "2 | max_batch_size: 4",
             "  |                 - max_batch_size set here",
-            "...",
+            "3 | dynamic_batching {",
             "4 |   preferred_batch_size: [ 8 ]",
             "  |                           ^",
             "  |",

@@ -659,12 +659,29 @@ pub fn check_composition(
     let mut diags = Vec::new();
     let span = |p: &str| file.span(&FieldPath::parse(p));
     let exact = |p: &str| file.exact_span(&FieldPath::parse(p));
-    let emit = |diags: &mut Vec<Diagnostic>, code: &'static str, path: &str, text: String| {
-        diags.push(
-            Diagnostic::new(code, String::new())
-                .triton(text)
-                .at_opt(span(path)),
-        );
+    // A type or shape disagreement, shown at the new use, with the place
+    // the tensor was first defined as a label.
+    let emit = |diags: &mut Vec<Diagnostic>,
+                code: &'static str,
+                path: &str,
+                text: String,
+                first: &Tensor| {
+        let what = if code == "E0624" {
+            first.dtype.map(data_type_name).unwrap_or_default()
+        } else {
+            dims_text(&first.full)
+        };
+        let mut d = Diagnostic::new(code, String::new())
+            .triton(text)
+            .at_opt(span(path))
+            .help(format!(
+                "the tensor is {what} where {} defines it; make the two models agree, or put a conversion step between them",
+                first.model
+            ));
+        if let Some(s) = first.site.as_deref().and_then(exact) {
+            d = d.label(s, format!("{what} from {}", first.model));
+        }
+        diags.push(d);
     };
     let Some(sched) = ensemble_of(ens) else {
         return Composition {
@@ -755,12 +772,8 @@ pub fn check_composition(
                             if let Some((code, text)) = consistency(name, value, &tensors[id], &rhs)
                             {
                                 step_ok = false;
-                                emit(
-                                    &mut diags,
-                                    code,
-                                    &format!("{sp}.input_map{{{}}}.value", input.name),
-                                    text,
-                                );
+                                let path = format!("{sp}.input_map{{{}}}.value", input.name);
+                                emit(&mut diags, code, &path, text, &tensors[id]);
                             }
                             id
                         }
@@ -781,7 +794,7 @@ pub fn check_composition(
                                 "in ensemble {name}, input {} in model {s} is not mapped to any ensemble tensors",
                                 input.name
                             ))
-                            .at_opt(span(&format!("{sp}.input_map")))
+                            .at_opt(span(&format!("{sp}.model_name")))
                             .help(format!(
                                 "add `input_map {{ key: \"{}\" value: \"<ensemble tensor>\" }}` to this step",
                                 input.name
@@ -832,7 +845,7 @@ pub fn check_composition(
                 Some(&id) => {
                     if let Some((code, text)) = consistency(name, value, &tensors[id], &rhs) {
                         step_ok = false;
-                        emit(&mut diags, code, &value_path, text);
+                        emit(&mut diags, code, &value_path, text, &tensors[id]);
                     }
                     id
                 }

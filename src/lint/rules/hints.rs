@@ -128,6 +128,24 @@ pub const RULES: &[Rule] = &[
         triton_source: None,
     },
     Rule {
+        code: "W0014",
+        name: "priority-settings-ignored",
+        category: Category::Semantic,
+        severity: Severity::Warning,
+        summary: "Priority settings without priority_levels are ignored",
+        docs: "`default_priority_level` and `priority_queue_policy` only take effect when `priority_levels` is set. Without it Triton has a single queue, skips its range checks for these fields and silently ignores them (including the timeouts and queue sizes of the per-priority policies).\n\n```\ndynamic_batching {\n  default_priority_level: 1                 # warning: ignored\n  priority_queue_policy { key: 1 value { max_queue_size: 8 } }\n}\n```\n\nAdd `priority_levels: <n>`, or use `default_queue_policy` for a single queue.",
+        triton_source: None,
+    },
+    Rule {
+        code: "N0002",
+        name: "response-cache-needs-server-cache",
+        category: Category::Semantic,
+        severity: Severity::Note,
+        summary: "response_cache works only when the server has a cache configured",
+        docs: "`response_cache { enable: true }` opts the model in, but Triton caches responses only when the server is started with a cache (`--cache-config local,size=<bytes>` or another cache implementation). Without one the model loads and simply never hits the cache.",
+        triton_source: None,
+    },
+    Rule {
         code: "N0001",
         name: "cpu-instances-default-two",
         category: Category::Semantic,
@@ -177,6 +195,16 @@ pub(crate) fn loaded_versions(ctx: &ModelCtx) -> Option<Vec<(String, PathBuf)>> 
 
 pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     check_batching(ctx, out);
+    if ctx.cfg.response_cache.as_ref().is_some_and(|c| c.enable) {
+        out.push(
+            ctx.diag(
+                "N0002",
+                "response_cache.enable",
+                "responses are cached only if the server is started with a cache (--cache-config)",
+            )
+            .help("start tritonserver with e.g. --cache-config local,size=1048576"),
+        );
+    }
     check_instances(ctx, out);
     check_platform(ctx, out);
     check_model_file(ctx, out);
@@ -309,6 +337,27 @@ fn check_batching(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
                     p,
                     out,
                 );
+            }
+            if db.priority_levels == 0 {
+                let ignored = if db.default_priority_level != 0 {
+                    Some("dynamic_batching.default_priority_level")
+                } else if !db.priority_queue_policy.is_empty() {
+                    Some("dynamic_batching.priority_queue_policy")
+                } else {
+                    None
+                };
+                if let Some(path) = ignored {
+                    let field = path.rsplit('.').next().unwrap_or(path);
+                    out.push(
+                        ctx.diag(
+                            "W0014",
+                            path,
+                            format!("{field} is ignored: priority_levels is not set"),
+                        )
+                        .at_opt(ctx.name_span(path))
+                        .help("add priority_levels: <n>, or use default_queue_policy for a single queue"),
+                    );
+                }
             }
         }
         Some(SchedulingChoice::SequenceBatching(sb)) => {

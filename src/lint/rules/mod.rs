@@ -41,5 +41,6 @@ pub fn check_model(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     scheduler::check(ctx, out);
     warmup::check(ctx, out);
     stateful::check(ctx, out);
+    repository::check(ctx, out);
     hints::check(ctx, out);
 }

@@ -403,6 +403,9 @@ fn check_backend_library(
                     "backend",
                     format!("unable to find backend library for backend '{b}', try specifying runtime on the model configuration."),
                 )
+                // The backend may come from the directory name or a model
+                // file rather than from the text.
+                .at_opt(ctx.exact_span("backend"))
                 .help(format!(
                     "if the server has this backend installed, pass `--known-backend {b}`; otherwise install it under {backend_path}/"
                 )),

@@ -38,7 +38,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         code: "E0503",
         name: "batch-strategy-library-missing",
-        category: Category::Semantic,
+        category: Category::Repository,
         severity: Severity::Error,
         summary: "The custom batch strategy library does not exist",
         docs: "`TRITON_BATCH_STRATEGY_PATH` must name an existing file; otherwise Triton fails the load with `Batching library path not found: <path>`.\n\ntritonctl maps an absolute path that runs through a directory named like the model (`/models/<model>/libbatch.so`) onto the model directory it validates, and reports the library when it is not there. Paths it cannot map are not checked.",
@@ -119,7 +119,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         code: "E0512",
         name: "initial-state-data-file-missing",
-        category: Category::Semantic,
+        category: Category::Repository,
         severity: Severity::Error,
         summary: "initial_state data_file does not exist",
         docs: "Triton reads `data_file` from the `initial_state` folder of the model directory (`<model dir>/initial_state/<file>`), not from a version directory, and fails the load when it cannot open it. Checked when the model directory is known.",
@@ -283,11 +283,8 @@ fn check_batch_strategy(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         let mut rel = std::path::PathBuf::new();
         for c in &comps[from..] {
             match c {
-                Component::ParentDir => {
-                    if !rel.pop() {
-                        return None;
-                    }
-                }
+                Component::ParentDir if !rel.pop() => return None,
+                Component::ParentDir => {}
                 Component::Normal(n) => rel.push(n),
                 _ => {}
             }

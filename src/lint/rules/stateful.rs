@@ -143,7 +143,7 @@ pub const RULES: &[Rule] = &[
         category: Category::Semantic,
         severity: Severity::Error,
         summary: "Lazy buffer parameters are incomplete, negative or not integers",
-        docs: "`initial_buffer_size`, `subsequent_buffer_size`, `buffer_alloc_threshold` and `buffer_dealloc_threshold` switch on lazy allocation of state storage. Give all four or none (`initial_buffer_size` alone makes the backend look for the others and fail), as non-negative integers (`Invalid value for `...``). A value that is not a number makes the backend's integer conversion throw while the model loads.",
+        docs: "`initial_buffer_size`, `subsequent_buffer_size`, `buffer_alloc_threshold` and `buffer_dealloc_threshold` switch on lazy allocation of state storage. Give all four or none (`initial_buffer_size` alone makes the backend look for the others and fail), as non-negative integers (a negative value fails with ``Invalid value for `<key>` ``). A value that is not a number makes the backend's integer conversion throw while the model loads.",
         triton_source: Some(BACKEND),
     },
     Rule {
@@ -517,34 +517,36 @@ fn check_parameters(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         }
         out.push(d);
     }
-    let flag = |key: &str, on: &str, off: &str, out: &mut Vec<Diagnostic>| {
-        if let Some(v) = param(ctx, key) {
-            if v != on && v != off {
-                out.push(
-                    ctx.diag(
-                        "W0082",
-                        &param_path(key),
-                        format!(
-                            "the stateful backend reads '{key}' = \"{v}\" as \"{}\"",
-                            if on == "1" { off } else { on }
-                        ),
-                    )
-                    .help(format!("use \"{on}\" or \"{off}\"")),
-                );
+    // (key, the one value the backend tests for, the other documented
+    // value, what any other value means).
+    let flag =
+        |key: &str, tested: &str, other: &str, otherwise: &str, out: &mut Vec<Diagnostic>| {
+            if let Some(v) = param(ctx, key) {
+                if v != tested && v != other {
+                    out.push(
+                        ctx.diag(
+                            "W0082",
+                            &param_path(key),
+                            format!(
+                                "the stateful backend reads '{key}' = \"{v}\" as \"{otherwise}\""
+                            ),
+                        )
+                        .help(format!("use \"{tested}\" or \"{other}\"")),
+                    );
+                }
             }
-        }
-    };
+        };
     for key in [
         "store_states_as_fp16",
         "always_pad_to_max_batch",
         "enable_trt_caching",
         "enable_cuda_graph",
     ] {
-        flag(key, "1", "0", out);
+        flag(key, "1", "0", "0", out);
     }
-    flag("infer_end_requests", "1", "0", out);
-    flag("ort_ep", "trt", "cuda", out);
-    flag("compute_precision", "fp16", "fp32", out);
+    flag("infer_end_requests", "0", "1", "1", out);
+    flag("ort_ep", "cuda", "trt", "trt", out);
+    flag("compute_precision", "fp16", "fp32", "fp32", out);
     for key in [
         "logging_level",
         "batch_info_logging_level",
