@@ -33,6 +33,8 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Check config.pbtxt files, model directories and model repositories the way Triton does when it loads them')
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Print the documentation of a rule')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('fmt', 'fmt', [CompletionResultType]::ParameterValue, 'Rewrite config.pbtxt files in one canonical layout, comments kept')
+            [CompletionResult]::new('convert', 'convert', [CompletionResultType]::ParameterValue, 'Convert a config between text format and Triton''s JSON form')
             break
         }
         'tritonctl;validate' {
@@ -45,6 +47,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('--min-compute-capability', '--min-compute-capability', [CompletionResultType]::ParameterName, 'The target server''s minimum supported CUDA compute capability')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
             [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Warnings count as errors')
+            [CompletionResult]::new('--disable-auto-complete-config', '--disable-auto-complete-config', [CompletionResultType]::ParameterName, 'Validate as a server started with --disable-auto-complete-config does: configs must be complete, a missing config.pbtxt is an error')
             [CompletionResult]::new('--exit-zero', '--exit-zero', [CompletionResultType]::ParameterName, 'Exit 0 even when there are error findings')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
@@ -70,6 +73,33 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             break
         }
         'tritonctl;completions' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'tritonctl;fmt' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--check', '--check', [CompletionResultType]::ParameterName, 'Write nothing; list the files that would change and exit 1 if any')
+            [CompletionResult]::new('--diff', '--diff', [CompletionResultType]::ParameterName, 'Write nothing; print a unified diff of the changes and exit 1 if any')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'tritonctl;convert' {
+            [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')

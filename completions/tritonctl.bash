@@ -19,8 +19,14 @@ _tritonctl() {
             tritonctl,completions)
                 cmd="tritonctl__subcmd__completions"
                 ;;
+            tritonctl,convert)
+                cmd="tritonctl__subcmd__convert"
+                ;;
             tritonctl,explain)
                 cmd="tritonctl__subcmd__explain"
+                ;;
+            tritonctl,fmt)
+                cmd="tritonctl__subcmd__fmt"
                 ;;
             tritonctl,validate)
                 cmd="tritonctl__subcmd__validate"
@@ -32,7 +38,7 @@ _tritonctl() {
 
     case "${cmd}" in
         tritonctl)
-            opts="-q -v -h -V --color --quiet --verbose --help --version validate explain completions"
+            opts="-q -v -h -V --color --quiet --verbose --help --version validate explain completions fmt convert"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -67,6 +73,28 @@ _tritonctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        tritonctl__subcmd__convert)
+            opts="-q -v -h -V --to --color --quiet --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --to)
+                    COMPREPLY=($(compgen -W "json pbtxt" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         tritonctl__subcmd__explain)
             opts="-q -v -h -V --all --color --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -85,8 +113,26 @@ _tritonctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        tritonctl__subcmd__fmt)
+            opts="-q -v -h -V --check --diff --color --quiet --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         tritonctl__subcmd__validate)
-            opts="-q -v -h -V --format --strict --allow --deny --platform-default --known-backend --gpus --min-compute-capability --exit-zero --color --quiet --verbose --help --version"
+            opts="-q -v -h -V --format --strict --allow --deny --platform-default --known-backend --gpus --min-compute-capability --disable-auto-complete-config --exit-zero --color --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

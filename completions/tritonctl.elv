@@ -30,6 +30,8 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand validate 'Check config.pbtxt files, model directories and model repositories the way Triton does when it loads them'
             cand explain 'Print the documentation of a rule'
             cand completions 'Print a shell completion script'
+            cand fmt 'Rewrite config.pbtxt files in one canonical layout, comments kept'
+            cand convert 'Convert a config between text format and Triton''s JSON form'
         }
         &'tritonctl;validate'= {
             cand --format 'Output format'
@@ -41,6 +43,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --min-compute-capability 'The target server''s minimum supported CUDA compute capability'
             cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
             cand --strict 'Warnings count as errors'
+            cand --disable-auto-complete-config 'Validate as a server started with --disable-auto-complete-config does: configs must be complete, a missing config.pbtxt is an error'
             cand --exit-zero 'Exit 0 even when there are error findings'
             cand -q 'Print only the findings: no summary, no progress'
             cand --quiet 'Print only the findings: no summary, no progress'
@@ -64,6 +67,31 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --version 'Print version'
         }
         &'tritonctl;completions'= {
+            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand -q 'Print only the findings: no summary, no progress'
+            cand --quiet 'Print only the findings: no summary, no progress'
+            cand -v 'Also report what was checked (on standard error)'
+            cand --verbose 'Also report what was checked (on standard error)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'tritonctl;fmt'= {
+            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --check 'Write nothing; list the files that would change and exit 1 if any'
+            cand --diff 'Write nothing; print a unified diff of the changes and exit 1 if any'
+            cand -q 'Print only the findings: no summary, no progress'
+            cand --quiet 'Print only the findings: no summary, no progress'
+            cand -v 'Also report what was checked (on standard error)'
+            cand --verbose 'Also report what was checked (on standard error)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'tritonctl;convert'= {
+            cand --to 'Output format'
             cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
             cand -q 'Print only the findings: no summary, no progress'
             cand --quiet 'Print only the findings: no summary, no progress'

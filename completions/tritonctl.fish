@@ -34,6 +34,8 @@ complete -c tritonctl -n "__fish_tritonctl_needs_command" -s V -l version -d 'Pr
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "validate" -d 'Check config.pbtxt files, model directories and model repositories the way Triton does when it loads them'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "explain" -d 'Print the documentation of a rule'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "fmt" -d 'Rewrite config.pbtxt files in one canonical layout, comments kept'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "convert" -d 'Convert a config between text format and Triton\'s JSON form'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l format -d 'Output format' -r -f -a "human\t'rustc-style messages with the source line (default)'
 json\t'One JSON document (see schemas/validate.schema.json)'
 github\t'GitHub Actions workflow commands (annotations)'
@@ -49,6 +51,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l color -
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l strict -d 'Warnings count as errors'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l disable-auto-complete-config -d 'Validate as a server started with --disable-auto-complete-config does: configs must be complete, a missing config.pbtxt is an error'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l exit-zero -d 'Exit 0 even when there are error findings'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s v -l verbose -d 'Also report what was checked (on standard error)'
@@ -69,3 +72,21 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -s q -l
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -s v -l verbose -d 'Also report what was checked (on standard error)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l check -d 'Write nothing; list the files that would change and exit 1 if any'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l diff -d 'Write nothing; print a unified diff of the changes and exit 1 if any'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -l to -d 'Output format' -r -f -a "json\t'Triton\'s JSON form (what GET /v2/models/<model>/config returns)'
+pbtxt\t'Protobuf text format, in the layout of `tritonctl fmt`'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -s V -l version -d 'Print version'

@@ -7,8 +7,10 @@
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod convert;
 pub mod diagnostics;
 pub mod lint;
+pub mod onnx;
 pub mod pbtxt;
 pub mod repo;
 pub mod schema;

@@ -58,5 +58,7 @@ fn dispatch(cli: &Cli) -> Result<ExitStatus, CommandError> {
         Command::Validate(a) => commands::validate::run(a, &ctx, &mut out),
         Command::Explain(a) => commands::explain::run(a, &ctx, &mut out),
         Command::Completions(a) => commands::completions::run(a, &mut out),
+        Command::Fmt(a) => commands::fmt::run(a, &ctx, &mut out),
+        Command::Convert(a) => commands::convert::run(a, &ctx, &mut out),
     }
 }

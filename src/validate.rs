@@ -234,7 +234,15 @@ pub fn check_config_file(
     let mut diagnostics = parsed.diagnostics.clone();
     let mut model = None;
     if let Some(raw) = &parsed.config {
-        let dir_name = model_dir.and_then(dir_name_of);
+        // Without a model directory, a config that names no model is
+        // reported under its file's stem (`<unnamed>` for standard input),
+        // so messages never read "for " with nothing after it.
+        let dir_name = model_dir.and_then(dir_name_of).or_else(|| {
+            Some(match Path::new(&path).file_stem() {
+                Some(stem) if path != "<stdin>" => stem.to_string_lossy().into_owned(),
+                _ => "<unnamed>".to_string(),
+            })
+        });
         let facts = model_dir.map(DirFacts::read).unwrap_or_default();
         let prepared = match prepare(raw, dir_name.as_deref(), &facts, opts) {
             Ok(p) => Ok(p),

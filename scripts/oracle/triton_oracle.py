@@ -574,12 +574,6 @@ def poll_failures(log_text):
     return out
 
 
-def parse_errors(log_text, names):
-    """Protobuf parse errors printed before 'failed to read text proto'."""
-    return [ln for ln in log_text.splitlines()
-            if "Error parsing text-format inference.ModelConfig" in ln]
-
-
 ENV_RULES = [
     # (tag, pattern): errors that depend on this machine or this harness,
     # not on the configuration itself.
@@ -587,7 +581,7 @@ ENV_RULES = [
     ("runtime-absent", re.compile(r"unable to find backend library '")),
     ("python-env", re.compile(
         r"Python model file not found|Failed to (pre)?initialize Python stub|"
-        r"Stub process|stub|EXECUTION_ENV_PATH|Python environment|"
+        r"Stub process|\bstub\b|EXECUTION_ENV_PATH|Python environment|"
         r"ModuleNotFoundError|Traceback|python_backend|"
         r"Failed to create environment", re.I)),
     ("triton-2.51-schema", re.compile(
@@ -721,9 +715,10 @@ def run_group(server, group, timeout):
         server.live + os.sep, "<repository>/").replace(
         server.backends + os.sep, "<backends>/")
 
-    # unload (with the ensemble's dependents); a model that takes long to
-    # unload (a sequence batcher sleeps up to its idle timeout) is handed
-    # back as "draining" so that its name stays blocked meanwhile
+    # unload (with the ensemble's dependents); a model that is still busy
+    # after two seconds is handed back as "draining": its name stays blocked
+    # until it is gone (Triton 2.51 was seen never finishing an unload under
+    # concurrent loads; the caller restarts the server then)
     upath = "/v2/repository/models/" + urllib.parse.quote(root, safe="") + "/unload"
     try:
         server.request("POST", upath,
@@ -783,7 +778,7 @@ def cmd_triton(args):
     pending = list(groups)
     attempts = {}
 
-    def restart(seen_generation):
+    def restart(seen_generation, why="server died"):
         with restart_lock:
             if server.stopping:
                 raise RuntimeError("interrupted")
@@ -791,10 +786,10 @@ def cmd_triton(args):
                 return
             state["restarts"] += 1
             if state["restarts"] > args.max_restarts:
-                raise RuntimeError("tritonserver crashed too often")
-            log(f"triton: server died; restart #{state['restarts']}")
+                raise RuntimeError("tritonserver restarted too often")
+            log(f"triton: {why}; restart #{state['restarts']}")
             os.replace(server.log_path,
-                       f"{server.log_path}.crash{state['restarts']}")
+                       f"{server.log_path}.{state['restarts']}")
             server.stop()
             server.start()
             busy_forever.clear()
@@ -819,12 +814,21 @@ def cmd_triton(args):
                             del draining[n]
                             shutil.rmtree(os.path.join(server.live, n),
                                           ignore_errors=True)
-                        elif time.time() > draining[n]:
-                            del draining[n]
-                            busy_forever.add(n)
-                            log(f"triton: model '{n}' never finished "
-                                "unloading; later groups using the name "
-                                "are skipped")
+                    stuck = [n for n, t in draining.items()
+                             if time.time() > t]
+                    if stuck and not in_flight:
+                        # Triton 2.51 sometimes never finishes unloading a
+                        # model (seen with sequence batchers under
+                        # concurrent loads): a fresh server frees the name
+                        try:
+                            restart(state["generation"],
+                                    f"{', '.join(sorted(stuck))} never "
+                                    "finished unloading")
+                        except Exception as exc:
+                            log(f"triton: restart failed: {exc}")
+                            busy_forever.update(stuck)
+                            for n in stuck:
+                                draining.pop(n, None)
                 for i, g in enumerate(pending):
                     ns = {m["dir"] for m in g["members"]}
                     if ns & busy_forever:
@@ -1232,7 +1236,7 @@ def main():
     p.add_argument("--disable-auto-complete", action="store_true",
                    help="run tritonserver with --disable-auto-complete-config")
     p.add_argument("--max-restarts", type=int, default=5)
-    p.add_argument("--drain-timeout", type=float, default=90,
+    p.add_argument("--drain-timeout", type=float, default=30,
                    help="how long a model may take to unload")
     p.add_argument("--exclusive-ensembles", action="store_true",
                    help="load ensemble groups one at a time")

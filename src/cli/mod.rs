@@ -62,6 +62,10 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
+    /// Rewrite config.pbtxt files in one canonical layout, comments kept.
+    Fmt(FmtArgs),
+    /// Convert a config between text format and Triton's JSON form.
+    Convert(ConvertArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -117,6 +121,10 @@ pub struct ValidateArgs {
     /// The target server's minimum supported CUDA compute capability.
     #[arg(long, value_name = "F", default_value = "6.0")]
     pub min_compute_capability: f64,
+    /// Validate as a server started with --disable-auto-complete-config
+    /// does: configs must be complete, a missing config.pbtxt is an error.
+    #[arg(long)]
+    pub disable_auto_complete_config: bool,
     /// Exit 0 even when there are error findings.
     #[arg(long)]
     pub exit_zero: bool,
@@ -137,6 +145,45 @@ pub struct CompletionsArgs {
     /// The shell to print a completion script for.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Exit status: 0 nothing to change (or all files rewritten), 1 a file would change (--check, --diff) or does not parse, 2 unreadable input, a failed write or an internal error."
+)]
+pub struct FmtArgs {
+    /// Config files, model directories or model repositories; `-` reads
+    /// standard input and writes the result to standard output.
+    #[arg(value_name = "PATH", default_value = ".")]
+    pub paths: Vec<PathBuf>,
+    /// Write nothing; list the files that would change and exit 1 if any.
+    #[arg(long)]
+    pub check: bool,
+    /// Write nothing; print a unified diff of the changes and exit 1 if any.
+    #[arg(long)]
+    pub diff: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConvertTarget {
+    /// Triton's JSON form (what GET /v2/models/<model>/config returns).
+    Json,
+    /// Protobuf text format, in the layout of `tritonctl fmt`.
+    Pbtxt,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "The input format is detected: JSON when the first character that is not a blank is '{', text format otherwise.\nExit status: 0 converted, 1 the input is not a valid ModelConfig, 2 unreadable input."
+)]
+pub struct ConvertArgs {
+    /// Output format.
+    #[arg(long, value_enum)]
+    pub to: ConvertTarget,
+    /// A config file (text format or JSON), a model directory, or `-` for
+    /// standard input.
+    #[arg(value_name = "FILE")]
+    pub input: PathBuf,
 }
 
 /// The clap command, for completions and man pages.

@@ -5,7 +5,9 @@
 //! error go through `crate::term`.
 
 pub mod completions;
+pub mod convert;
 pub mod explain;
+pub mod fmt;
 pub mod validate;
 
 use crate::cli::GlobalArgs;

@@ -120,6 +120,7 @@ pub fn options(args: &ValidateArgs) -> Result<ValidateOptions, CommandError> {
             known_backends: args.known_backend.clone(),
             gpus: args.gpus.clone(),
             min_compute_capability: args.min_compute_capability,
+            autocomplete: !args.disable_auto_complete_config,
             ..Options::default()
         },
         overrides,

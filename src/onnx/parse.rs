@@ -29,6 +29,9 @@ use std::io::{BufRead, Seek};
 use super::wire::{WireReader, WireResult, WireType};
 use super::Dim;
 
+/// Most dimensions a tensor shape may have (ORT's own limit is far lower).
+const MAX_RANK: usize = 1024;
+
 /// The type of a value as declared in the graph.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum RawType {
@@ -68,6 +71,9 @@ pub(crate) struct RawNode {
 #[derive(Debug, Default)]
 pub(crate) struct RawModel {
     pub ir_version: Option<i64>,
+    /// The first field of the file was a plausible `ir_version` (serializers
+    /// write fields in number order, so real models start with it).
+    pub starts_like_onnx: bool,
     pub opsets: Vec<(String, i64)>,
     pub graph_seen: bool,
     pub nodes: Vec<RawNode>,
@@ -76,12 +82,6 @@ pub(crate) struct RawModel {
     pub outputs: Vec<RawValue>,
     pub value_info: Vec<RawValue>,
     pub external_locations: Vec<String>,
-}
-
-/// Whether what has been read so far looks like an ONNX model. Errors seen
-/// before this is true are reported as "not an ONNX model".
-pub(crate) fn looks_like_onnx(m: &RawModel) -> bool {
-    m.graph_seen || matches!(m.ir_version, Some(v) if (1..=64).contains(&v))
 }
 
 fn expect<R: BufRead + Seek>(
@@ -121,25 +121,38 @@ fn int64s<R: BufRead + Seek>(
         WireType::Len => {
             let stop = r.len_end(end)?;
             while r.pos() < stop {
+                check_rank(r, start, out.len(), name)?;
                 out.push(r.varint(stop)? as i64);
             }
         }
         other => expect(r, start, field, name, other, WireType::Varint)?,
     }
-    Ok(())
+    check_rank(r, start, out.len(), name)
 }
 
-/// Reads a whole `ModelProto` from `r` (positioned at offset 0). On error
-/// the partially filled model is returned alongside, so the caller can
-/// judge whether the input looked like ONNX at all.
+/// Refuses absurd ranks, which only corrupt input produces, before they
+/// turn into large allocations.
+fn check_rank<R: BufRead + Seek>(
+    r: &WireReader<R>,
+    start: u64,
+    rank: usize,
+    name: &str,
+) -> WireResult<()> {
+    if rank > MAX_RANK {
+        Err(r.malformed(start, format!("{name} has more than {MAX_RANK} dimensions")))
+    } else {
+        Ok(())
+    }
+}
+
+/// Reads a whole `ModelProto` from `r` (positioned at offset 0) into `m`.
+/// On error `m` holds what was read so far, so the caller can judge whether
+/// the input looked like ONNX at all.
 pub(crate) fn read_model<R: BufRead + Seek>(
     r: &mut WireReader<R>,
-) -> Result<RawModel, (RawModel, super::wire::WireError)> {
-    let mut m = RawModel::default();
-    match model_fields(r, &mut m) {
-        Ok(()) => Ok(m),
-        Err(e) => Err((m, e)),
-    }
+    m: &mut RawModel,
+) -> WireResult<()> {
+    model_fields(r, m)
 }
 
 fn model_fields<R: BufRead + Seek>(r: &mut WireReader<R>, m: &mut RawModel) -> WireResult<()> {
@@ -151,8 +164,19 @@ fn model_fields<R: BufRead + Seek>(r: &mut WireReader<R>, m: &mut RawModel) -> W
         };
         match field {
             1 => {
-                expect(r, start, field, "ModelProto.ir_version", wt, WireType::Varint)?;
-                m.ir_version = Some(r.varint(end)? as i64);
+                expect(
+                    r,
+                    start,
+                    field,
+                    "ModelProto.ir_version",
+                    wt,
+                    WireType::Varint,
+                )?;
+                let v = r.varint(end)? as i64;
+                if start == 0 && (1..=64).contains(&v) {
+                    m.starts_like_onnx = true;
+                }
+                m.ir_version = Some(v);
             }
             7 => {
                 expect(r, start, field, "ModelProto.graph", wt, WireType::Len)?;
@@ -163,7 +187,14 @@ fn model_fields<R: BufRead + Seek>(r: &mut WireReader<R>, m: &mut RawModel) -> W
                 r.pop();
             }
             8 => {
-                expect(r, start, field, "ModelProto.opset_import", wt, WireType::Len)?;
+                expect(
+                    r,
+                    start,
+                    field,
+                    "ModelProto.opset_import",
+                    wt,
+                    WireType::Len,
+                )?;
                 let stop = r.len_end(end)?;
                 r.push("opset_import");
                 m.opsets.push(opset(r, stop)?);
@@ -183,11 +214,25 @@ fn opset<R: BufRead + Seek>(r: &mut WireReader<R>, end: u64) -> WireResult<(Stri
         };
         match field {
             1 => {
-                expect(r, start, field, "OperatorSetIdProto.domain", wt, WireType::Len)?;
+                expect(
+                    r,
+                    start,
+                    field,
+                    "OperatorSetIdProto.domain",
+                    wt,
+                    WireType::Len,
+                )?;
                 domain = r.string(end, "an opset domain")?;
             }
             2 => {
-                expect(r, start, field, "OperatorSetIdProto.version", wt, WireType::Varint)?;
+                expect(
+                    r,
+                    start,
+                    field,
+                    "OperatorSetIdProto.version",
+                    wt,
+                    WireType::Varint,
+                )?;
                 version = r.varint(end)? as i64;
             }
             _ => r.skip(field, wt, end)?,
@@ -342,7 +387,14 @@ fn tensor<R: BufRead + Seek>(
         match field {
             1 => int64s(r, wt, end, &mut t.dims, start, field, "TensorProto.dims")?,
             2 => {
-                expect(r, start, field, "TensorProto.data_type", wt, WireType::Varint)?;
+                expect(
+                    r,
+                    start,
+                    field,
+                    "TensorProto.data_type",
+                    wt,
+                    WireType::Varint,
+                )?;
                 t.elem = r.varint(end)? as i32;
             }
             8 => {
@@ -350,7 +402,14 @@ fn tensor<R: BufRead + Seek>(
                 t.name = r.string(end, "a tensor name")?;
             }
             13 => {
-                expect(r, start, field, "TensorProto.external_data", wt, WireType::Len)?;
+                expect(
+                    r,
+                    start,
+                    field,
+                    "TensorProto.external_data",
+                    wt,
+                    WireType::Len,
+                )?;
                 let stop = r.len_end(end)?;
                 r.push("external_data");
                 if let Some(loc) = location_entry(r, stop)? {
@@ -380,11 +439,25 @@ fn location_entry<R: BufRead + Seek>(
         };
         match field {
             1 => {
-                expect(r, start, field, "StringStringEntryProto.key", wt, WireType::Len)?;
+                expect(
+                    r,
+                    start,
+                    field,
+                    "StringStringEntryProto.key",
+                    wt,
+                    WireType::Len,
+                )?;
                 key = r.string(end, "an external_data key")?;
             }
             2 => {
-                expect(r, start, field, "StringStringEntryProto.value", wt, WireType::Len)?;
+                expect(
+                    r,
+                    start,
+                    field,
+                    "StringStringEntryProto.value",
+                    wt,
+                    WireType::Len,
+                )?;
                 value = r.string(end, "an external_data value")?;
             }
             _ => r.skip(field, wt, end)?,
@@ -411,7 +484,14 @@ fn sparse_tensor<R: BufRead + Seek>(
         };
         match field {
             1 => {
-                expect(r, start, field, "SparseTensorProto.values", wt, WireType::Len)?;
+                expect(
+                    r,
+                    start,
+                    field,
+                    "SparseTensorProto.values",
+                    wt,
+                    WireType::Len,
+                )?;
                 let stop = r.len_end(end)?;
                 r.push("values");
                 let v = tensor(r, stop, external)?;
@@ -419,7 +499,15 @@ fn sparse_tensor<R: BufRead + Seek>(
                 out.name = v.name;
                 out.elem = v.elem;
             }
-            3 => int64s(r, wt, end, &mut out.dims, start, field, "SparseTensorProto.dims")?,
+            3 => int64s(
+                r,
+                wt,
+                end,
+                &mut out.dims,
+                start,
+                field,
+                "SparseTensorProto.dims",
+            )?,
             _ => r.skip(field, wt, end)?,
         }
     }
@@ -497,7 +585,14 @@ fn tensor_type<R: BufRead + Seek>(r: &mut WireReader<R>, end: u64) -> WireResult
         };
         match field {
             1 => {
-                expect(r, start, field, "TypeProto.Tensor.elem_type", wt, WireType::Varint)?;
+                expect(
+                    r,
+                    start,
+                    field,
+                    "TypeProto.Tensor.elem_type",
+                    wt,
+                    WireType::Varint,
+                )?;
                 elem = r.varint(end)? as i32;
             }
             2 => {
@@ -529,6 +624,7 @@ fn shape_proto<R: BufRead + Seek>(
             continue;
         }
         expect(r, start, field, "TensorShapeProto.dim", wt, WireType::Len)?;
+        check_rank(r, start, dims.len() + 1, "TensorShapeProto.dim")?;
         let stop = r.len_end(end)?;
         r.push("dim");
         dims.push(dimension(r, stop)?);

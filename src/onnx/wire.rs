@@ -205,10 +205,9 @@ impl<R: BufRead + Seek> WireReader<R> {
             4 => WireType::EndGroup,
             5 => WireType::Fixed32,
             other => {
-                return Err(self.malformed(
-                    start,
-                    format!("invalid wire type {other} (field {field})"),
-                ))
+                return Err(
+                    self.malformed(start, format!("invalid wire type {other} (field {field})"))
+                )
             }
         };
         Ok(Some((field as u32, wt)))
@@ -250,7 +249,9 @@ impl<R: BufRead + Seek> WireReader<R> {
         if n > MAX_STRING {
             return Err(self.malformed(
                 start,
-                format!("{what} is {n} bytes long (more than the {MAX_STRING} accepted for a name)"),
+                format!(
+                    "{what} is {n} bytes long (more than the {MAX_STRING} accepted for a name)"
+                ),
             ));
         }
         let mut buf = vec![0u8; n as usize];
@@ -399,9 +400,15 @@ mod tests {
     #[test]
     fn bad_tags_are_rejected() {
         // field number 0
-        assert!(matches!(reader(&[0x00]).tag(1), Err(WireError::Malformed { .. })));
+        assert!(matches!(
+            reader(&[0x00]).tag(1),
+            Err(WireError::Malformed { .. })
+        ));
         // wire type 7
-        assert!(matches!(reader(&[0x0f]).tag(1), Err(WireError::Malformed { .. })));
+        assert!(matches!(
+            reader(&[0x0f]).tag(1),
+            Err(WireError::Malformed { .. })
+        ));
         // mismatched end group
         let bytes = [0x0b, 0x14];
         let mut r = reader(&bytes);

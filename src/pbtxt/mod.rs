@@ -4,6 +4,7 @@
 pub mod ast;
 pub mod comments;
 pub mod literal;
+pub mod printer;
 
 use crate::diagnostics::Diagnostic;
 use crate::text::Span;

@@ -35,11 +35,16 @@ fn oracle_required() -> bool {
         || std::env::var("TRITONCTL_REQUIRE_SHARED").is_ok_and(|v| v == "1")
 }
 
-#[test]
-fn corpus_verdicts_match_protoc() {
-    let Some(shared) = common::shared_dir() else {
-        return;
-    };
+/// One file of the shared corpus and protoc's verdict on it.
+pub(crate) struct CorpusFile {
+    /// The path as the manifest gives it (relative to `corpus/`).
+    pub name: String,
+    pub path: PathBuf,
+    pub protoc_accepts: bool,
+}
+
+/// Every file listed in `<shared>/corpus/manifest.tsv`.
+pub(crate) fn corpus_files(shared: &Path) -> Vec<CorpusFile> {
     let corpus = shared.join("corpus");
     let manifest = std::fs::read_to_string(corpus.join("manifest.tsv"))
         .expect("corpus/manifest.tsv is readable");
@@ -52,21 +57,41 @@ fn corpus_verdicts_match_protoc() {
             .unwrap_or_else(|| panic!("manifest has no column {name:?}"))
     };
     let (file_col, oracle_col) = (column("file"), column("oracle"));
+    lines
+        .filter(|l| !l.is_empty())
+        .map(|line| {
+            let cols: Vec<&str> = line.split('\t').collect();
+            let name = cols[file_col].to_string();
+            let protoc_accepts = match cols[oracle_col] {
+                "ok" => true,
+                "error" => false,
+                other => panic!("{name}: unknown oracle verdict {other:?}"),
+            };
+            CorpusFile {
+                path: corpus.join(&name),
+                name,
+                protoc_accepts,
+            }
+        })
+        .collect()
+}
 
+#[test]
+fn corpus_verdicts_match_protoc() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
     let (mut accepted, mut refused) = (0usize, 0usize);
     let mut failures = Vec::new();
-    for line in lines.filter(|l| !l.is_empty()) {
-        let cols: Vec<&str> = line.split('\t').collect();
-        let file = cols[file_col];
-        let ours = refusal(read(&corpus.join(file)));
-        match (cols[oracle_col], ours) {
-            ("ok", None) => accepted += 1,
-            ("error", Some(_)) => refused += 1,
-            ("ok", Some(msg)) => {
-                failures.push(format!("{file}: protoc accepts it, we refuse: {msg}"))
+    for file in corpus_files(&shared) {
+        let name = &file.name;
+        match (file.protoc_accepts, refusal(read(&file.path))) {
+            (true, None) => accepted += 1,
+            (false, Some(_)) => refused += 1,
+            (true, Some(msg)) => {
+                failures.push(format!("{name}: protoc accepts it, we refuse: {msg}"))
             }
-            ("error", None) => failures.push(format!("{file}: protoc refuses it, we accept it")),
-            (other, _) => panic!("{file}: unknown oracle verdict {other:?}"),
+            (false, None) => failures.push(format!("{name}: protoc refuses it, we accept it")),
         }
     }
     let total = accepted + refused + failures.len();
@@ -143,7 +168,8 @@ impl Protoc {
     }
 }
 
-fn cases(dir: &str) -> Vec<PathBuf> {
+/// The hand-written cases in `testdata/pbtxt/<dir>/*.pbtxt`, sorted.
+pub(crate) fn cases(dir: &str) -> Vec<PathBuf> {
     let dir = common::crate_root().join("testdata/pbtxt").join(dir);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))

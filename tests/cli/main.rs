@@ -4,6 +4,7 @@
 mod common;
 mod conformance;
 mod corpus;
+mod fmt;
 mod formats;
 mod generated;
 mod properties;

@@ -7,7 +7,7 @@
 //! the hand-written cases, absurd nesting, and (ignored by default; run by
 //! `scripts/test`) a 100 MB file.
 
-use crate::common;
+use crate::{common, corpus};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::TestCaseError;
@@ -22,12 +22,8 @@ fn seeds() -> &'static [Vec<u8>] {
     SEEDS.get_or_init(|| {
         let mut seeds: Vec<Vec<u8>> = valid_cases().into_iter().map(|(_, b)| b).collect();
         if let Some(shared) = common::shared_dir() {
-            let corpus = shared.join("corpus");
-            let manifest =
-                std::fs::read_to_string(corpus.join("manifest.tsv")).expect("manifest.tsv");
-            for line in manifest.lines().skip(1) {
-                let file = line.split('\t').next().expect("file column");
-                seeds.push(std::fs::read(corpus.join(file)).expect("corpus file"));
+            for f in corpus::corpus_files(&shared) {
+                seeds.push(std::fs::read(&f.path).expect("corpus file"));
             }
         }
         seeds
@@ -37,19 +33,13 @@ fn seeds() -> &'static [Vec<u8>] {
 /// `testdata/pbtxt/valid/*.pbtxt`: between them they use every construct of
 /// the format.
 fn valid_cases() -> Vec<(String, Vec<u8>)> {
-    let dir = common::crate_root().join("testdata/pbtxt/valid");
-    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
-        .expect("testdata/pbtxt/valid")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pbtxt"))
+    corpus::cases("valid")
+        .into_iter()
         .map(|p| {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             (name, std::fs::read(&p).expect("case file"))
         })
-        .collect();
-    out.sort();
-    assert!(!out.is_empty());
-    out
+        .collect()
 }
 
 fn spans_inside(src: &str, diagnostics: &[Diagnostic]) -> Result<(), String> {

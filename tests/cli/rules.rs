@@ -44,7 +44,9 @@ fn rule_fixtures() {
         }
         let code = dir.file_name().unwrap().to_string_lossy().into_owned();
         let Some(rule) = tritonctl::lint::registry::find(&code) else {
-            failures.push(format!("{code}: directory name is not a registered rule code"));
+            failures.push(format!(
+                "{code}: directory name is not a registered rule code"
+            ));
             continue;
         };
         let code = rule.code;
@@ -58,7 +60,9 @@ fn rule_fixtures() {
             } else if fname.starts_with("pass_") {
                 false
             } else {
-                failures.push(format!("{code}/{fname}: name must start with fail_ or pass_"));
+                failures.push(format!(
+                    "{code}/{fname}: name must start with fail_ or pass_"
+                ));
                 continue;
             };
             let diags = diagnostics_of(&file, &opts);
@@ -135,12 +139,14 @@ fn noautofill_platform_conformance() {
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
         let text = std::fs::read_to_string(case.join("config.pbtxt")).expect("config.pbtxt");
-        let expected = unescape_grep(
-            &std::fs::read_to_string(case.join("expected")).expect("expected file"),
-        );
+        let expected =
+            unescape_grep(&std::fs::read_to_string(case.join("expected")).expect("expected file"));
         let model_dir = tmp.path().join(&name);
         std::fs::create_dir_all(&model_dir).unwrap();
-        if matches!(name.as_str(), "invalid_cpu" | "invalid_gpu" | "negative_gpu") {
+        if matches!(
+            name.as_str(),
+            "invalid_cpu" | "invalid_gpu" | "negative_gpu"
+        ) {
             std::fs::create_dir_all(model_dir.join("1")).unwrap();
         }
         let config = with_platform(&text, "onnxruntime_onnx");
@@ -158,10 +164,11 @@ fn noautofill_platform_conformance() {
                 Some(&model_dir),
                 &opts,
             );
-            let found = report
-                .diagnostics
-                .iter()
-                .any(|d| d.triton_message.as_deref().is_some_and(|m| m.contains(&expected)));
+            let found = report.diagnostics.iter().any(|d| {
+                d.triton_message
+                    .as_deref()
+                    .is_some_and(|m| m.contains(&expected))
+            });
             if !found {
                 let got: Vec<String> = report
                     .diagnostics
@@ -189,7 +196,11 @@ fn noautofill_platform_conformance() {
         "noautofill_platform (onnxruntime_onnx): {passed}/{} cases pass",
         cases.len()
     );
-    assert!(!cases.is_empty(), "no cases found in {}", cases_dir.display());
+    assert!(
+        !cases.is_empty(),
+        "no cases found in {}",
+        cases_dir.display()
+    );
     assert!(
         failed.is_empty(),
         "{} case(s) fail:\n{}",

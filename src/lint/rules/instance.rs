@@ -13,8 +13,10 @@ use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::model_instance_group::Kind;
 use std::collections::BTreeSet;
 
-const SRC: Option<&str> = Some("core src/model_config_utils.cc (NormalizeInstanceGroup, ValidateInstanceGroup)");
-const SRC_PROFILE: Option<&str> = Some("core src/model_config_utils.cc (ValidateInstanceGroup, GetProfileIndex)");
+const SRC: Option<&str> =
+    Some("core src/model_config_utils.cc (NormalizeInstanceGroup, ValidateInstanceGroup)");
+const SRC_PROFILE: Option<&str> =
+    Some("core src/model_config_utils.cc (ValidateInstanceGroup, GetProfileIndex)");
 
 macro_rules! rule {
     ($code:literal, $name:literal, $summary:literal, $docs:expr, $src:expr) => {
@@ -35,7 +37,7 @@ pub const RULES: &[Rule] = &[
         "E0401",
         "model-kind-with-gpus",
         "A KIND_MODEL instance group lists GPUs",
-        "With `KIND_MODEL` the model places its instances itself, so `gpus` is not allowed: `instance group <g> of model <m> has kind KIND_MODEL but specifies one or more GPUs`. Unnamed groups are called `<m>_<i>` (i counts all groups from 0).",
+        "With `KIND_MODEL` the model places its instances itself, so `gpus` is not allowed: `instance group <g> of model <m> has kind KIND_MODEL but specifies one or more GPUs`. Unnamed groups are called `<m>_<i>` (i counts all groups from 0).\n\n```\ninstance_group [ { kind: KIND_MODEL gpus: [ 0 ] } ]   # error\n```",
         SRC
     ),
     rule!(
@@ -63,21 +65,21 @@ pub const RULES: &[Rule] = &[
         "E0405",
         "unknown-instance-kind",
         "An instance group kind given as a number Triton does not know",
-        "`kind` written as a number other than 0..3 is accepted by the parser but not by Triton: `instance group <g> of model <m> has unexpected kind KIND_AUTO` (an internal error). Write the kind by name: KIND_AUTO, KIND_GPU, KIND_CPU or KIND_MODEL.",
+        "`kind` written as a number other than 0..3 is accepted by the parser but not by Triton: `instance group <g> of model <m> has unexpected kind KIND_AUTO` (an internal error). Write the kind by name: KIND_AUTO, KIND_GPU, KIND_CPU or KIND_MODEL.\n\n```\ninstance_group [ { kind: 7 } ]   # error\n```",
         SRC
     ),
     rule!(
         "E0406",
         "profile-not-tensorrt",
         "An instance group names TensorRT optimization profiles on another platform",
-        "`profile` selects TensorRT optimization profiles and is refused for any other platform: `instance group <g> of model <m> and platform <p>specifies profile field which is only supported for TensorRT models` (sic, no space before \"specifies\").",
+        "`profile` selects TensorRT optimization profiles and is refused for any other platform: `instance group <g> of model <m> and platform <p>specifies profile field which is only supported for TensorRT models` (sic, no space before \"specifies\").\n\n```\nplatform: \"onnxruntime_onnx\"\ninstance_group [ { kind: KIND_GPU profile: [ \"0\" ] } ]   # error\n```",
         SRC
     ),
     rule!(
         "E0407",
         "profile-empty",
         "An empty string in an instance group's `profile` list",
-        "Each `profile` entry is the index of a TensorRT optimization profile, written as a string; an empty one fails with `profile name must not be empty`.",
+        "Each `profile` entry is the index of a TensorRT optimization profile, written as a string; an empty one fails with `profile name must not be empty`.\n\n```\ninstance_group [ { kind: KIND_GPU profile: [ \"\" ] } ]   # error\n```",
         SRC_PROFILE
     ),
     rule!(
@@ -91,7 +93,7 @@ pub const RULES: &[Rule] = &[
         "E0409",
         "profile-negative",
         "A negative instance group `profile` entry",
-        "Profile indices start at 0; a negative one fails with `instance group <g> of model <m> and platform <p> specifies invalid profile <p>. The field should contain the string representation of a non-negative integer.`",
+        "Profile indices start at 0; a negative one fails with `instance group <g> of model <m> and platform <p> specifies invalid profile <p>. The field should contain the string representation of a non-negative integer.`\n\n```\ninstance_group [ { kind: KIND_GPU profile: [ \"-1\" ] } ]   # error\n```",
         SRC_PROFILE
     ),
 ];
@@ -141,14 +143,21 @@ fn stoi(s: &str) -> Stoi {
 
 pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     let cfg = ctx.cfg;
-    if matches!(cfg.scheduling_choice, Some(SchedulingChoice::EnsembleScheduling(_))) {
+    if matches!(
+        cfg.scheduling_choice,
+        Some(SchedulingChoice::EnsembleScheduling(_))
+    ) {
         return;
     }
     // Without any group Triton adds one that cannot fail: KIND_CPU without
     // GPUs, or KIND_GPU on all usable GPUs.
     let m = ctx.name;
     let supported: BTreeSet<i32> = ctx.options.gpus.iter().copied().collect();
-    let supported_list = supported.iter().map(|g| g.to_string()).collect::<Vec<_>>().join(", ");
+    let supported_list = supported
+        .iter()
+        .map(|g| g.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     let cc = cpp_double(ctx.options.min_compute_capability);
 
     for (i, group) in cfg.instance_group.iter().enumerate() {
@@ -194,7 +203,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
                         format!("instance group {g} of model {m} has kind KIND_GPU but no GPUs are available"),
                     );
                     out.push(d.help(
-                        "the target server has no usable GPU (see --gpus): use KIND_CPU, or leave `kind` out to let Triton choose",
+                        "tritonctl checks for a CPU-only server unless told otherwise: pass --gpus with the target server's GPU ids (e.g. --gpus 0), or use KIND_CPU, or leave `kind` out to let Triton choose",
                     ));
                 }
             } else {
@@ -253,13 +262,21 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     }
 }
 
-fn check_profiles(ctx: &ModelCtx, profiles: &[String], base: &str, g: &str, out: &mut Vec<Diagnostic>) {
+fn check_profiles(
+    ctx: &ModelCtx,
+    profiles: &[String],
+    base: &str,
+    g: &str,
+    out: &mut Vec<Diagnostic>,
+) {
     if profiles.is_empty() {
         return;
     }
     let m = ctx.name;
     let p = ctx.cfg.platform.as_str();
-    if p != "tensorrt_plan" {
+    // Without the model directory a config naming neither platform nor
+    // backend may still be TensorRT: only its entries are checked then.
+    if p != "tensorrt_plan" && !super::io::platform_unknown(ctx) {
         let d = triton_at(
             ctx,
             "E0406",
@@ -274,15 +291,25 @@ fn check_profiles(ctx: &ModelCtx, profiles: &[String], base: &str, g: &str, out:
     for (k, prof) in profiles.iter().enumerate() {
         let path = format!("{base}.profile[{k}]");
         if prof.is_empty() {
-            let d = triton_at(ctx, "E0407", &[&path], "profile name must not be empty".to_string())
-                .help("give the profile index, e.g. \"0\"");
+            let d = triton_at(
+                ctx,
+                "E0407",
+                &[&path],
+                "profile name must not be empty".to_string(),
+            )
+            .help("give the profile index, e.g. \"0\"");
             push_merged(out, d, "also empty");
             continue;
         }
         match stoi(prof) {
             Stoi::Invalid => {
-                let d = triton_at(ctx, "E0408", &[&path], format!("unable to parse '{prof}': stoi"))
-                    .help("give the profile index as a decimal number, e.g. \"0\"");
+                let d = triton_at(
+                    ctx,
+                    "E0408",
+                    &[&path],
+                    format!("unable to parse '{prof}': stoi"),
+                )
+                .help("give the profile index as a decimal number, e.g. \"0\"");
                 out.push(d);
             }
             Stoi::Value(v) if v < 0 => {

@@ -18,7 +18,8 @@ use crate::lint::ModelCtx;
 use crate::schema::inference::model_input::Format;
 use crate::schema::inference::{batch_input, batch_output, DataType, ModelTensorReshape};
 
-const SRC: Option<&str> = Some("core src/model_config_utils.cc (ValidateModelIOConfig, ValidateIOShape)");
+const SRC: Option<&str> =
+    Some("core src/model_config_utils.cc (ValidateModelIOConfig, ValidateIOShape)");
 const SRC_BATCH: Option<&str> = Some("core src/model_config_utils.cc (ValidateBatchIO)");
 
 macro_rules! rule {
@@ -40,7 +41,7 @@ pub const RULES: &[Rule] = &[
         "E0301",
         "tensor-without-name",
         "An input or output has no name",
-        "Every `input` and `output` entry must name the model tensor, else the load fails with `model input must specify 'name' for <m>` (or `model output ...`).",
+        "Every `input` and `output` entry must name the model tensor, else the load fails with `model input must specify 'name' for <m>` (or `model output ...`).\n\n```\ninput [ { data_type: TYPE_FP32 dims: [ 4 ] } ]   # error: no name\n```",
         SRC
     ),
     rule!(
@@ -54,14 +55,14 @@ pub const RULES: &[Rule] = &[
         "E0303",
         "tensor-without-dims",
         "An input or output has no `dims`",
-        "Every listed tensor needs its shape in `dims` (without the batch dimension when `max_batch_size > 0`). A scalar is written `dims: [ 1 ]`. Without dims the load fails with `model input '<n>' must specify 'dims' for <m>`.",
+        "Every listed tensor needs its shape in `dims` (without the batch dimension when `max_batch_size > 0`). A scalar is written `dims: [ 1 ]`. Without dims the load fails with `model input '<n>' must specify 'dims' for <m>`.\n\n```\ninput [ { name: \"x\" data_type: TYPE_FP32 } ]              # error\ninput [ { name: \"x\" data_type: TYPE_FP32 dims: [ 1 ] } ]   # ok: a scalar\n```",
         SRC
     ),
     rule!(
         "E0304",
         "empty-reshape-without-batching",
         "An empty `reshape` on a model that does not batch",
-        "`reshape { shape: [ ] }` turns the tensor into a scalar, which is only possible when the batch dimension remains (`max_batch_size > 0`). Otherwise the load fails with `model input '<n>' cannot have empty reshape for non-batching model as scalar tensors are not supported for <m>`.",
+        "`reshape { shape: [ ] }` turns the tensor into a scalar, which is only possible when the batch dimension remains (`max_batch_size > 0`). Otherwise the load fails with `model input '<n>' cannot have empty reshape for non-batching model as scalar tensors are not supported for <m>`.\n\n```\nmax_batch_size: 0\ninput [ { name: \"x\" data_type: TYPE_FP32 dims: [ 1 ] reshape { shape: [ ] } } ]   # error\n```",
         SRC
     ),
     rule!(
@@ -75,14 +76,14 @@ pub const RULES: &[Rule] = &[
         "E0306",
         "invalid-reshape-dimension",
         "A `reshape` dimension is 0 or below -1",
-        "Each entry of `reshape.shape` is a size of at least 1, or -1. Anything else fails with `model input '<n>' reshape dimensions must be integer >= 1, or -1 to indicate a variable-size dimension for <m>`.",
+        "Each entry of `reshape.shape` is a size of at least 1, or -1. Anything else fails with `model input '<n>' reshape dimensions must be integer >= 1, or -1 to indicate a variable-size dimension for <m>`.\n\n```\ndims: [ 2, 2 ]\nreshape { shape: [ 0 ] }   # error: 0\n```",
         SRC
     ),
     rule!(
         "E0307",
         "element-count-overflow",
         "The element count of a shape does not fit in 64 bits",
-        "When a tensor has a `reshape`, Triton multiplies out both shapes (up to the first -1); a product beyond 9223372036854775807 fails with `element count for tensor '<n> dims' exceeds maximum size of 9223372036854775807 for <m>` (`'<n> reshape'` for the reshape).",
+        "When a tensor has a `reshape`, Triton multiplies out both shapes (up to the first -1); a product beyond 9223372036854775807 fails with `element count for tensor '<n> dims' exceeds maximum size of 9223372036854775807 for <m>` (`'<n> reshape'` for the reshape).\n\n```\ndims: [ 4611686018427387904, 4 ]\nreshape { shape: [ -1 ] }   # error: 2^64 elements\n```",
         SRC
     ),
     rule!(
@@ -103,28 +104,28 @@ pub const RULES: &[Rule] = &[
         "E0310",
         "image-format-needs-3-dims",
         "An input with format NHWC/NCHW does not have 3 dims",
-        "`format: FORMAT_NHWC` and `FORMAT_NCHW` describe an image tensor of three dimensions (without the batch dimension). Other ranks fail with `model input NHWC/NCHW require 3 dims for <m>`.",
+        "`format: FORMAT_NHWC` and `FORMAT_NCHW` describe an image tensor of three dimensions (without the batch dimension). Other ranks fail with `model input NHWC/NCHW require 3 dims for <m>`.\n\n```\ninput [ { name: \"image\" data_type: TYPE_FP32 format: FORMAT_NCHW dims: [ 224, 224 ] } ]   # error: [ 3, 224, 224 ]\n```",
         SRC
     ),
     rule!(
         "E0311",
         "shape-tensor-not-tensorrt",
         "`is_shape_tensor` on a model that is not TensorRT",
-        "Shape tensors exist only in TensorRT engines; on any other platform the load fails with `shape tensors are only supported for TensorRT platform for <m>`.",
+        "Shape tensors exist only in TensorRT engines; on any other platform the load fails with `shape tensors are only supported for TensorRT platform for <m>`.\n\n```\nplatform: \"onnxruntime_onnx\"\ninput [ { name: \"shape\" data_type: TYPE_INT32 dims: [ 2 ] is_shape_tensor: true } ]   # error\n```",
         SRC
     ),
     rule!(
         "E0312",
         "non-linear-format-not-tensorrt",
         "`is_non_linear_format_io` on a model that is not TensorRT",
-        "Non-linear I/O formats exist only in TensorRT; on any other platform the load fails with `Non-linear IO format is only supported for the TensorRT platform for <m>`.",
+        "Non-linear I/O formats exist only in TensorRT; on any other platform the load fails with `Non-linear IO format is only supported for the TensorRT platform for <m>`.\n\n```\nplatform: \"onnxruntime_onnx\"\ninput [ { name: \"x\" data_type: TYPE_FP32 dims: [ 3, 8, 8 ] is_non_linear_format_io: true } ]   # error\n```",
         SRC
     ),
     rule!(
         "E0313",
         "non-linear-format-needs-3-dims",
         "A non-linear-format tensor does not have 3 dims",
-        "A tensor with `is_non_linear_format_io: true` must have three dimensions, else the load fails with `Non-linear IO format input requires 3 dims for <m>` (or `output`).",
+        "A tensor with `is_non_linear_format_io: true` must have three dimensions, else the load fails with `Non-linear IO format input requires 3 dims for <m>` (or `output`).\n\n```\nplatform: \"tensorrt_plan\"\ninput [ { name: \"x\" data_type: TYPE_FP32 dims: [ 64 ] is_non_linear_format_io: true } ]   # error\n```",
         SRC
     ),
     rule!(
@@ -138,49 +139,49 @@ pub const RULES: &[Rule] = &[
         "E0315",
         "batch-input-unknown-kind",
         "A `batch_input` kind Triton does not know",
-        "A numeric `kind` outside the defined values fails with `unknown batch input kind '<KIND>' for <m>` (the name is empty for such numbers).",
+        "A numeric `kind` outside the defined values fails with `unknown batch input kind '<KIND>' for <m>` (the name is empty for such numbers).\n\n```\nbatch_input [ { kind: 17 target_name: \"N\" data_type: TYPE_INT32 source_input: \"x\" } ]   # error\n```",
         SRC_BATCH
     ),
     rule!(
         "E0316",
         "batch-input-data-type",
         "A `batch_input` whose data type is not INT32 or FP32",
-        "Triton computes batch inputs as 32-bit integers or floats only: any other `data_type`, or none, fails with `batch input data type must be TYPE_INT32 or TYPE_FP32 for <m>`.",
+        "Triton computes batch inputs as 32-bit integers or floats only: any other `data_type`, or none, fails with `batch input data type must be TYPE_INT32 or TYPE_FP32 for <m>`.\n\n```\nbatch_input [ { kind: BATCH_ELEMENT_COUNT target_name: \"N\" data_type: TYPE_INT64 source_input: \"x\" } ]   # error\n```",
         SRC_BATCH
     ),
     rule!(
         "E0317",
         "batch-io-unknown-source",
         "A `batch_input`/`batch_output` source is not a model input",
-        "`source_input` must name an `input` of the config, else the load fails with `unknown source input name '<s>' for <m>`.",
+        "`source_input` must name an `input` of the config, else the load fails with `unknown source input name '<s>' for <m>`.\n\n```\ninput [ { name: \"INPUT\" data_type: TYPE_FP32 dims: [ -1 ] } ]\nbatch_input [ { kind: BATCH_ELEMENT_COUNT target_name: \"N\" data_type: TYPE_INT32 source_input: \"INPUT0\" } ]   # error\n```",
         SRC_BATCH
     ),
     rule!(
         "E0318",
         "batch-output-source-count",
         "A `batch_output` does not name exactly one source input",
-        "`BATCH_SCATTER_WITH_INPUT_SHAPE` scatters the output by the shape of one input, named in `source_input`. Zero or several fail with `batch output kind 'BATCH_SCATTER_WITH_INPUT_SHAPE' expects 1 source input, got <k> for <m>`.",
+        "`BATCH_SCATTER_WITH_INPUT_SHAPE` scatters the output by the shape of one input, named in `source_input`. Zero or several fail with `batch output kind 'BATCH_SCATTER_WITH_INPUT_SHAPE' expects 1 source input, got <k> for <m>`.\n\n```\nbatch_output [ { target_name: \"OUT\" kind: BATCH_SCATTER_WITH_INPUT_SHAPE } ]   # error: no source_input\n```",
         SRC_BATCH
     ),
     rule!(
         "E0319",
         "batch-output-unknown-kind",
         "A `batch_output` kind Triton does not know",
-        "A numeric `kind` outside the defined values fails with `unknown batch output kind '<KIND>' for <m>`.",
+        "A numeric `kind` outside the defined values fails with `unknown batch output kind '<KIND>' for <m>`.\n\n```\nbatch_output [ { target_name: \"OUT\" kind: 3 source_input: \"IN\" } ]   # error\n```",
         SRC_BATCH
     ),
     rule!(
         "E0320",
         "batch-output-unknown-target",
         "A `batch_output` target is not a model output",
-        "`target_name` must name an `output` of the config, else the load fails with `unknown target output name '<t>' for <m>`.",
+        "`target_name` must name an `output` of the config, else the load fails with `unknown target output name '<t>' for <m>`.\n\n```\noutput [ { name: \"OUTPUT\" data_type: TYPE_FP32 dims: [ -1 ] } ]\nbatch_output [ { target_name: \"OUTPUT1\" kind: BATCH_SCATTER_WITH_INPUT_SHAPE source_input: \"IN\" } ]   # error\n```",
         SRC_BATCH
     ),
     rule!(
         "E0321",
         "batch-output-target-repeated",
         "A `batch_output` lists the same target twice",
-        "Each target may appear once in a batch output's `target_name`, else the load fails with `target output name '<t>' can only be specified once for <m>`.",
+        "Each target may appear once in a batch output's `target_name`, else the load fails with `target output name '<t>' can only be specified once for <m>`.\n\n```\nbatch_output [ { target_name: [ \"OUT\", \"OUT\" ] kind: BATCH_SCATTER_WITH_INPUT_SHAPE source_input: \"IN\" } ]   # error\n```",
         SRC_BATCH
     ),
 ];
@@ -345,7 +346,11 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
 fn check_tensor(ctx: &ModelCtx, t: &Tensor, fin: Finality, out: &mut Vec<Diagnostic>) {
     let m = ctx.name;
     let base = format!("{}[{}]", t.field, t.index);
-    let p = if t.field == "input" { "model input " } else { "model output " };
+    let p = if t.field == "input" {
+        "model input "
+    } else {
+        "model output "
+    };
     let sfx = format!(" for {m}");
 
     if t.name.is_empty() {
@@ -409,7 +414,9 @@ fn check_tensor(ctx: &ModelCtx, t: &Tensor, fin: Finality, out: &mut Vec<Diagnos
         }
     }
 
-    let bad_dims: Vec<usize> = (0..t.dims.len()).filter(|&k| t.dims[k] < 1 && t.dims[k] != -1).collect();
+    let bad_dims: Vec<usize> = (0..t.dims.len())
+        .filter(|&k| t.dims[k] < 1 && t.dims[k] != -1)
+        .collect();
     if let Some(&k0) = bad_dims.first() {
         shapes_ok = false;
         let mut d = triton_at(
@@ -429,7 +436,9 @@ fn check_tensor(ctx: &ModelCtx, t: &Tensor, fin: Finality, out: &mut Vec<Diagnos
         return;
     };
     let shape = &reshape.shape;
-    let bad_reshape: Vec<usize> = (0..shape.len()).filter(|&k| shape[k] < 1 && shape[k] != -1).collect();
+    let bad_reshape: Vec<usize> = (0..shape.len())
+        .filter(|&k| shape[k] < 1 && shape[k] != -1)
+        .collect();
     if let Some(&k0) = bad_reshape.first() {
         shapes_ok = false;
         let mut d = triton_at(
@@ -441,7 +450,12 @@ fn check_tensor(ctx: &ModelCtx, t: &Tensor, fin: Finality, out: &mut Vec<Diagnos
             ),
         );
         for &k in &bad_reshape[1..] {
-            d = label_if(ctx, d, &format!("{base}.reshape.shape[{k}]"), "also invalid");
+            d = label_if(
+                ctx,
+                d,
+                &format!("{base}.reshape.shape[{k}]"),
+                "also invalid",
+            );
         }
         out.push(d.help("use a size of at least 1, or -1 for a variable-size dimension"));
     }
@@ -471,7 +485,17 @@ fn check_tensor(ctx: &ModelCtx, t: &Tensor, fin: Finality, out: &mut Vec<Diagnos
             }
         }
         if shapes_ok {
-            check_reshape_sizes(ctx, t, shape, dc.as_i64(), rc.as_i64(), &base, &pn, &sfx, out);
+            check_reshape_sizes(
+                ctx,
+                t,
+                shape,
+                dc.as_i64(),
+                rc.as_i64(),
+                &base,
+                &pn,
+                &sfx,
+                out,
+            );
         }
     }
     check_flags(ctx, t, &base, &sfx, out);
@@ -501,7 +525,11 @@ fn check_reshape_sizes(
                 dims_text(t.dims),
                 dims_text(shape)
             ),
-            _ => format!("dims {} hold {dims_size} elements, reshape {} holds {reshape_size}", dims_text(t.dims), dims_text(shape)),
+            _ => format!(
+                "dims {} hold {dims_size} elements, reshape {} holds {reshape_size}",
+                dims_text(t.dims),
+                dims_text(shape)
+            ),
         };
         out.push(d.help(help));
         return;
@@ -537,6 +565,9 @@ fn check_reshape_sizes(
 /// Format, shape-tensor and non-linear-format checks.
 fn check_flags(ctx: &ModelCtx, t: &Tensor, base: &str, sfx: &str, out: &mut Vec<Diagnostic>) {
     let platform = ctx.cfg.platform.as_str();
+    // Without its model directory a config that names neither platform nor
+    // backend may still be a TensorRT model.
+    let not_tensorrt = platform != "tensorrt_plan" && !platform_unknown(ctx);
     if (t.format == Format::Nhwc as i32 || t.format == Format::Nchw as i32) && t.dims.len() != 3 {
         let d = triton_at(
             ctx,
@@ -547,26 +578,34 @@ fn check_flags(ctx: &ModelCtx, t: &Tensor, base: &str, sfx: &str, out: &mut Vec<
         let d = label_if(ctx, d, &format!("{base}.dims"), "dims set here");
         out.push(d.help("give three dims (without the batch dimension), or remove `format`"));
     }
-    if t.is_shape_tensor && platform != "tensorrt_plan" {
+    if t.is_shape_tensor && not_tensorrt {
         let d = triton_at(
             ctx,
             "E0311",
             &[&format!("{base}.is_shape_tensor")],
             format!("shape tensors are only supported for TensorRT platform{sfx}"),
         );
-        push_merged(out, d.help("remove `is_shape_tensor`"), "also a shape tensor");
+        push_merged(
+            out,
+            d.help("remove `is_shape_tensor`"),
+            "also a shape tensor",
+        );
     }
     if t.is_non_linear_format_io {
         let path = format!("{base}.is_non_linear_format_io");
-        if platform != "tensorrt_plan" {
+        if not_tensorrt {
             let d = triton_at(
                 ctx,
                 "E0312",
                 &[&path],
                 format!("Non-linear IO format is only supported for the TensorRT platform{sfx}"),
             );
-            push_merged(out, d.help("remove `is_non_linear_format_io`"), "also non-linear");
-        } else if t.dims.len() != 3 {
+            push_merged(
+                out,
+                d.help("remove `is_non_linear_format_io`"),
+                "also non-linear",
+            );
+        } else if platform == "tensorrt_plan" && t.dims.len() != 3 {
             let d = triton_at(
                 ctx,
                 "E0313",
@@ -574,9 +613,19 @@ fn check_flags(ctx: &ModelCtx, t: &Tensor, base: &str, sfx: &str, out: &mut Vec<
                 format!("Non-linear IO format {} requires 3 dims{sfx}", t.field),
             );
             let d = label_if(ctx, d, &format!("{base}.dims"), "dims set here");
-            push_merged(out, d.help("give three dims (without the batch dimension)"), "also not 3 dims");
+            push_merged(
+                out,
+                d.help("give three dims (without the batch dimension)"),
+                "also not 3 dims",
+            );
         }
     }
+}
+
+/// Whether the platform is unknown because the config was checked without
+/// its model directory and names neither platform nor backend.
+pub(crate) fn platform_unknown(ctx: &ModelCtx) -> bool {
+    ctx.cfg.backend == crate::validate::UNDETERMINED_BACKEND
 }
 
 fn check_batch_io(ctx: &ModelCtx, fin: Finality, out: &mut Vec<Diagnostic>) {
@@ -595,7 +644,11 @@ fn check_batch_io(ctx: &ModelCtx, fin: Finality, out: &mut Vec<Diagnostic>) {
                     let d = triton_at(
                         ctx,
                         "E0314",
-                        &[&format!("{base}.source_input"), &format!("{base}.kind"), &base],
+                        &[
+                            &format!("{base}.source_input"),
+                            &format!("{base}.kind"),
+                            &base,
+                        ],
                         format!(
                             "batch input kind '{}' expects 1 source input, got {n}{sfx}",
                             kind.as_str_name()
@@ -628,7 +681,14 @@ fn check_batch_io(ctx: &ModelCtx, fin: Finality, out: &mut Vec<Diagnostic>) {
         }
         if fin.inputs {
             for (k, s) in bi.source_input.iter().enumerate() {
-                unknown_source(ctx, &inputs, s, &format!("{base}.source_input[{k}]"), &sfx, out);
+                unknown_source(
+                    ctx,
+                    &inputs,
+                    s,
+                    &format!("{base}.source_input[{k}]"),
+                    &sfx,
+                    out,
+                );
             }
         }
     }
@@ -642,7 +702,11 @@ fn check_batch_io(ctx: &ModelCtx, fin: Finality, out: &mut Vec<Diagnostic>) {
                     let d = triton_at(
                         ctx,
                         "E0318",
-                        &[&format!("{base}.source_input"), &format!("{base}.kind"), &base],
+                        &[
+                            &format!("{base}.source_input"),
+                            &format!("{base}.kind"),
+                            &base,
+                        ],
                         format!(
                             "batch output kind '{}' expects 1 source input, got {n}{sfx}",
                             kind.as_str_name()
@@ -665,7 +729,14 @@ fn check_batch_io(ctx: &ModelCtx, fin: Finality, out: &mut Vec<Diagnostic>) {
         }
         if fin.inputs {
             for (k, s) in bo.source_input.iter().enumerate() {
-                unknown_source(ctx, &inputs, s, &format!("{base}.source_input[{k}]"), &sfx, out);
+                unknown_source(
+                    ctx,
+                    &inputs,
+                    s,
+                    &format!("{base}.source_input[{k}]"),
+                    &sfx,
+                    out,
+                );
             }
         }
         let mut seen: Vec<(&str, usize)> = Vec::new();
@@ -679,7 +750,9 @@ fn check_batch_io(ctx: &ModelCtx, fin: Finality, out: &mut Vec<Diagnostic>) {
                     format!("unknown target output name '{t}'{sfx}"),
                 );
                 let d = match suggestion(t, &outputs) {
-                    Some(s) => d.help(format!("did you mean '{s}'? targets must be outputs of the config")),
+                    Some(s) => d.help(format!(
+                        "did you mean '{s}'? targets must be outputs of the config"
+                    )),
                     None => d.help("targets must be outputs of the config"),
                 };
                 push_merged(out, d, "also here");
@@ -691,7 +764,12 @@ fn check_batch_io(ctx: &ModelCtx, fin: Finality, out: &mut Vec<Diagnostic>) {
                     &[&path, &base],
                     format!("target output name '{t}' can only be specified once{sfx}"),
                 );
-                let d = label_if(ctx, d, &format!("{base}.target_name[{first}]"), "first listed here");
+                let d = label_if(
+                    ctx,
+                    d,
+                    &format!("{base}.target_name[{first}]"),
+                    "first listed here",
+                );
                 push_merged(out, d.help("remove the repeated name"), "listed again here");
             } else {
                 seen.push((t, k));
@@ -700,7 +778,14 @@ fn check_batch_io(ctx: &ModelCtx, fin: Finality, out: &mut Vec<Diagnostic>) {
     }
 }
 
-fn unknown_source(ctx: &ModelCtx, inputs: &[&str], s: &str, path: &str, sfx: &str, out: &mut Vec<Diagnostic>) {
+fn unknown_source(
+    ctx: &ModelCtx,
+    inputs: &[&str],
+    s: &str,
+    path: &str,
+    sfx: &str,
+    out: &mut Vec<Diagnostic>,
+) {
     if inputs.contains(&s) {
         return;
     }
@@ -711,7 +796,9 @@ fn unknown_source(ctx: &ModelCtx, inputs: &[&str], s: &str, path: &str, sfx: &st
         format!("unknown source input name '{s}'{sfx}"),
     );
     let d = match suggestion(s, inputs) {
-        Some(c) => d.help(format!("did you mean '{c}'? sources must be inputs of the config")),
+        Some(c) => d.help(format!(
+            "did you mean '{c}'? sources must be inputs of the config"
+        )),
         None => d.help("sources must be inputs of the config"),
     };
     push_merged(out, d, "also here");
