@@ -121,7 +121,6 @@ pub fn options(args: &ValidateArgs) -> Result<ValidateOptions, CommandError> {
             gpus: args.gpus.clone(),
             min_compute_capability: args.min_compute_capability,
             autocomplete: !args.disable_auto_complete_config,
-            ..Options::default()
         },
         overrides,
     })

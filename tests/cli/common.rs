@@ -27,6 +27,7 @@ pub fn shared_dir() -> Option<PathBuf> {
 /// A command for the built `tritonctl` binary with a clean environment.
 pub fn tritonctl() -> assert_cmd::Command {
     let mut c = assert_cmd::Command::cargo_bin("tritonctl").expect("binary built");
-    c.env_clear().env("PATH", std::env::var("PATH").unwrap_or_default());
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default());
     c
 }
