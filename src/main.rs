@@ -60,5 +60,6 @@ fn dispatch(cli: &Cli) -> Result<ExitStatus, CommandError> {
         Command::Completions(a) => commands::completions::run(a, &mut out),
         Command::Fmt(a) => commands::fmt::run(a, &ctx, &mut out),
         Command::Convert(a) => commands::convert::run(a, &ctx, &mut out),
+        Command::Autoconfig(a) => commands::autoconfig::run(a, &ctx, &mut out),
     }
 }

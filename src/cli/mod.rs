@@ -66,6 +66,9 @@ pub enum Command {
     Fmt(FmtArgs),
     /// Convert a config between text format and Triton's JSON form.
     Convert(ConvertArgs),
+    /// Print the config Triton's ONNX Runtime backend auto-completes for an
+    /// ONNX model.
+    Autoconfig(AutoconfigArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -184,6 +187,59 @@ pub struct ConvertArgs {
     /// standard input.
     #[arg(value_name = "FILE")]
     pub input: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConfigFormat {
+    /// Protobuf text format (config.pbtxt).
+    Pbtxt,
+    /// Triton's JSON form (what GET /v2/models/<model>/config returns).
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "MODEL is a .onnx file or a model directory (<dir>/<version>/model.onnx; the highest version the version policy selects is read, the model is named after the directory).\nNotes and warnings go to standard error.\nExit status: 0 config printed or written, 1 Triton would refuse the model or the --merge config (its message is printed), 2 unreadable or invalid input (not an ONNX model, no model file, ...), a refused or failed write, or a usage error."
+)]
+pub struct AutoconfigArgs {
+    /// A .onnx file or a model directory.
+    #[arg(value_name = "MODEL")]
+    pub model: PathBuf,
+    /// Triton's default-max-batch-size: the max_batch_size given to a model
+    /// that can batch when the config sets none (0 disables batching).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 4,
+        allow_negative_numbers = true,
+        visible_alias = "default-max-batch-size"
+    )]
+    pub max_batch_size: i64,
+    /// Complete this partial config the way Triton does (fails with
+    /// Triton's message where it contradicts the model).
+    #[arg(long, value_name = "CONFIG")]
+    pub merge: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ConfigFormat::Pbtxt)]
+    pub format: ConfigFormat,
+    /// Write config.pbtxt into the model directory instead of printing it.
+    #[arg(long)]
+    pub write: bool,
+    /// With --write: replace an existing config.pbtxt.
+    #[arg(long, requires = "write")]
+    pub force: bool,
+    /// GPU ids of the target server, comma-separated (default: none, a
+    /// CPU-only server); decides the instance group of --full.
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    pub gpus: Vec<i32>,
+    /// Print everything Triton reports for the model (version policy,
+    /// instance groups, pinned memory, ...), not only what auto-complete adds.
+    #[arg(long)]
+    pub full: bool,
+    /// Do as Triton does even where it fails: list sequence control and
+    /// state tensors as ordinary inputs and outputs.
+    #[arg(long)]
+    pub triton_compatible: bool,
 }
 
 /// The clap command, for completions and man pages.

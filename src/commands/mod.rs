@@ -4,6 +4,7 @@
 //! Output goes to the writer the binary hands in; messages on standard
 //! error go through `crate::term`.
 
+pub mod autoconfig;
 pub mod completions;
 pub mod convert;
 pub mod explain;

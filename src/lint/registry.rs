@@ -29,6 +29,27 @@ pub struct Rule {
     pub triton_source: Option<&'static str>,
 }
 
+impl Rule {
+    /// A rule for a load-time check Triton itself fails the model on.
+    pub const fn semantic_error(
+        code: &'static str,
+        name: &'static str,
+        summary: &'static str,
+        docs: &'static str,
+        triton_source: Option<&'static str>,
+    ) -> Rule {
+        Rule {
+            code,
+            name,
+            category: Category::Semantic,
+            severity: Severity::Error,
+            summary,
+            docs,
+            triton_source,
+        }
+    }
+}
+
 /// Syntax and schema rules (raised by `pbtxt` and `schema::bind`).
 pub const PARSE_RULES: &[Rule] = &[
     Rule {

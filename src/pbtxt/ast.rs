@@ -3,13 +3,13 @@
 
 use crate::text::Span;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Document {
     pub fields: Vec<Field>,
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Field {
     pub name: Name,
     /// Where the ':' after the name stands, if there is one.
@@ -19,7 +19,7 @@ pub struct Field {
     pub span: Span,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Name {
     /// The identifier, or for `[a.b]` the whole bracketed name.
     pub span: Span,
@@ -27,7 +27,7 @@ pub struct Name {
     pub extension: bool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
     Scalar(Scalar),
     Message(Message),
@@ -44,21 +44,21 @@ impl Value {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Message {
     pub fields: Vec<Field>,
     /// From the opening brace to the closing one, both included.
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct List {
     /// Scalars or messages (the grammar refuses nested lists).
     pub items: Vec<Value>,
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Scalar {
     pub kind: ScalarKind,
     pub span: Span,
@@ -71,7 +71,7 @@ pub enum IntRadix {
     Octal,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ScalarKind {
     /// One or more adjacent string literals; each span includes its quotes.
     Strings(Vec<Span>),

@@ -1,8 +1,15 @@
 //! Protobuf text format: the pest grammar (`grammar/pbtxt.pest`) turned into
 //! an owned tree with byte spans, plus syntax errors in the user's words.
+//!
+//! Two parsers, one language. The grammar is the definition; [`parse`] first
+//! runs a hand-written parser of the same language (`fast.rs`, several times
+//! quicker) and only when that one refuses the text runs the pest parser,
+//! which finds the error and words it. Differential tests hold the two to
+//! the same verdict and the same tree.
 
 pub mod ast;
 pub mod comments;
+mod fast;
 pub mod literal;
 pub mod printer;
 
@@ -16,15 +23,35 @@ use pest::Parser as _;
 #[grammar = "grammar/pbtxt.pest"]
 struct PbtxtParser;
 
-/// Deeper nesting than this is refused before the grammar runs (the grammar
-/// is recursive). No ModelConfig is deeper than 8 levels, so protobuf's
-/// parser refuses every such document too, with an unknown-field or
-/// wrong-type error.
+/// Deeper nesting than this is refused (both parsers are recursive). No
+/// ModelConfig is deeper than 8 levels, so protobuf's parser refuses every
+/// such document too, with an unknown-field or wrong-type error.
 pub const MAX_DEPTH: usize = 100;
 
 /// Parses a whole document. On a syntax error returns the one diagnostic
 /// (the parser, like protobuf's, stops at the first).
 pub fn parse(src: &str) -> Result<Document, Box<Diagnostic>> {
+    match fast::parse(src) {
+        Ok(doc) => Ok(doc),
+        // The pest parser finds and words the error. Should it accept what
+        // the fast parser refused (the differential tests say it never
+        // does), its tree wins.
+        Err(fast::Refused) => parse_with_pest(src),
+    }
+}
+
+/// The fast parser alone: the tree, or `None` where [`parse`] would ask the
+/// pest parser. For the differential tests.
+#[doc(hidden)]
+pub fn parse_fast(src: &str) -> Option<Document> {
+    fast::parse(src).ok()
+}
+
+/// The pest parser alone (after the nesting check that protects its
+/// recursion): the reference [`parse`] falls back to. For the differential
+/// tests.
+#[doc(hidden)]
+pub fn parse_with_pest(src: &str) -> Result<Document, Box<Diagnostic>> {
     if let Some(at) = too_deep(src) {
         return Err(Box::new(
             Diagnostic::new(

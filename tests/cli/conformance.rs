@@ -231,3 +231,45 @@ fn conformance_expected_files_are_unescaped_for_grep() {
     );
     assert_eq!(expected_text("plain 'text'"), "plain 'text'");
 }
+
+/// `model_metrics/invalid_config`: upstream appends each case's
+/// `partial.pbtxt` to a decoupled python model's config; the load must fail
+/// with the case's `expected` line.
+#[test]
+fn conformance_model_metrics_invalid_config() {
+    let Some(root) = l0() else { return };
+    let group = root.join("model_metrics/invalid_config");
+    let mut names: Vec<_> = std::fs::read_dir(&group)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 6, "model_metrics/invalid_config has 6 cases");
+    let base = "name: \"metrics_model\"\nbackend: \"python\"\nmax_batch_size: 0\n\
+                model_transaction_policy { decoupled: true }\n\
+                input [ { name: \"IN\" data_type: TYPE_FP32 dims: [ 1 ] } ]\n\
+                output [ { name: \"OUT\" data_type: TYPE_FP32 dims: [ 1 ] } ]\n";
+    let mut failures = Vec::new();
+    for name in &names {
+        let dir = group.join(name);
+        let partial = std::fs::read_to_string(dir.join("partial.pbtxt")).unwrap();
+        let want = expected_text(&std::fs::read_to_string(dir.join("expected")).unwrap());
+        let tmp = tempfile::tempdir().unwrap();
+        let model = tmp.path().join("metrics_model");
+        std::fs::create_dir_all(model.join("1")).unwrap();
+        std::fs::write(model.join("1/model.py"), "").unwrap();
+        std::fs::write(model.join("config.pbtxt"), format!("{base}{partial}")).unwrap();
+        let report =
+            validate_paths(&[tmp.path().to_path_buf()], &ValidateOptions::default()).unwrap();
+        let hit = report.files.iter().flat_map(|f| &f.diagnostics).any(|d| {
+            d.triton_message
+                .as_deref()
+                .is_some_and(|m| m.contains(&want))
+        });
+        if !hit {
+            failures.push(format!("{name}: expected {want:?}"));
+        }
+    }
+    report("model_metrics/invalid_config", names.len(), &failures);
+}

@@ -6,7 +6,7 @@
 //! `Options::min_compute_capability`. Ensembles have no instance groups.
 
 use super::model::{label_if, push_merged, triton_at};
-use crate::diagnostics::{Category, Diagnostic, Severity};
+use crate::diagnostics::Diagnostic;
 use crate::lint::registry::Rule;
 use crate::lint::ModelCtx;
 use crate::schema::inference::model_config::SchedulingChoice;
@@ -18,78 +18,64 @@ const SRC: Option<&str> =
 const SRC_PROFILE: Option<&str> =
     Some("core src/model_config_utils.cc (ValidateInstanceGroup, GetProfileIndex)");
 
-macro_rules! rule {
-    ($code:literal, $name:literal, $summary:literal, $docs:expr, $src:expr) => {
-        Rule {
-            code: $code,
-            name: $name,
-            category: Category::Semantic,
-            severity: Severity::Error,
-            summary: $summary,
-            docs: $docs,
-            triton_source: $src,
-        }
-    };
-}
-
 pub const RULES: &[Rule] = &[
-    rule!(
+    Rule::semantic_error(
         "E0401",
         "model-kind-with-gpus",
         "A KIND_MODEL instance group lists GPUs",
         "With `KIND_MODEL` the model places its instances itself, so `gpus` is not allowed: `instance group <g> of model <m> has kind KIND_MODEL but specifies one or more GPUs`. Unnamed groups are called `<m>_<i>` (i counts all groups from 0).\n\n```\ninstance_group [ { kind: KIND_MODEL gpus: [ 0 ] } ]   # error\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0402",
         "gpu-kind-without-gpus",
         "A KIND_GPU instance group on a server without usable GPUs",
         "A `KIND_GPU` group without `gpus` runs on every usable GPU of the server; when there is none the load fails with `instance group <g> of model <m> has kind KIND_GPU but no GPUs are available`. tritonctl takes the server's GPUs from `--gpus` (none by default, i.e. a CPU-only server). A Triton build without GPU support says `... has kind KIND_GPU but server does not support GPUs` instead.\n\nUse `KIND_CPU`, or leave `kind` out (`KIND_AUTO` picks the GPUs when there are any and the CPU otherwise).\n\n```\ninstance_group [ { kind: KIND_GPU } ]   # error on a CPU-only server\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0403",
         "invalid-gpu-id",
         "An instance group lists a GPU the server does not have",
         "Every id in `gpus` must be a usable GPU of the server: one that exists and has at least the minimum compute capability (`--min-supported-compute-capability`, 6.0 by default). Otherwise the load fails with `instance group <g> of model <m> specifies invalid or unsupported gpu id <id>. GPUs with at least the minimum required CUDA compute compatibility of <cc> are: <ids>`. tritonctl takes the server's GPUs from `--gpus` (none by default).\n\n```\ninstance_group [ { kind: KIND_GPU gpus: [ 42 ] } ]   # error unless GPU 42 exists\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0404",
         "cpu-kind-with-gpus",
         "A KIND_CPU instance group lists GPUs",
         "CPU instances do not use GPUs, so `gpus` is not allowed: `instance group <g> of model <m> has kind KIND_CPU but specifies one or more GPUs`. This also hits a group without `kind` (KIND_AUTO) that lists GPUs when the server has no GPUs or lacks one of those listed: Triton then makes the group KIND_CPU.\n\n```\ninstance_group [ { kind: KIND_CPU gpus: [ 0 ] } ]   # error\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0405",
         "unknown-instance-kind",
         "An instance group kind given as a number Triton does not know",
         "`kind` written as a number other than 0..3 is accepted by the parser but not by Triton: `instance group <g> of model <m> has unexpected kind KIND_AUTO` (an internal error). Write the kind by name: KIND_AUTO, KIND_GPU, KIND_CPU or KIND_MODEL.\n\n```\ninstance_group [ { kind: 7 } ]   # error\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0406",
         "profile-not-tensorrt",
         "An instance group names TensorRT optimization profiles on another platform",
         "`profile` selects TensorRT optimization profiles and is refused for any other platform: `instance group <g> of model <m> and platform <p>specifies profile field which is only supported for TensorRT models` (sic, no space before \"specifies\").\n\n```\nplatform: \"onnxruntime_onnx\"\ninstance_group [ { kind: KIND_GPU profile: [ \"0\" ] } ]   # error\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0407",
         "profile-empty",
         "An empty string in an instance group's `profile` list",
         "Each `profile` entry is the index of a TensorRT optimization profile, written as a string; an empty one fails with `profile name must not be empty`.\n\n```\ninstance_group [ { kind: KIND_GPU profile: [ \"\" ] } ]   # error\n```",
         SRC_PROFILE
     ),
-    rule!(
+    Rule::semantic_error(
         "E0408",
         "profile-not-integer",
         "An instance group `profile` entry that is not a number",
         "Triton reads each `profile` entry with C++ `stoi` (leading blanks and a sign allowed, anything after the digits ignored); an entry without leading digits fails with `unable to parse '<p>': stoi`.\n\n```\nprofile: [ \"0\", \"first\" ]   # error: \"first\"\n```",
         SRC_PROFILE
     ),
-    rule!(
+    Rule::semantic_error(
         "E0409",
         "profile-negative",
         "A negative instance group `profile` entry",

@@ -12,7 +12,7 @@
 //! `data_type`/`dims` of listed tensors, only what no auto-complete touches.
 
 use super::model::{label_if, push_merged, triton_at};
-use crate::diagnostics::{Category, Diagnostic, Severity};
+use crate::diagnostics::Diagnostic;
 use crate::lint::registry::Rule;
 use crate::lint::ModelCtx;
 use crate::schema::inference::model_input::Format;
@@ -22,162 +22,148 @@ const SRC: Option<&str> =
     Some("core src/model_config_utils.cc (ValidateModelIOConfig, ValidateIOShape)");
 const SRC_BATCH: Option<&str> = Some("core src/model_config_utils.cc (ValidateBatchIO)");
 
-macro_rules! rule {
-    ($code:literal, $name:literal, $summary:literal, $docs:expr, $src:expr) => {
-        Rule {
-            code: $code,
-            name: $name,
-            category: Category::Semantic,
-            severity: Severity::Error,
-            summary: $summary,
-            docs: $docs,
-            triton_source: $src,
-        }
-    };
-}
-
 pub const RULES: &[Rule] = &[
-    rule!(
+    Rule::semantic_error(
         "E0301",
         "tensor-without-name",
         "An input or output has no name",
         "Every `input` and `output` entry must name the model tensor, else the load fails with `model input must specify 'name' for <m>` (or `model output ...`).\n\n```\ninput [ { data_type: TYPE_FP32 dims: [ 4 ] } ]   # error: no name\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0302",
         "tensor-without-data-type",
         "An input or output has no `data_type`",
         "Every listed tensor needs a `data_type`; without one (or with `TYPE_INVALID`) the load fails with `model input '<n>' must specify 'data_type' for <m>`. With auto-complete on, the ONNX Runtime backend does not repair a tensor you listed, so the error stands; the TensorRT and TensorFlow backends fill it in, and tritonctl then stays silent.\n\n```\ninput [ { name: \"x\" data_type: TYPE_FP32 dims: [ 3 ] } ]\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0303",
         "tensor-without-dims",
         "An input or output has no `dims`",
         "Every listed tensor needs its shape in `dims` (without the batch dimension when `max_batch_size > 0`). A scalar is written `dims: [ 1 ]`. Without dims the load fails with `model input '<n>' must specify 'dims' for <m>`.\n\n```\ninput [ { name: \"x\" data_type: TYPE_FP32 } ]              # error\ninput [ { name: \"x\" data_type: TYPE_FP32 dims: [ 1 ] } ]   # ok: a scalar\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0304",
         "empty-reshape-without-batching",
         "An empty `reshape` on a model that does not batch",
         "`reshape { shape: [ ] }` turns the tensor into a scalar, which is only possible when the batch dimension remains (`max_batch_size > 0`). Otherwise the load fails with `model input '<n>' cannot have empty reshape for non-batching model as scalar tensors are not supported for <m>`.\n\n```\nmax_batch_size: 0\ninput [ { name: \"x\" data_type: TYPE_FP32 dims: [ 1 ] reshape { shape: [ ] } } ]   # error\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0305",
         "invalid-dimension",
         "A dimension is 0 or below -1",
         "Each entry of `dims` is a size of at least 1, or -1 for a variable-size dimension. Anything else fails with `model input '<n>' dimension must be integer >= 1, or -1 to indicate a variable-size dimension for <m>`.\n\n```\ndims: [ 1, 0, 28 ]   # error: 0\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0306",
         "invalid-reshape-dimension",
         "A `reshape` dimension is 0 or below -1",
         "Each entry of `reshape.shape` is a size of at least 1, or -1. Anything else fails with `model input '<n>' reshape dimensions must be integer >= 1, or -1 to indicate a variable-size dimension for <m>`.\n\n```\ndims: [ 2, 2 ]\nreshape { shape: [ 0 ] }   # error: 0\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0307",
         "element-count-overflow",
         "The element count of a shape does not fit in 64 bits",
         "When a tensor has a `reshape`, Triton multiplies out both shapes (up to the first -1); a product beyond 9223372036854775807 fails with `element count for tensor '<n> dims' exceeds maximum size of 9223372036854775807 for <m>` (`'<n> reshape'` for the reshape).\n\n```\ndims: [ 4611686018427387904, 4 ]\nreshape { shape: [ -1 ] }   # error: 2^64 elements\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0308",
         "reshape-size-mismatch",
         "`dims` and `reshape` hold different numbers of elements",
         "A reshape only reinterprets the data, so both shapes must hold the same number of elements. A shape with a -1 counts as variable: both must then have one, and the fixed parts between the -1 entries must multiply to the same products (`[2,4,-1,6]` ↔ `[8,-1,1,6]` is fine: 8 and 6 on both sides). `dims: [ 1 ]` may reshape to `[ ]`. Otherwise the load fails with `model input '<n>' has different size for dims and reshape for <m>`.\n\n```\ndims: [ 1, 3, 2 ]\nreshape { shape: [ 5 ] }   # error: 6 elements vs 5\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0309",
         "reshape-variable-dims-mismatch",
         "`dims` and `reshape` split at their -1 entries into different numbers of parts",
         "When both shapes have variable-size dimensions, each is split at its -1 entries; the two must give the same number of parts, else the load fails with `model input '<n>' has different number of variable-size dimensions for dims and reshape for <m>`.\n\n```\ndims: [ 2, -1 ]\nreshape { shape: [ 2, -1, -1 ] }   # error: 2 parts vs 3\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0310",
         "image-format-needs-3-dims",
         "An input with format NHWC/NCHW does not have 3 dims",
         "`format: FORMAT_NHWC` and `FORMAT_NCHW` describe an image tensor of three dimensions (without the batch dimension). Other ranks fail with `model input NHWC/NCHW require 3 dims for <m>`.\n\n```\ninput [ { name: \"image\" data_type: TYPE_FP32 format: FORMAT_NCHW dims: [ 224, 224 ] } ]   # error: [ 3, 224, 224 ]\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0311",
         "shape-tensor-not-tensorrt",
         "`is_shape_tensor` on a model that is not TensorRT",
         "Shape tensors exist only in TensorRT engines; on any other platform the load fails with `shape tensors are only supported for TensorRT platform for <m>`.\n\n```\nplatform: \"onnxruntime_onnx\"\ninput [ { name: \"shape\" data_type: TYPE_INT32 dims: [ 2 ] is_shape_tensor: true } ]   # error\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0312",
         "non-linear-format-not-tensorrt",
         "`is_non_linear_format_io` on a model that is not TensorRT",
         "Non-linear I/O formats exist only in TensorRT; on any other platform the load fails with `Non-linear IO format is only supported for the TensorRT platform for <m>`.\n\n```\nplatform: \"onnxruntime_onnx\"\ninput [ { name: \"x\" data_type: TYPE_FP32 dims: [ 3, 8, 8 ] is_non_linear_format_io: true } ]   # error\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0313",
         "non-linear-format-needs-3-dims",
         "A non-linear-format tensor does not have 3 dims",
         "A tensor with `is_non_linear_format_io: true` must have three dimensions, else the load fails with `Non-linear IO format input requires 3 dims for <m>` (or `output`).\n\n```\nplatform: \"tensorrt_plan\"\ninput [ { name: \"x\" data_type: TYPE_FP32 dims: [ 64 ] is_non_linear_format_io: true } ]   # error\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0314",
         "batch-input-source-count",
         "A `batch_input` does not name exactly one source input",
         "Every batch input kind Triton knows derives its value from one request input, named in `source_input`. Zero or several fail with `batch input kind '<KIND>' expects 1 source input, got <k> for <m>`.\n\n```\nbatch_input [ { kind: BATCH_ELEMENT_COUNT target_name: \"N\" data_type: TYPE_FP32 source_input: \"INPUT\" } ]\n```",
         SRC_BATCH
     ),
-    rule!(
+    Rule::semantic_error(
         "E0315",
         "batch-input-unknown-kind",
         "A `batch_input` kind Triton does not know",
         "A numeric `kind` outside the defined values fails with `unknown batch input kind '<KIND>' for <m>` (the name is empty for such numbers).\n\n```\nbatch_input [ { kind: 17 target_name: \"N\" data_type: TYPE_INT32 source_input: \"x\" } ]   # error\n```",
         SRC_BATCH
     ),
-    rule!(
+    Rule::semantic_error(
         "E0316",
         "batch-input-data-type",
         "A `batch_input` whose data type is not INT32 or FP32",
         "Triton computes batch inputs as 32-bit integers or floats only: any other `data_type`, or none, fails with `batch input data type must be TYPE_INT32 or TYPE_FP32 for <m>`.\n\n```\nbatch_input [ { kind: BATCH_ELEMENT_COUNT target_name: \"N\" data_type: TYPE_INT64 source_input: \"x\" } ]   # error\n```",
         SRC_BATCH
     ),
-    rule!(
+    Rule::semantic_error(
         "E0317",
         "batch-io-unknown-source",
         "A `batch_input`/`batch_output` source is not a model input",
         "`source_input` must name an `input` of the config, else the load fails with `unknown source input name '<s>' for <m>`.\n\n```\ninput [ { name: \"INPUT\" data_type: TYPE_FP32 dims: [ -1 ] } ]\nbatch_input [ { kind: BATCH_ELEMENT_COUNT target_name: \"N\" data_type: TYPE_INT32 source_input: \"INPUT0\" } ]   # error\n```",
         SRC_BATCH
     ),
-    rule!(
+    Rule::semantic_error(
         "E0318",
         "batch-output-source-count",
         "A `batch_output` does not name exactly one source input",
         "`BATCH_SCATTER_WITH_INPUT_SHAPE` scatters the output by the shape of one input, named in `source_input`. Zero or several fail with `batch output kind 'BATCH_SCATTER_WITH_INPUT_SHAPE' expects 1 source input, got <k> for <m>`.\n\n```\nbatch_output [ { target_name: \"OUT\" kind: BATCH_SCATTER_WITH_INPUT_SHAPE } ]   # error: no source_input\n```",
         SRC_BATCH
     ),
-    rule!(
+    Rule::semantic_error(
         "E0319",
         "batch-output-unknown-kind",
         "A `batch_output` kind Triton does not know",
         "A numeric `kind` outside the defined values fails with `unknown batch output kind '<KIND>' for <m>`.\n\n```\nbatch_output [ { target_name: \"OUT\" kind: 3 source_input: \"IN\" } ]   # error\n```",
         SRC_BATCH
     ),
-    rule!(
+    Rule::semantic_error(
         "E0320",
         "batch-output-unknown-target",
         "A `batch_output` target is not a model output",
         "`target_name` must name an `output` of the config, else the load fails with `unknown target output name '<t>' for <m>`.\n\n```\noutput [ { name: \"OUTPUT\" data_type: TYPE_FP32 dims: [ -1 ] } ]\nbatch_output [ { target_name: \"OUTPUT1\" kind: BATCH_SCATTER_WITH_INPUT_SHAPE source_input: \"IN\" } ]   # error\n```",
         SRC_BATCH
     ),
-    rule!(
+    Rule::semantic_error(
         "E0321",
         "batch-output-target-repeated",
         "A `batch_output` lists the same target twice",

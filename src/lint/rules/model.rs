@@ -26,20 +26,6 @@ const SRC_CONTROL: Option<&str> = Some(
 );
 const SRC_METRICS: Option<&str> = Some("core src/model_config_utils.cc (ValidateModelMetrics)");
 
-macro_rules! rule {
-    ($code:literal, $name:literal, $summary:literal, $docs:expr, $src:expr) => {
-        Rule {
-            code: $code,
-            name: $name,
-            category: Category::Semantic,
-            severity: Severity::Error,
-            summary: $summary,
-            docs: $docs,
-            triton_source: $src,
-        }
-    };
-}
-
 pub const RULES: &[Rule] = &[
     Rule {
         code: "E0201",
@@ -50,196 +36,196 @@ pub const RULES: &[Rule] = &[
         docs: "With no `backend`, no `platform` and no recognised model file, Triton takes the backend from the model name after its first `.` (`mymodel.identity` uses the `identity` backend). A name without a dot leaves it nothing to go on, and the load fails. Set `backend` (or `platform`) in the config.",
         triton_source: Some("core src/model_config_utils.cc (AutoCompleteBackendFields)"),
     },
-    rule!(
+    Rule::semantic_error(
         "E0202",
         "unexpected-platform",
         "No backend could be derived and the platform is not one Triton knows",
         "Triton fills `backend` from `platform`, from `default_model_filename` or from the model file it finds in the first version directory. When that leaves `backend` empty and the model is not an ensemble, the load fails with `unexpected platform type '<platform>' for <m>`.\n\nTypical causes: a misspelt platform (`onnxruntime` instead of `onnxruntime_onnx`), or a model file with a non-default name (`foo.onnx`) and neither `platform` nor `backend` set.\n\n```\nplatform: \"onnxruntime\"      # error: the platform is onnxruntime_onnx\nbackend: \"onnxruntime\"       # ok\n```\n\n(Triton also has `must specify 'platform' or 'backend'` and `model configuration must specify 'name'`; both are unreachable once Triton has filled in the name and passed this check.)",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0203",
         "ensemble-with-backend",
         "An ensemble names a backend",
         "An ensemble is served by Triton itself: `platform: \"ensemble\"` with any `backend` fails with `Ensemble model '<m>' must have platform type 'ensemble' and empty backend type`.\n\n```\nplatform: \"ensemble\"\nbackend: \"python\"    # error: remove it\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0204",
         "platform-backend-mismatch",
         "The platform does not belong to the named backend",
         "For the backends Triton knows by name, the platform must be one of that backend's: `tensorflow` → `tensorflow_graphdef`/`tensorflow_savedmodel`, `tensorrt` → `tensorrt_plan`, `onnxruntime` → `onnxruntime_onnx`, `pytorch` → `pytorch_libtorch`. Other backends accept any platform. A mismatch fails with `unexpected 'platform' and 'backend' pair, got:<platform>, <backend>` (no space after the colon).\n\nNote: Triton maps the `pytorch` backend to the LibTorch family only, so `platform: \"torch_aoti\"` or `\"libtorch\"` with `backend: \"pytorch\"` is refused by this check.\n\n```\nbackend: \"onnxruntime\"\nplatform: \"onnxruntim\"   # error: the pair does not match\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0205",
         "negative-max-batch-size",
         "`max_batch_size` is negative",
         "`max_batch_size` is 0 for a model that does not batch, or the largest batch it accepts. A negative value fails with `'max_batch_size' must be non-negative value for <m>`.\n\n```\nmax_batch_size: -1   # error\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0206",
         "preferred-batch-size-not-positive",
         "A dynamic-batching preferred batch size is 0 or negative",
         "Every `dynamic_batching.preferred_batch_size` must be at least 1, else the load fails with `dynamic batching preferred size must be positive for <m>`.\n\n```\ndynamic_batching { preferred_batch_size: [ 0, 4 ] }   # error: 0\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0207",
         "preferred-batch-size-too-large",
         "A dynamic-batching preferred batch size exceeds `max_batch_size`",
         "The dynamic batcher never forms a batch larger than `max_batch_size`, so Triton refuses a larger preferred size: `dynamic batching preferred size must be <= max batch size for <m>`. With `max_batch_size: 0` (or unset) every preferred size is too large.\n\n```\nmax_batch_size: 8\ndynamic_batching { preferred_batch_size: [ 4, 16 ] }   # error: 16 > 8\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0208",
         "default-priority-level-out-of-range",
         "`default_priority_level` is not within `[1, priority_levels]`",
         "When `dynamic_batching.priority_levels` is set, requests without a priority get `default_priority_level`, which must be between 1 and `priority_levels` (0, the default, is not). Otherwise the load fails with `default priority level must be in range [1, <levels>] for <m>`.\n\n```\ndynamic_batching {\n  priority_levels: 3\n  default_priority_level: 2   # required, 1..3\n}\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0209",
         "priority-queue-policy-level-out-of-range",
         "A `priority_queue_policy` key is not a valid priority level",
         "The keys of `dynamic_batching.priority_queue_policy` are priority levels and must lie in `[1, priority_levels]`, else the load fails with `priority queue policy must have priority level in range [1, <levels>] for <m>`.\n\n```\ndynamic_batching {\n  priority_levels: 2\n  default_priority_level: 1\n  priority_queue_policy { key: 3 value { } }   # error: only 1 and 2 exist\n}\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0210",
         "preserve-ordering-with-priorities",
         "`preserve_ordering` with more than one priority level",
         "Responses cannot be returned in arrival order while requests are reordered by priority: `preserve_ordering: true` with `priority_levels > 1` fails with `Only one priority level is allowed when 'preserve_ordering' is true for <m>`.\n\n```\ndynamic_batching {\n  preserve_ordering: true\n  priority_levels: 2          # error: at most 1 with preserve_ordering\n  default_priority_level: 1\n}\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0211",
         "preserve-ordering-with-delay",
         "`preserve_ordering` with a queue policy that delays timed-out requests",
         "A queue policy with a timeout and `timeout_action: DELAY` moves requests behind later ones, which `preserve_ordering` forbids. Triton checks `default_queue_policy` and every `priority_queue_policy` and fails with `Queue policy can not have DELAY as timeout action when 'preserve_ordering' is true for <m>`.\n\n```\ndynamic_batching {\n  preserve_ordering: true\n  default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 1000 }  # error\n}\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0212",
         "response-cache-with-sequence-batching",
         "The response cache is enabled for a sequence-batched model",
         "The response cache does not support the sequence batcher: `response_cache { enable: true }` together with `sequence_batching` fails with `Response Cache does not currently support model <m> with sequence batching scheduler. Please disable the response cache.`\n\n```\nsequence_batching { }\nresponse_cache { enable: true }   # error\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0213",
         "control-input-without-name",
         "A sequence-batching `control_input` has no name",
         "Each `sequence_batching.control_input` names the model input that receives the control value. Without `name` the load fails with `sequence batching control tensor must have a name for <m>`.\n\n```\ncontrol_input [ { control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ]   # error: no name\n```",
         SRC_CONTROL
     ),
-    rule!(
+    Rule::semantic_error(
         "E0214",
         "control-input-name-repeated",
         "Two sequence-batching `control_input` entries use the same tensor",
         "Each control tensor may appear in only one `control_input` entry. A repeated name fails with `sequence batching control tensor '<name>' is specified for multiple control kinds for <m>`.\n\n```\ncontrol_input [\n  { name: \"START\" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] },\n  { name: \"START\" control [ { kind: CONTROL_SEQUENCE_READY int32_false_true: [ 0, 1 ] } ] }   # error\n]\n```\n\n(Listing two kinds inside one entry is accepted by Triton.)",
         SRC_CONTROL
     ),
-    rule!(
+    Rule::semantic_error(
         "E0215",
         "control-kind-repeated",
         "A sequence control kind is given for more than one tensor",
         "Each control kind (`CONTROL_SEQUENCE_START`, `_END`, `_READY`, `_CORRID`) may be given once. A second one fails with `sequence batching specifies multiple <KIND> tensors for <m>`. Triton looks the kinds up in the order START, END, READY, CORRID.\n\n```\ncontrol_input [\n  { name: \"START0\" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] },\n  { name: \"START1\" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] }   # error\n]\n```",
         SRC_CONTROL
     ),
-    rule!(
+    Rule::semantic_error(
         "E0216",
         "control-value-missing",
         "A START/END/READY control gives no false/true values",
         "The boolean controls need the values to send: one of `int32_false_true`, `fp32_false_true` or `bool_false_true` (which also decides the tensor type). Without one the load fails with `sequence batching must specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for <KIND> for <m>`.\n\n```\ncontrol [ { kind: CONTROL_SEQUENCE_READY int32_false_true: [ 0, 1 ] } ]\n```",
         SRC_CONTROL
     ),
-    rule!(
+    Rule::semantic_error(
         "E0217",
         "control-value-ambiguous",
         "A START/END/READY control gives more than one kind of false/true values",
         "Only one of `int32_false_true`, `fp32_false_true` and `bool_false_true` may be set on a control, else the load fails with `sequence batching specifies more than one from 'int32_false_true', 'fp32_false_true' and 'bool_false_true' for <KIND> for <m>`.\n\n```\ncontrol [ { kind: CONTROL_SEQUENCE_END int32_false_true: [ 0, 1 ] fp32_false_true: [ 0, 1 ] } ]   # error: pick one\n```",
         SRC_CONTROL
     ),
-    rule!(
+    Rule::semantic_error(
         "E0218",
         "control-value-count",
         "A false/true list does not have exactly two entries",
         "Entry 0 of the list is the value for *false*, entry 1 the value for *true*; any other length fails with `sequence batching control '<list>' must have exactly 2 entries for <KIND> for <m>`.\n\n```\ncontrol [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 1 ] } ]   # error: [ 0, 1 ]\n```",
         SRC_CONTROL
     ),
-    rule!(
+    Rule::semantic_error(
         "E0219",
         "corrid-control-with-values",
         "A CORRID control gives false/true values",
         "`CONTROL_SEQUENCE_CORRID` carries the correlation ID, not a flag: it takes a `data_type` and no `*_false_true` list. A list fails with `sequence batching must not specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for CONTROL_SEQUENCE_CORRID for <m>`.\n\n```\ncontrol [ { kind: CONTROL_SEQUENCE_CORRID int32_false_true: [ 0, 1 ] } ]   # error\ncontrol [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 } ]        # ok\n```",
         SRC_CONTROL
     ),
-    rule!(
+    Rule::semantic_error(
         "E0220",
         "corrid-control-data-type",
         "A CORRID control has a data type other than UINT64, INT64, UINT32, INT32 or STRING",
         "The correlation-ID control tensor must be `TYPE_UINT64`, `TYPE_INT64`, `TYPE_UINT32`, `TYPE_INT32` or `TYPE_STRING`; any other type, or none, fails with `unexpected data type for control CONTROL_SEQUENCE_CORRID for <m>. Allowed data types are TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 and TYPE_STRING`.\n\n```\ncontrol [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 } ]\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0221",
         "oldest-preferred-batch-size-not-positive",
         "A preferred batch size of the oldest strategy is 0 or negative",
         "Every `sequence_batching.oldest.preferred_batch_size` must be at least 1, else the load fails with `sequence batching preferred batch size must be positive for <m>`.\n\n```\nsequence_batching { oldest { preferred_batch_size: [ 0 ] } }   # error\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0222",
         "oldest-preferred-batch-size-too-large",
         "A preferred batch size of the oldest strategy exceeds `max_batch_size`",
         "A preferred batch size larger than `max_batch_size` can never be formed; Triton fails with `sequence batching preferred batch size must be <= max batch size for <m>`.\n\n```\nmax_batch_size: 4\nsequence_batching { oldest { preferred_batch_size: [ 8 ] } }   # error\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0223",
         "minimum-slot-utilization-out-of-range",
         "`direct.minimum_slot_utilization` is outside 0.0..1.0",
         "The direct strategy's `minimum_slot_utilization` is a fraction of the batch slots. Values below 0.0 or above 1.0 fail with `sequence batching minimum slot utilization must be in range (0.0, 1.0] for <m>` (despite the text, 0.0 itself is accepted).\n\n```\nsequence_batching { direct { minimum_slot_utilization: 1.5 } }   # error\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0224",
         "ensemble-scheduling-missing",
         "An ensemble without `ensemble_scheduling`",
         "`platform: \"ensemble\"` needs the steps in `ensemble_scheduling`; without it the load fails with `ensemble scheduling must be set for ensemble <m> whose platform is ensemble`.\n\n```\nplatform: \"ensemble\"\nensemble_scheduling { step [ { model_name: \"a\" model_version: -1 input_map { key: \"x\" value: \"IN\" } output_map { key: \"y\" value: \"OUT\" } } ] }\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0225",
         "response-cache-with-decoupled",
         "The response cache is enabled for a decoupled model",
         "The response cache does not support decoupled models: `model_transaction_policy { decoupled: true }` with `response_cache { enable: true }` fails with `Response Cache does not currently support model <m> with 'decoupled' transaction policy. Please disable the response cache.`\n\n```\nmodel_transaction_policy { decoupled: true }\nresponse_cache { enable: true }   # error\n```",
         SRC
     ),
-    rule!(
+    Rule::semantic_error(
         "E0226",
         "metric-control-without-identifier",
         "A `model_metrics.metric_control` lacks `metric_identifier`",
         "Each metric control names the metric family it customises in `metric_identifier { family: ... }`. Without it the load fails with `metric control must specify 'metric_identifier'`.\n\n```\nmodel_metrics { metric_control [ { histogram_options { buckets: [ 1, 10 ] } } ] }   # error: no metric_identifier\n```",
         SRC_METRICS
     ),
-    rule!(
+    Rule::semantic_error(
         "E0227",
         "metric-family-empty",
         "A metric identifier has an empty `family`",
         "`metric_identifier.family` must name a metric family; an empty one fails with `metric identifier must specify non-empty 'family'`.\n\n```\nmetric_identifier { family: \"\" }   # error\n```",
         SRC_METRICS
     ),
-    rule!(
+    Rule::semantic_error(
         "E0228",
         "metric-control-without-histogram-options",
         "A `model_metrics.metric_control` lacks `histogram_options`",
         "A metric control must say how to customise the metric; without `histogram_options` the load fails with `metric control must specify 'histogram_options'`.\n\n```\nmetric_control [ { metric_identifier { family: \"nv_inference_first_response_histogram_ms\" } } ]   # error: no histogram_options\n```",
         SRC_METRICS
     ),
-    rule!(
+    Rule::semantic_error(
         "E0229",
         "histogram-buckets-empty",
         "`histogram_options` without buckets",
