@@ -35,6 +35,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('fmt', 'fmt', [CompletionResultType]::ParameterValue, 'Rewrite config.pbtxt files in one canonical layout, comments kept')
             [CompletionResult]::new('convert', 'convert', [CompletionResultType]::ParameterValue, 'Convert a config between text format and Triton''s JSON form')
+            [CompletionResult]::new('autoconfig', 'autoconfig', [CompletionResultType]::ParameterValue, 'Print the config Triton''s ONNX Runtime backend auto-completes for an ONNX model')
             break
         }
         'tritonctl;validate' {
@@ -101,6 +102,28 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
         'tritonctl;convert' {
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'tritonctl;autoconfig' {
+            [CompletionResult]::new('--max-batch-size', '--max-batch-size', [CompletionResultType]::ParameterName, 'Triton''s default-max-batch-size: the max_batch_size given to a model that can batch when the config sets none (0 disables batching)')
+            [CompletionResult]::new('--default-max-batch-size', '--default-max-batch-size', [CompletionResultType]::ParameterName, 'Triton''s default-max-batch-size: the max_batch_size given to a model that can batch when the config sets none (0 disables batching)')
+            [CompletionResult]::new('--merge', '--merge', [CompletionResultType]::ParameterName, 'Complete this partial config the way Triton does (fails with Triton''s message where it contradicts the model); `-` reads standard input')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--gpus', '--gpus', [CompletionResultType]::ParameterName, 'GPU ids of the target server, comma-separated (default: none, a CPU-only server); decides the instance group of --full')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--write', '--write', [CompletionResultType]::ParameterName, 'Write config.pbtxt into the model directory instead of printing it')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'With --write: replace an existing config.pbtxt')
+            [CompletionResult]::new('--full', '--full', [CompletionResultType]::ParameterName, 'Print everything Triton reports for the model (version policy, instance groups, pinned memory, ...), not only what auto-complete adds')
+            [CompletionResult]::new('--minimal', '--minimal', [CompletionResultType]::ParameterName, 'Print only what auto-complete adds to the config (the default): name, platform and backend, max_batch_size, input, output, dynamic_batching')
+            [CompletionResult]::new('--triton-compatible', '--triton-compatible', [CompletionResultType]::ParameterName, 'Do as Triton does even where it fails: list sequence control and state tensors as ordinary inputs and outputs')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')

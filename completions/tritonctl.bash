@@ -16,6 +16,9 @@ _tritonctl() {
             ",$1")
                 cmd="tritonctl"
                 ;;
+            tritonctl,autoconfig)
+                cmd="tritonctl__subcmd__autoconfig"
+                ;;
             tritonctl,completions)
                 cmd="tritonctl__subcmd__completions"
                 ;;
@@ -38,12 +41,50 @@ _tritonctl() {
 
     case "${cmd}" in
         tritonctl)
-            opts="-q -v -h -V --color --quiet --verbose --help --version validate explain completions fmt convert"
+            opts="-q -v -h -V --color --quiet --verbose --help --version validate explain completions fmt convert autoconfig"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tritonctl__subcmd__autoconfig)
+            opts="-q -v -h -V --default-max-batch-size --max-batch-size --merge --format --write --force --gpus --full --minimal --triton-compatible --color --quiet --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --max-batch-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --default-max-batch-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --merge)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "pbtxt json" -- "${cur}"))
+                    return 0
+                    ;;
+                --gpus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0

@@ -32,6 +32,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand completions 'Print a shell completion script'
             cand fmt 'Rewrite config.pbtxt files in one canonical layout, comments kept'
             cand convert 'Convert a config between text format and Triton''s JSON form'
+            cand autoconfig 'Print the config Triton''s ONNX Runtime backend auto-completes for an ONNX model'
         }
         &'tritonctl;validate'= {
             cand --format 'Output format'
@@ -93,6 +94,27 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
         &'tritonctl;convert'= {
             cand --to 'Output format'
             cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand -q 'Print only the findings: no summary, no progress'
+            cand --quiet 'Print only the findings: no summary, no progress'
+            cand -v 'Also report what was checked (on standard error)'
+            cand --verbose 'Also report what was checked (on standard error)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'tritonctl;autoconfig'= {
+            cand --max-batch-size 'Triton''s default-max-batch-size: the max_batch_size given to a model that can batch when the config sets none (0 disables batching)'
+            cand --default-max-batch-size 'Triton''s default-max-batch-size: the max_batch_size given to a model that can batch when the config sets none (0 disables batching)'
+            cand --merge 'Complete this partial config the way Triton does (fails with Triton''s message where it contradicts the model); `-` reads standard input'
+            cand --format 'Output format'
+            cand --gpus 'GPU ids of the target server, comma-separated (default: none, a CPU-only server); decides the instance group of --full'
+            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --write 'Write config.pbtxt into the model directory instead of printing it'
+            cand --force 'With --write: replace an existing config.pbtxt'
+            cand --full 'Print everything Triton reports for the model (version policy, instance groups, pinned memory, ...), not only what auto-complete adds'
+            cand --minimal 'Print only what auto-complete adds to the config (the default): name, platform and backend, max_batch_size, input, output, dynamic_batching'
+            cand --triton-compatible 'Do as Triton does even where it fails: list sequence control and state tensors as ordinary inputs and outputs'
             cand -q 'Print only the findings: no summary, no progress'
             cand --quiet 'Print only the findings: no summary, no progress'
             cand -v 'Also report what was checked (on standard error)'

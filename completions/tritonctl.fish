@@ -36,6 +36,7 @@ complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "explain" -d 'Pr
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "fmt" -d 'Rewrite config.pbtxt files in one canonical layout, comments kept'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "convert" -d 'Convert a config between text format and Triton\'s JSON form'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "autoconfig" -d 'Print the config Triton\'s ONNX Runtime backend auto-completes for an ONNX model'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l format -d 'Output format' -r -f -a "human\t'rustc-style messages with the source line (default)'
 json\t'One JSON document (see schemas/validate.schema.json)'
 github\t'GitHub Actions workflow commands (annotations)'
@@ -90,3 +91,20 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -s q -l qui
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -s v -l verbose -d 'Also report what was checked (on standard error)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l max-batch-size -l default-max-batch-size -d 'Triton\'s default-max-batch-size: the max_batch_size given to a model that can batch when the config sets none (0 disables batching)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l merge -d 'Complete this partial config the way Triton does (fails with Triton\'s message where it contradicts the model); `-` reads standard input' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l format -d 'Output format' -r -f -a "pbtxt\t'Protobuf text format (config.pbtxt)'
+json\t'Triton\'s JSON form (what GET /v2/models/<model>/config returns)'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l gpus -d 'GPU ids of the target server, comma-separated (default: none, a CPU-only server); decides the instance group of --full' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l write -d 'Write config.pbtxt into the model directory instead of printing it'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l force -d 'With --write: replace an existing config.pbtxt'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l full -d 'Print everything Triton reports for the model (version policy, instance groups, pinned memory, ...), not only what auto-complete adds'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l minimal -d 'Print only what auto-complete adds to the config (the default): name, platform and backend, max_batch_size, input, output, dynamic_batching'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l triton-compatible -d 'Do as Triton does even where it fails: list sequence control and state tensors as ordinary inputs and outputs'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s V -l version -d 'Print version'

@@ -203,6 +203,14 @@ def cases():
         [vi("Y", T.FLOAT, None)],
         [numpy_helper.from_array(np.array([3], dtype=np.int64), "K")],
         value_info=[vi("V", T.FLOAT, ["N", 3])]), {}
+    # The graph output has no shape, but a value_info entry of the same
+    # name declares it.
+    yield "value_info_declared", model(
+        [h.make_node("TopK", ["X", "K"], ["Y", "I"], axis=-1)],
+        [vi("X", T.FLOAT, ["N", 10])],
+        [vi("Y", T.FLOAT, None)],
+        [numpy_helper.from_array(np.array([3], dtype=np.int64), "K")],
+        value_info=[vi("Y", T.FLOAT, ["N", 3])]), {}
     # Output shape nobody declares and tritonctl cannot infer (custom op).
     yield "unknown_output_shape", model(
         [h.make_node("Mystery", ["X"], ["Y"], domain="com.example")],

@@ -110,7 +110,7 @@ impl Note {
         }
     }
 
-    fn note(text: impl Into<String>) -> Note {
+    fn info(text: impl Into<String>) -> Note {
         Note {
             level: NoteLevel::Note,
             text: text.into(),
@@ -161,6 +161,9 @@ pub struct LoadFailure {
     pub help: Option<String>,
     /// Notes gathered before the failure (Triton logs them too).
     pub notes: Vec<Note>,
+    /// The model itself is at fault (a type Triton cannot serve), not a
+    /// config that could be changed.
+    pub model_side: bool,
 }
 
 impl LoadFailure {
@@ -172,6 +175,7 @@ impl LoadFailure {
             code: None,
             help: None,
             notes: Vec::new(),
+            model_side: false,
         }
     }
 
@@ -193,6 +197,7 @@ impl LoadFailure {
             code: Some(d.code),
             help: d.help,
             notes: Vec::new(),
+            model_side: false,
         }
     }
 }
@@ -359,10 +364,11 @@ impl Target {
                 message.push_str(&format!(
                     "; {filename} is directly in the directory: move it into a version directory such as 1/, or pass the file itself"
                 ));
-            } else if subdirs
-                .iter()
-                .any(|m| sorted_subdirs(&model.join(m)).iter().any(|v| is_version_name(v)))
-            {
+            } else if subdirs.iter().any(|m| {
+                sorted_subdirs(&model.join(m))
+                    .iter()
+                    .any(|v| is_version_name(v))
+            }) {
                 message.push_str(
                     "; this looks like a model repository: pass one model directory of it",
                 );
@@ -449,7 +455,8 @@ pub fn complete(
         return Err(LoadFailure::new(Stage::Config, "Invalid argument", text).into());
     }
     normalize::normalize(&mut cfg);
-    if let Some(d) = fill::core_failure(raw, &target.name, target.dir.as_deref(), &facts, &lint_opts)
+    if let Some(d) =
+        fill::core_failure(raw, &target.name, target.dir.as_deref(), &facts, &lint_opts)
     {
         return Err(LoadFailure::from_diagnostic(Stage::Config, d).into());
     }
@@ -472,11 +479,16 @@ pub fn complete(
         f.notes = notes.to_vec();
         f.into()
     };
-    let mut completion =
-        match ort::autocomplete(&cfg, &signature, &name, opts.default_max_batch_size, &mut notes) {
-            Ok(c) => c,
-            Err(f) => return Err(with_notes(f, &notes)),
-        };
+    let mut completion = match ort::autocomplete(
+        &cfg,
+        &signature,
+        &name,
+        opts.default_max_batch_size,
+        &mut notes,
+    ) {
+        Ok(c) => c,
+        Err(f) => return Err(with_notes(f, &notes)),
+    };
     let excluded = if opts.triton_compatible {
         Vec::new()
     } else {
@@ -493,12 +505,17 @@ pub fn complete(
         autocomplete: false,
         ..lint_opts
     };
-    if let Some(d) =
-        fill::core_failure(&cfg, &target.name, target.dir.as_deref(), &facts, &final_opts)
-    {
+    if let Some(d) = fill::core_failure(
+        &cfg,
+        &target.name,
+        target.dir.as_deref(),
+        &facts,
+        &final_opts,
+    ) {
         let mut f = LoadFailure::from_diagnostic(Stage::Validation, d);
         if let Some(h) = invalid_type_help(&f.text, &cfg, &signature) {
             f.help = Some(h);
+            f.model_side = true;
         }
         return Err(with_notes(f, &notes));
     }
@@ -616,7 +633,7 @@ fn exclude_sequence_tensors(
             ));
         }
         text.push_str(". Triton's own auto-complete lists them and the load then fails with `configuration expects <n> inputs, model provides <p>`; --triton-compatible reproduces that");
-        notes.push(Note::note(text));
+        notes.push(Note::info(text));
     }
     excluded
 }
@@ -635,11 +652,11 @@ fn model_notes(sig: &Signature, target: &Target, notes: &mut Vec<Note>) {
         let shape = onnx::format_shape(t.shape());
         match t.shape_source {
             ShapeSource::Declared => {}
-            ShapeSource::ValueInfo => notes.push(Note::note(format!(
+            ShapeSource::ValueInfo => notes.push(Note::info(format!(
                 "output '{}': the graph output declares no complete shape; declared value info used ({shape}). ONNX Runtime's own shape inference would be used when the ONNX Runtime library is available",
                 t.name
             ))),
-            ShapeSource::Propagated => notes.push(Note::note(format!(
+            ShapeSource::Propagated => notes.push(Note::info(format!(
                 "output '{}': the graph output declares no complete shape; {shape} was inferred from the graph by tritonctl. ONNX Runtime's own shape inference would be used when the ONNX Runtime library is available",
                 t.name
             ))),
@@ -666,7 +683,7 @@ fn model_notes(sig: &Signature, target: &Target, notes: &mut Vec<Note>) {
             .map(String::as_str)
             .collect();
         if missing.is_empty() {
-            notes.push(Note::note(format!(
+            notes.push(Note::info(format!(
                 "the model keeps tensor data in external file(s) {} (not read)",
                 quoted_list(sig.external_data.iter().map(String::as_str))
             )));
@@ -680,7 +697,7 @@ fn model_notes(sig: &Signature, target: &Target, notes: &mut Vec<Note>) {
     }
     if let Some(file) = &target.file {
         if target.layout_dir.is_none() {
-            notes.push(Note::note(format!(
+            notes.push(Note::info(format!(
                 "Triton loads the model from <model repository>/{}/<version>/model.onnx, with config.pbtxt in {}/",
                 target.name, target.name
             )));
@@ -730,7 +747,7 @@ fn batching_notes(
             Some(SchedulingChoice::DynamicBatching(_))
         );
         if batching && !ragged.is_empty() {
-            notes.push(Note::note(format!(
+            notes.push(Note::info(format!(
                 "input(s) {} have variable-size dimensions: the dynamic batcher only batches requests whose shapes are equal (set allow_ragged_batch on inputs the model can take ragged)",
                 quoted_list(ragged.into_iter())
             )));
@@ -740,8 +757,11 @@ fn batching_notes(
 
 /// `cfg` as a reflective message (for printing and JSON).
 pub fn to_message(cfg: &ModelConfig) -> DynamicMessage {
-    DynamicMessage::decode(crate::schema::model_config(), cfg.encode_to_vec().as_slice())
-        .expect("a ModelConfig encodes to a valid ModelConfig")
+    DynamicMessage::decode(
+        crate::schema::model_config(),
+        cfg.encode_to_vec().as_slice(),
+    )
+    .expect("a ModelConfig encodes to a valid ModelConfig")
 }
 
 /// `cfg` in text format, in the canonical layout.

@@ -54,7 +54,9 @@ pub fn unsupported_type_text(kind: &str, name: &str) -> String {
 }
 
 fn unsupported(text: String) -> LoadFailure {
-    LoadFailure::new(Stage::Autocomplete, "Unsupported", text).help(
+    let mut f = LoadFailure::new(Stage::Autocomplete, "Unsupported", text);
+    f.model_side = true;
+    f.help(
         "Triton's ONNX Runtime backend only serves tensors: export the model so that its inputs and outputs are plain tensors (no sequence, map or optional types)",
     )
 }
@@ -505,7 +507,11 @@ pub fn instance_checks(cfg: &ModelConfig, sig: &Signature, model: &str) -> Resul
                 "unexpected inference input '{}', allowed inputs are: {allowed}",
                 io.name
             ))
-            .help(name_help("input", &io.name, known.iter().map(|t| t.name.as_str()))));
+            .help(name_help(
+                "input",
+                &io.name,
+                known.iter().map(|t| t.name.as_str()),
+            )));
         };
         check_dtype(model, "input", &io.name, io.data_type, t)?;
         let dims = io.reshape.as_ref().map(|r| &r.shape).unwrap_or(&io.dims);
@@ -541,7 +547,7 @@ pub fn instance_checks(cfg: &ModelConfig, sig: &Signature, model: &str) -> Resul
         let batch_target = cfg
             .batch_output
             .iter()
-            .any(|b| b.target_name.iter().any(|n| *n == io.name));
+            .any(|b| b.target_name.contains(&io.name));
         if batch_target {
             continue;
         }
@@ -567,7 +573,11 @@ fn unknown_output(name: &str, outputs: &[OrtTensor]) -> LoadFailure {
     invalid(format!(
         "unexpected inference output '{name}', allowed outputs are: {allowed}"
     ))
-    .help(name_help("output", name, outputs.iter().map(|t| t.name.as_str())))
+    .help(name_help(
+        "output",
+        name,
+        outputs.iter().map(|t| t.name.as_str()),
+    ))
 }
 
 fn onnx_type_of_name(name: &str) -> Option<i32> {

@@ -216,7 +216,8 @@ pub struct AutoconfigArgs {
     )]
     pub max_batch_size: i64,
     /// Complete this partial config the way Triton does (fails with
-    /// Triton's message where it contradicts the model).
+    /// Triton's message where it contradicts the model); `-` reads standard
+    /// input.
     #[arg(long, value_name = "CONFIG")]
     pub merge: Option<PathBuf>,
     /// Output format.
@@ -234,8 +235,12 @@ pub struct AutoconfigArgs {
     pub gpus: Vec<i32>,
     /// Print everything Triton reports for the model (version policy,
     /// instance groups, pinned memory, ...), not only what auto-complete adds.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "minimal")]
     pub full: bool,
+    /// Print only what auto-complete adds to the config (the default): name,
+    /// platform and backend, max_batch_size, input, output, dynamic_batching.
+    #[arg(long)]
+    pub minimal: bool,
     /// Do as Triton does even where it fails: list sequence control and
     /// state tensors as ordinary inputs and outputs.
     #[arg(long)]

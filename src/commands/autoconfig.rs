@@ -208,7 +208,7 @@ fn report_failure(args: &AutoconfigArgs, ctx: &Context, f: &LoadFailure) {
     // A type the backend cannot serve is the model's fault; anything else
     // is fixed in the config.
     let file: &Path = match &args.merge {
-        Some(m) if f.status != "Unsupported" => m,
+        Some(m) if !f.model_side => m,
         _ => &args.model,
     };
     let mut text = format!("{}: {}\n  --> {}\n", f.status, f.text, file.display());
@@ -248,7 +248,10 @@ fn write_atomically(path: &Path, text: &str, force: bool) -> Result<(), CommandE
         return Err(exists());
     }
     let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp: PathBuf = dir.join(format!(".config.pbtxt.tritonctl-{}.tmp", std::process::id()));
+    let tmp: PathBuf = dir.join(format!(
+        ".config.pbtxt.tritonctl-{}.tmp",
+        std::process::id()
+    ));
     let written = (|| {
         let mut f = std::fs::OpenOptions::new()
             .write(true)

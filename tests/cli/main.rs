@@ -1,9 +1,11 @@
 //! The one integration-test binary: each module drives the real `tritonctl`
 //! binary or the library against files on disk.
 
+mod autoconfig;
 mod common;
 mod conformance;
 mod corpus;
+mod differential;
 mod fmt;
 mod formats;
 mod generated;
