@@ -81,7 +81,7 @@ pub fn print_document(src: &str, doc: &Document) -> String {
     out
 }
 
-/// Prints a bound message in the same layout: fields in field-number order
+/// Prints a bound message in the same layout: fields in declaration order
 /// (as protobuf's own printer does), fields at their default value left
 /// out, repeated fields as one list (`dims: [ 1, 2 ]`, `input [ { … } ]`),
 /// maps as one `name { key: … value: … }` entry per key, in key order;
@@ -598,9 +598,16 @@ fn render_block(b: &Block, open: &str, close: &str, depth: usize, list: bool, ou
 
 fn write_message(msg: &DynamicMessage, out: &mut String) {
     let desc = msg.descriptor();
-    let mut fields: Vec<_> = desc.fields().filter(|f| msg.has_field(f)).collect();
-    fields.sort_by_key(|f| f.number());
-    for fd in fields {
+    // Declaration order of the .proto (name, platform, backend, ...,
+    // max_batch_size, input, output, ...), as Triton's JSON and its docs
+    // lay configs out; protobuf's own printer would use field numbers,
+    // which puts `backend` (17) after the schedulers.
+    let declared = desc
+        .descriptor_proto()
+        .field
+        .iter()
+        .filter_map(|f| desc.get_field_by_name(f.name()));
+    for fd in declared.filter(|f| msg.has_field(f)) {
         let value = msg.get_field(&fd);
         let kind = fd.kind();
         match value.as_ref() {
@@ -791,14 +798,14 @@ mod tests {
     }
 
     #[test]
-    fn messages_print_in_number_order() {
-        let src = "max_batch_size: 8 name: \"m\" input { name: \"x\" dims: [1, -1] } parameters { key: \"k\" value { string_value: \"v\" } }";
+    fn messages_print_in_declaration_order() {
+        let src = "backend: \"b\" max_batch_size: 8 name: \"m\" input { name: \"x\" dims: [1, -1] } parameters { key: \"k\" value { string_value: \"v\" } }";
         let parsed = crate::config::ParsedConfig::parse(src.to_string());
         assert!(parsed.diagnostics.is_empty());
         let out = print_message(parsed.message.as_ref().unwrap());
         assert_eq!(
             out,
-            "name: \"m\"\nmax_batch_size: 8\ninput [\n  {\n    name: \"x\"\n    dims: [ 1, -1 ]\n  }\n]\nparameters {\n  key: \"k\"\n  value {\n    string_value: \"v\"\n  }\n}\n"
+            "name: \"m\"\nbackend: \"b\"\nmax_batch_size: 8\ninput [\n  {\n    name: \"x\"\n    dims: [ 1, -1 ]\n  }\n]\nparameters {\n  key: \"k\"\n  value {\n    string_value: \"v\"\n  }\n}\n"
         );
     }
 }

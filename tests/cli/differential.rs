@@ -84,9 +84,10 @@ fn corpus_files_agree() {
         match agree(&text(&bytes)) {
             Ok(true) => accepted += 1,
             // What protoc accepts is well-formed text.
-            Ok(false) if f.protoc_accepts => {
-                failures.push(format!("{}: protoc accepts it, both parsers refuse", f.name))
-            }
+            Ok(false) if f.protoc_accepts => failures.push(format!(
+                "{}: protoc accepts it, both parsers refuse",
+                f.name
+            )),
             Ok(false) => refused += 1,
             Err(e) => failures.push(format!("{}: {e}", f.name)),
         }
@@ -120,12 +121,69 @@ fn hand_written_cases_and_their_prefixes_agree() {
 
 /// The grammar's tokens, near misses and bytes that break them.
 const TOKENS: &[&str] = &[
-    "name", "dims", "input", "_x", "TYPE_FP32", "inf", "nan", "true", " ", "\n", "\t", "\r\n",
-    "\u{0b}", "\u{0c}", "# comment\n", "#", ":", ",", ";", "{", "}", "<", ">", "[", "]", "-", "+",
-    "0", "1", "42", "07", "08", "0x1F", "0x", "1.5", ".5", "1.", "1e5", "1e", "E-3", "2f", "F",
-    ".", "\"", "'", "\"str\"", "'str'", "\\", "\\x4", "\\x41", "\\101", "\\u00e9", "\\U0001F600",
-    "\\n", "\\'", "\\q", "[ext.name]", "[type.googleapis.com/a.B]", "/", "é", "\u{feff}",
-    "\u{0}", "//",
+    "name",
+    "dims",
+    "input",
+    "_x",
+    "TYPE_FP32",
+    "inf",
+    "nan",
+    "true",
+    " ",
+    "\n",
+    "\t",
+    "\r\n",
+    "\u{0b}",
+    "\u{0c}",
+    "# comment\n",
+    "#",
+    ":",
+    ",",
+    ";",
+    "{",
+    "}",
+    "<",
+    ">",
+    "[",
+    "]",
+    "-",
+    "+",
+    "0",
+    "1",
+    "42",
+    "07",
+    "08",
+    "0x1F",
+    "0x",
+    "1.5",
+    ".5",
+    "1.",
+    "1e5",
+    "1e",
+    "E-3",
+    "2f",
+    "F",
+    ".",
+    "\"",
+    "'",
+    "\"str\"",
+    "'str'",
+    "\\",
+    "\\x4",
+    "\\x41",
+    "\\101",
+    "\\u00e9",
+    "\\U0001F600",
+    "\\n",
+    "\\'",
+    "\\q",
+    "[ext.name]",
+    "[type.googleapis.com/a.B]",
+    "/",
+    "é",
+    "\u{feff}",
+    "\u{0}",
+    "//",
 ];
 
 fn token_soup() -> impl Strategy<Value = String> {
@@ -134,7 +192,9 @@ fn token_soup() -> impl Strategy<Value = String> {
 
 /// Blanks and comments, or nothing.
 fn gap() -> impl Strategy<Value = &'static str> {
-    prop::sample::select(vec!["", "", " ", " ", "\n", "\t", " # c\n", "#\n", "\r\n  "])
+    prop::sample::select(vec![
+        "", "", " ", " ", "\n", "\t", " # c\n", "#\n", "\r\n  ",
+    ])
 }
 
 /// Nested documents in the grammar's shape (messages, lists, adjacent
@@ -249,4 +309,66 @@ proptest! {
     }
 }
 
+/// Every `*.pbtxt` under `dir`, sorted.
+fn pbtxt_files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let p = e.expect("directory entry").path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.extension().is_some_and(|x| x == "pbtxt") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
 
+/// `ParsedConfig::parse` turns the bound message into the typed config
+/// with its own wire encoder; the result must be what prost-reflect's
+/// `transcode_to` gives, on every config that binds cleanly (the corpus,
+/// Triton's conformance configs and the hand-written cases between them
+/// use maps, oneofs, enums, packed and unpacked lists and every scalar type
+/// of the schema).
+#[test]
+fn typed_config_matches_transcode() {
+    use tritonctl::config::ParsedConfig;
+    use tritonctl::schema::{self, inference::ModelConfig};
+    let mut files: Vec<std::path::PathBuf> = ["valid", "invalid"]
+        .into_iter()
+        .flat_map(corpus::cases)
+        .collect();
+    if let Some(shared) = common::shared_dir() {
+        files.extend(corpus::corpus_files(&shared).into_iter().map(|f| f.path));
+        files.extend(pbtxt_files_under(&shared.join("conformance")));
+    }
+    let (mut typed, mut failures) = (0, Vec::new());
+    for path in &files {
+        let src = text(&std::fs::read(path).expect("config file"));
+        let parsed = ParsedConfig::parse(src.clone());
+        let reference = pbtxt::parse(&src).ok().and_then(|doc| {
+            let (msg, diags) = schema::bind::bind(&src, &doc, &schema::model_config());
+            diags
+                .is_empty()
+                .then(|| msg.transcode_to::<ModelConfig>().ok())
+                .flatten()
+        });
+        typed += usize::from(reference.is_some());
+        // Compared encoded: NaN is not equal to itself, its bits are (and
+        // the schema's maps are BTreeMaps, encoded in key order).
+        let bytes = |c: &Option<ModelConfig>| c.as_ref().map(prost::Message::encode_to_vec);
+        if bytes(&parsed.config) != bytes(&reference) {
+            failures.push(format!(
+                "{}:\nours: {:?}\ntranscode_to: {reference:?}",
+                path.display(),
+                parsed.config
+            ));
+        }
+    }
+    eprintln!("{typed} of {} configs bind cleanly", files.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(typed > 0, "some configs bind cleanly");
+}
