@@ -14,6 +14,8 @@ pub mod lint;
 pub mod onnx;
 pub mod pbtxt;
 pub mod repo;
+#[cfg(feature = "run")]
+pub mod runtime;
 pub mod schema;
 pub mod term;
 pub mod text;

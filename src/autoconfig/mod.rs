@@ -11,7 +11,9 @@
 //!    none by default: a CPU-only host);
 //! 3. the ORT backend's auto-complete (§2 skip rule, §5 max batch size and
 //!    dynamic batching, §6 inputs and outputs) on ORT's view of the graph
-//!    (§3, read by `crate::onnx` without ONNX Runtime);
+//!    (§3, read by `crate::onnx`; output shapes the file does not fully
+//!    declare come from ONNX Runtime's session metadata when the library is
+//!    available, see [`shapes`]);
 //! 4. core normalization again, core's checks of the completed config, and
 //!    the checks each ORT instance runs against the session
 //!    (validation.md §4).
@@ -41,12 +43,13 @@
 
 mod fill;
 pub mod ort;
+pub mod shapes;
 
 #[cfg(test)]
 mod tests;
 
 use crate::config::normalize::{self, DirFacts};
-use crate::onnx::{self, OnnxError, ShapeSource, Signature};
+use crate::onnx::{self, OnnxError, ShapeSource, Signature, TensorInfo};
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::ModelConfig;
 use prost::Message;
@@ -56,6 +59,7 @@ use std::path::{Path, PathBuf};
 
 pub use fill::normalize_instance_groups;
 pub use ort::Completion;
+pub use shapes::{Fallback, OutputShapes};
 
 /// Settings the model file does not tell.
 #[derive(Debug, Clone)]
@@ -251,7 +255,12 @@ pub struct Outcome {
     pub version: Option<i64>,
     /// The ONNX file read.
     pub model_file: PathBuf,
+    /// The model's signature; outputs completed by ONNX Runtime carry the
+    /// session's type and shape (see `output_shapes`).
     pub signature: Signature,
+    /// Where the shapes of outputs the file does not fully declare come
+    /// from.
+    pub output_shapes: OutputShapes,
     /// What auto-complete changed.
     pub completion: Completion,
     /// The config as written plus what auto-complete adds.
@@ -468,9 +477,10 @@ pub fn complete(
     }
 
     let (model_file, version) = target.model_file(&cfg)?;
-    let signature = onnx::read_signature(&model_file)?;
+    let mut signature = onnx::read_signature(&model_file)?;
+    let output_shapes = shapes::choose(&mut signature);
     let mut notes = Vec::new();
-    model_notes(&signature, &target, &mut notes);
+    model_notes(&signature, &target, &output_shapes, &mut notes);
 
     // Stage 9: instance groups, then the backend.
     fill::normalize_instance_groups(&mut cfg, &opts.gpus);
@@ -539,6 +549,7 @@ pub fn complete(
         version,
         model_file,
         signature,
+        output_shapes,
         completion,
         minimal,
         full: cfg,
@@ -646,33 +657,33 @@ fn quoted_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
 }
 
 /// Notes about what the file does not tell for sure: output shapes not
-/// declared, external data, the file's place.
-fn model_notes(sig: &Signature, target: &Target, notes: &mut Vec<Note>) {
-    for t in &sig.outputs {
-        let shape = onnx::format_shape(t.shape());
-        match t.shape_source {
-            ShapeSource::Declared => {}
-            ShapeSource::ValueInfo => notes.push(Note::info(format!(
-                "output '{}': the graph output declares no complete shape; declared value info used ({shape}). ONNX Runtime's own shape inference would be used when the ONNX Runtime library is available",
-                t.name
-            ))),
-            ShapeSource::Propagated => notes.push(Note::info(format!(
-                "output '{}': the graph output declares no complete shape; {shape} was inferred from the graph by tritonctl. ONNX Runtime's own shape inference would be used when the ONNX Runtime library is available",
-                t.name
-            ))),
+/// declared (and where they were taken from instead), external data, the
+/// file's place.
+fn model_notes(sig: &Signature, target: &Target, shapes: &OutputShapes, notes: &mut Vec<Note>) {
+    match shapes {
+        OutputShapes::OnnxRuntime {
+            library,
+            outputs,
+            file,
+            ..
+        } => runtime_shape_notes(sig, library, outputs, file, notes),
+        OutputShapes::Declared | OutputShapes::File { .. } => {
+            file_shape_notes(sig, notes);
+            if let OutputShapes::File { why } = shapes {
+                let text = why.text();
+                notes.push(match why {
+                    Fallback::ModelRefused { .. } => Note::warning(text),
+                    _ => Note::info(text),
+                });
+            }
+            let refused = matches!(
+                shapes,
+                OutputShapes::File {
+                    why: Fallback::ModelRefused { .. }
+                }
+            );
+            unknown_shape_warning(sig, if refused { "refused" } else { "file" }, notes);
         }
-    }
-    let unknown: Vec<&str> = sig
-        .outputs
-        .iter()
-        .filter(|t| t.is_tensor() && !t.is_fully_known())
-        .map(|t| t.name.as_str())
-        .collect();
-    if !unknown.is_empty() {
-        notes.push(Note::warning(format!(
-            "the shape of output(s) {} is not fully known from the model file (unknown dims taken as -1, an unknown rank as a scalar); ONNX Runtime may infer more when it loads the model (the ONNX Runtime library would be used when available): check these outputs",
-            quoted_list(unknown.into_iter())
-        )));
     }
     if !sig.external_data.is_empty() {
         let base = sig.path.parent().unwrap_or(Path::new("."));
@@ -708,6 +719,97 @@ fn model_notes(sig: &Signature, target: &Target, notes: &mut Vec<Note>) {
             )));
         }
     }
+}
+
+/// The notes of the fallback: output shapes as the file gives them.
+fn file_shape_notes(sig: &Signature, notes: &mut Vec<Note>) {
+    for t in &sig.outputs {
+        let shape = onnx::format_shape(t.shape());
+        match t.shape_source {
+            ShapeSource::Declared => {}
+            ShapeSource::ValueInfo => notes.push(Note::info(format!(
+                "output '{}': the graph output declares no complete shape; declared value info used ({shape}). ONNX Runtime's own shape inference would be used when the ONNX Runtime library is available",
+                t.name
+            ))),
+            ShapeSource::Propagated => notes.push(Note::info(format!(
+                "output '{}': the graph output declares no complete shape; {shape} was inferred from the graph by tritonctl. ONNX Runtime's own shape inference would be used when the ONNX Runtime library is available",
+                t.name
+            ))),
+        }
+    }
+}
+
+/// The notes when ONNX Runtime's session metadata gave the shapes of
+/// `names` (`file`: what the file alone gives for them).
+fn runtime_shape_notes(
+    sig: &Signature,
+    library: &Path,
+    names: &[String],
+    file: &[TensorInfo],
+    notes: &mut Vec<Note>,
+) {
+    for (name, before) in names.iter().zip(file) {
+        let Some(t) = sig.outputs.iter().find(|t| &t.name == name) else {
+            continue;
+        };
+        let was = onnx::format_shape(before.shape());
+        let file_view = match before.shape_source {
+            ShapeSource::ValueInfo => {
+                format!("without ONNX Runtime, declared value info used: {was}")
+            }
+            ShapeSource::Propagated => format!("without ONNX Runtime, tritonctl infers {was}"),
+            ShapeSource::Declared => format!("the file declares {was}"),
+        };
+        let text = format!(
+            "output '{name}': the graph output declares no complete shape; ONNX Runtime reports {} ({file_view})",
+            onnx::format_shape(t.shape())
+        );
+        let same = before.triton_dims() == t.triton_dims() && before.elem_type() == t.elem_type();
+        notes.push(if same || before.shape_source == ShapeSource::Declared {
+            Note::info(text)
+        } else {
+            Note::warning(format!(
+                "{text}; tritonctl's own reading of the file differs, the config follows ONNX Runtime as Triton does"
+            ))
+        });
+    }
+    if !names.is_empty() {
+        notes.push(Note::info(format!(
+            "output shapes of {} taken from ONNX Runtime's session metadata ({})",
+            quoted_list(names.iter().map(String::as_str)),
+            library.display()
+        )));
+    }
+    unknown_shape_warning(sig, "runtime", notes);
+}
+
+/// Warns about outputs whose shape stays not fully known; `source`:
+/// `runtime` (ONNX Runtime's session metadata was used), `refused` (ONNX
+/// Runtime refused the model) or `file`.
+fn unknown_shape_warning(sig: &Signature, source: &str, notes: &mut Vec<Note>) {
+    let unknown: Vec<&str> = sig
+        .outputs
+        .iter()
+        .filter(|t| t.is_tensor() && !t.is_fully_known())
+        .map(|t| t.name.as_str())
+        .collect();
+    if unknown.is_empty() {
+        return;
+    }
+    let names = quoted_list(unknown.into_iter());
+    notes.push(Note::warning(if source == "runtime" {
+        format!(
+            "the shape of output(s) {names} is not fully known to ONNX Runtime either (unknown dims are -1, an unknown rank a scalar, as in Triton): check these outputs"
+        )
+    } else if source == "refused" {
+        format!(
+            "the shape of output(s) {names} is not fully known from the model file (unknown dims taken as -1, an unknown rank as a scalar): check these outputs"
+        )
+    } else {
+        format!(
+            "the shape of output(s) {names} is not fully known from the model file (unknown dims taken as -1, an unknown rank as a scalar); ONNX Runtime may infer more when it loads the model (the ONNX Runtime library would be used when available): check these outputs"
+        )
+    }));
 }
 
 /// Pitfalls of the batching decision (§10.2, §10.5).

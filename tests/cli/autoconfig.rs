@@ -1133,3 +1133,152 @@ fn session_view_matches_onnx_runtime() {
         assert_eq!(side(&outs), want["outputs"], "{name}: outputs");
     }
 }
+
+// ---------------------------------------------------------------------
+// Output shapes from ONNX Runtime's session metadata (feature `run`).
+
+/// Runs `tritonctl autoconfig` with extra environment variables.
+fn run_env(args: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)]) -> Run {
+    let mut c = tritonctl();
+    c.arg("autoconfig").args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().expect("runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The models of ort_view.json whose output shapes the file does not
+/// fully declare (no shape, or an unknown dim), with ONNX Runtime's dims.
+const UNDECLARED_OUTPUT_SHAPES: &[&str] = &[
+    "a14_relu_no_shape",
+    "unknown_first_dim",
+    "value_info_declared",
+    "value_info_output",
+];
+
+#[cfg(feature = "run")]
+#[test]
+fn output_shapes_from_onnx_runtime_session_metadata() {
+    let lib = match tritonctl::runtime::probe() {
+        Ok(lib) => lib,
+        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("CI installs onnxruntime (scripts/test), but: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipped: ONNX Runtime is not available: {e}");
+            return;
+        }
+    };
+    let text = std::fs::read_to_string(models().join("ort_view.json")).unwrap();
+    let view: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let lib_env = [("ORT_DYLIB_PATH", lib.path.as_os_str())];
+    for name in UNDECLARED_OUTPUT_SHAPES {
+        let m = model(name);
+        let r = run_env(
+            &[m.as_os_str(), "--format".as_ref(), "json".as_ref()],
+            &lib_env,
+        );
+        assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+        let cfg: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let batching = cfg["max_batch_size"].as_i64().unwrap_or(0) > 0;
+        let want = view[*name]["outputs"].as_array().expect(name);
+        let got = cfg["output"].as_array().expect("outputs");
+        assert_eq!(got.len(), want.len(), "{name}");
+        for (g, w) in got.iter().zip(want) {
+            // The config leaves out the batch dim; a scalar is [1].
+            let mut dims: Vec<i64> = w["dims"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_i64().unwrap())
+                .collect();
+            if batching {
+                dims.remove(0);
+            }
+            if dims.is_empty() {
+                dims.push(1);
+            }
+            assert_eq!(g["name"], w["name"], "{name}");
+            assert_eq!(g["dims"], serde_json::json!(dims), "{name}");
+        }
+        let note = format!(
+            "output shapes of 'Y' taken from ONNX Runtime's session metadata ({})",
+            lib.path.display()
+        );
+        assert!(r.stderr.contains(&note), "{name}: {}", r.stderr);
+        assert!(!r.stderr.contains("was not used"), "{name}: {}", r.stderr);
+    }
+    // ONNX Runtime cannot load a model with an unknown custom operator:
+    // the fallback, with a warning carrying ONNX Runtime's message.
+    let r = run_env(&[model("unknown_output_shape").as_os_str()], &lib_env);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("could not load the model") && r.stderr.contains("Mystery"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("taken from ONNX Runtime"),
+        "{}",
+        r.stderr
+    );
+    // Fully declared outputs need no session: no note about the source.
+    let r = run_env(&[model("a1_symbolic").as_os_str()], &lib_env);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("session metadata"), "{}", r.stderr);
+}
+
+#[test]
+fn output_shapes_fall_back_to_the_file_without_onnx_runtime() {
+    let text = std::fs::read_to_string(models().join("ort_view.json")).unwrap();
+    let view: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let missing = std::env::temp_dir().join("tritonctl-no-such-dir/libonnxruntime.so");
+    let not_a_library = models().join("ort_view.json");
+    let cases: [(&str, &std::ffi::OsStr, &str); 3] = [
+        ("TRITONCTL_NO_ORT", "1".as_ref(), "TRITONCTL_NO_ORT is set"),
+        (
+            "ORT_DYLIB_PATH",
+            missing.as_os_str(),
+            "pip install onnxruntime",
+        ),
+        (
+            "ORT_DYLIB_PATH",
+            not_a_library.as_os_str(),
+            "pip install onnxruntime",
+        ),
+    ];
+    for (key, value, why) in cases {
+        for name in UNDECLARED_OUTPUT_SHAPES {
+            let r = run_env(&[model(name).as_os_str()], &[(key, value)]);
+            assert_eq!(r.code, 0, "{name} {key}: {}", r.stderr);
+            assert!(
+                r.stderr.contains(
+                    "ONNX Runtime's session metadata (what Triton uses) was not used for the output shapes"
+                ) && r.stderr.contains(why),
+                "{name} {key}: {}",
+                r.stderr
+            );
+            assert!(
+                !r.stderr.contains("taken from ONNX Runtime"),
+                "{}",
+                r.stderr
+            );
+            assert!(view.get(*name).is_some(), "{name} is in ort_view.json");
+        }
+    }
+    // The fallback's own notes stay.
+    let r = run_env(
+        &[model("value_info_declared").as_os_str()],
+        &[("TRITONCTL_NO_ORT", "1".as_ref())],
+    );
+    assert!(
+        r.stderr.contains("declared value info used"),
+        "{}",
+        r.stderr
+    );
+}
