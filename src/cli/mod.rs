@@ -199,7 +199,7 @@ pub enum ConfigFormat {
 
 #[derive(Debug, Clone, Args)]
 #[command(
-    after_help = "MODEL is a .onnx file or a model directory (<dir>/<version>/model.onnx; the highest version the version policy selects is read, the model is named after the directory).\nNotes and warnings go to standard error.\nExit status: 0 config printed or written, 1 Triton would refuse the model or the --merge config (its message is printed), 2 unreadable or invalid input (not an ONNX model, no model file, ...), a refused or failed write, or a usage error."
+    after_help = "MODEL is a .onnx file or a model directory (<dir>/<version>/model.onnx; the highest version the version policy selects is read, the model is named after the directory).\nOutput shapes the file does not fully declare are taken from ONNX Runtime, as Triton does, when its library is found (ORT_DYLIB_PATH, else the Python onnxruntime package; TRITONCTL_NO_ORT=1 turns this off); otherwise from the file's value info, with a note.\nNotes and warnings go to standard error.\nExit status: 0 config printed or written, 1 Triton would refuse the model or the --merge config (its message is printed), 2 unreadable or invalid input (not an ONNX model, no model file, ...), a refused or failed write, or a usage error."
 )]
 pub struct AutoconfigArgs {
     /// A .onnx file or a model directory.
