@@ -33,8 +33,9 @@ impl ParsedConfig {
         /// Protobuf wire format of a bound message, for decoding as
         /// [`ModelConfig`]: every set field once, in field-number order
         /// (packed lists where the schema packs them). `None` for what it
-        /// does not cover (groups, extensions, unknown fields, a value of
-        /// the wrong kind).
+        /// does not cover (groups, unknown fields, a value of the wrong
+        /// kind). Extensions need no case: the schema is proto3, whose
+        /// messages cannot be extended.
         mod wire {
             use prost::encoding::{encode_key, encode_varint, WireType};
             use prost_reflect::{DynamicMessage, FieldDescriptor, Kind, MapKey, Value};
@@ -46,7 +47,7 @@ impl ParsedConfig {
             }
 
             fn message(buf: &mut Vec<u8>, msg: &DynamicMessage) -> Option<()> {
-                if msg.unknown_fields().next().is_some() || msg.extensions().next().is_some() {
+                if msg.unknown_fields().next().is_some() {
                     return None;
                 }
                 for (field, value) in msg.fields() {
@@ -82,20 +83,25 @@ impl ParsedConfig {
                     return None;
                 }
                 let number = field.number();
-                let kind = field.kind();
                 match value {
+                    // Messages and strings need no kind (looking it up is
+                    // not free).
+                    Value::Message(_) | Value::String(_) | Value::Bytes(_) => {
+                        length_delimited(buf, number, value)
+                    }
+                    Value::List(items) if items.is_empty() => Some(()),
                     Value::List(items) if field.is_packed() => {
-                        if items.is_empty() {
-                            return Some(());
-                        }
+                        let kind = field.kind();
                         delimited(buf, number, |b| {
                             items.iter().try_for_each(|v| raw(b, &kind, v))
                         })
                     }
                     Value::List(items) => {
+                        let kind = field.kind();
                         items.iter().try_for_each(|v| single(buf, number, &kind, v))
                     }
                     Value::Map(map) => {
+                        let kind = field.kind();
                         let entry = kind.as_message()?;
                         let (kf, vf) = (entry.map_entry_key_field(), entry.map_entry_value_field());
                         let (key_kind, value_kind) = (kf.kind(), vf.kind());
@@ -114,12 +120,12 @@ impl ParsedConfig {
                             })
                         })
                     }
-                    v => single(buf, number, &kind, v),
+                    v => single(buf, number, &field.kind(), v),
                 }
             }
 
-            /// One value with its key.
-            fn single(buf: &mut Vec<u8>, number: u32, kind: &Kind, value: &Value) -> Option<()> {
+            /// A message, string or bytes value with its key.
+            fn length_delimited(buf: &mut Vec<u8>, number: u32, value: &Value) -> Option<()> {
                 let bytes = |buf: &mut Vec<u8>, b: &[u8]| {
                     encode_key(number, WireType::LengthDelimited, buf);
                     encode_varint(b.len() as u64, buf);
@@ -130,6 +136,16 @@ impl ParsedConfig {
                     Value::Message(m) => delimited(buf, number, |b| message(b, m)),
                     Value::String(s) => bytes(buf, s.as_bytes()),
                     Value::Bytes(b) => bytes(buf, b),
+                    _ => None,
+                }
+            }
+
+            /// One value with its key.
+            fn single(buf: &mut Vec<u8>, number: u32, kind: &Kind, value: &Value) -> Option<()> {
+                match value {
+                    Value::Message(_) | Value::String(_) | Value::Bytes(_) => {
+                        length_delimited(buf, number, value)
+                    }
                     Value::List(_) | Value::Map(_) => None,
                     _ => {
                         let wire_type = match kind {

@@ -201,7 +201,10 @@ fn build_value(p: Pair<Rule>) -> Value {
 }
 
 /// Offset of the first opening bracket past [`MAX_DEPTH`], skipping strings
-/// and comments.
+/// and comments. Only the slow path runs this scan: the fast parser counts
+/// the same brackets and refuses past the limit, so a text it accepts never
+/// has such a bracket, and the pest parser, which recurses, only ever sees
+/// texts this scan has passed.
 fn too_deep(src: &str) -> Option<usize> {
     let b = src.as_bytes();
     let mut depth = 0usize;
