@@ -412,13 +412,16 @@ impl Target {
         }
         let dir = self.dir.as_deref().expect("a file or a directory");
         let scan = crate::lint::rules::repository::scan_versions(dir, cfg);
-        let Some(&v) = scan.loaded.first() else {
+        let (Some(&v), Some((_, version_dir))) = (
+            scan.loaded.first(),
+            scan.loaded_dirs(dir).into_iter().next(),
+        ) else {
             return Err(input_error(
                 dir,
                 "no version directory is selected by the version policy",
             ));
         };
-        let path = dir.join(v.to_string()).join(&cfg.default_model_filename);
+        let path = version_dir.join(&cfg.default_model_filename);
         if !path.exists() {
             return Err(input_error(
                 &path,

@@ -13,7 +13,6 @@ use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::model_instance_group::Kind;
 use crate::schema::inference::model_queue_policy::TimeoutAction;
 use crate::schema::inference::model_sequence_batching::StrategyChoice;
-use crate::schema::inference::model_version_policy::PolicyChoice;
 use crate::schema::inference::ModelQueuePolicy;
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -157,40 +156,10 @@ pub const RULES: &[Rule] = &[
 ];
 
 /// The version directories Triton would load, as (name, path), when the
-/// model directory is known: numeric names without leading zeros, selected
-/// by the version policy.
+/// model directory is known (Triton's rules: `repository::scan_versions`).
 pub(crate) fn loaded_versions(ctx: &ModelCtx) -> Option<Vec<(String, PathBuf)>> {
     let dir = ctx.dir?;
-    let mut versions: Vec<(i64, String, PathBuf)> = std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let numeric = !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit());
-            let leading_zero = name.len() > 1 && name.starts_with('0');
-            let v = name.parse::<i64>().ok()?;
-            (numeric && !leading_zero).then(|| (v, name, e.path()))
-        })
-        .collect();
-    versions.sort_by_key(|v| std::cmp::Reverse(v.0));
-    let chosen: Vec<(i64, String, PathBuf)> = match ctx
-        .cfg
-        .version_policy
-        .as_ref()
-        .and_then(|p| p.policy_choice.as_ref())
-    {
-        Some(PolicyChoice::All(_)) => versions,
-        Some(PolicyChoice::Specific(s)) => versions
-            .into_iter()
-            .filter(|v| s.versions.contains(&v.0))
-            .collect(),
-        Some(PolicyChoice::Latest(l)) => {
-            versions.into_iter().take(l.num_versions as usize).collect()
-        }
-        None => versions.into_iter().take(1).collect(),
-    };
-    Some(chosen.into_iter().map(|(_, n, p)| (n, p)).collect())
+    Some(super::repository::scan_versions(dir, ctx.cfg).loaded_dirs(dir))
 }
 
 pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {

@@ -172,6 +172,8 @@ const NOT_VERSIONS: &[&str] = &["warmup", "initial_state", "configs"];
 pub struct VersionScan {
     /// Numeric version directories (as Triton reads their names).
     pub existing: BTreeSet<i64>,
+    /// The directory name each version was read from.
+    pub dir_names: std::collections::BTreeMap<i64, String>,
     /// Directory names Triton ignores, with the rule code and its warning.
     pub ignored: Vec<(String, &'static str, String)>,
     /// Versions the policy selects, highest first.
@@ -202,6 +204,18 @@ fn parse_version(name: &str) -> Option<i64> {
     }
 }
 
+impl VersionScan {
+    /// The directories of the versions the policy selects, highest first,
+    /// as (directory name, path under `dir`).
+    pub fn loaded_dirs(&self, dir: &Path) -> Vec<(String, std::path::PathBuf)> {
+        self.loaded
+            .iter()
+            .filter_map(|v| self.dir_names.get(v))
+            .map(|name| (name.clone(), dir.join(name)))
+            .collect()
+    }
+}
+
 /// Triton's `VersionsToLoad` on `dir` with the (normalized) `cfg`.
 pub fn scan_versions(dir: &Path, cfg: &ModelConfig) -> VersionScan {
     let mut subdirs: Vec<String> = std::fs::read_dir(dir)
@@ -227,6 +241,7 @@ pub fn scan_versions(dir: &Path, cfg: &ModelConfig) -> VersionScan {
         match parse_version(&d) {
             Some(v) => {
                 scan.existing.insert(v);
+                scan.dir_names.insert(v, d);
             }
             None => {
                 let text = format!(
