@@ -72,8 +72,12 @@ pub fn run(
         quiet: ctx.global.quiet,
         base_dir: std::env::current_dir().ok(),
     };
-    render::render(format, out, &report, &render_opts)?;
-    out.flush()?;
+    // Nothing readable at all: the error above says it; a human summary
+    // ("No model configurations found.") would only contradict it.
+    if !(unreadable && report.files.is_empty() && format == Format::Human) {
+        render::render(format, out, &report, &render_opts)?;
+        out.flush()?;
+    }
 
     Ok(if unreadable {
         ExitStatus::Error
