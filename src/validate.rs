@@ -263,33 +263,47 @@ pub fn check_config_file(
             }
             Err(text) => Err(text),
         };
-        match prepared {
-            Ok(p) => {
-                let ctx = ModelCtx {
-                    name: &p.name,
-                    dir: model_dir,
-                    raw: &p.raw,
-                    cfg: &p.cfg,
-                    file: &parsed,
-                    options: opts,
-                };
-                lint::check_model(&ctx, &mut diagnostics);
-                model = Some(p.name.clone());
-            }
-            Err(text) => {
-                diagnostics.push(
-                    Diagnostic::new("E0201", String::new())
-                        .triton(text)
-                        .at_opt(parsed.span(&"backend".into())),
-                );
-            }
-        }
+        model =
+            check_prepared(&parsed, prepared, model_dir, opts, &mut diagnostics).map(|p| p.name);
     }
     FileReport {
         path,
         model,
         src: parsed.src,
         diagnostics,
+    }
+}
+
+/// Runs every per-model rule on a config after Triton's fill-in, or reports
+/// why the fill-in failed (E0201, with Triton's text).
+pub(crate) fn check_prepared(
+    parsed: &ParsedConfig,
+    prepared: Result<Prepared, String>,
+    dir: Option<&Path>,
+    opts: &Options,
+    out: &mut Vec<Diagnostic>,
+) -> Option<Prepared> {
+    match prepared {
+        Ok(p) => {
+            let ctx = ModelCtx {
+                name: &p.name,
+                dir,
+                raw: &p.raw,
+                cfg: &p.cfg,
+                file: parsed,
+                options: opts,
+            };
+            lint::check_model(&ctx, out);
+            Some(p)
+        }
+        Err(text) => {
+            out.push(
+                Diagnostic::new("E0201", String::new())
+                    .triton(text)
+                    .at_opt(parsed.span(&"backend".into())),
+            );
+            None
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::config::normalize::DirFacts;
 use crate::config::ParsedConfig;
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::lint::{self, ModelCtx, Options};
+use crate::lint::{self, Options};
 use crate::validate::{dir_name_of, prepare, FileReport, Prepared};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -157,36 +157,26 @@ pub fn load_model(m: &ModelEntry, opts: &Options) -> (LoadedModel, FileReport) {
         src = p.src.clone();
         if let Some(raw) = &p.config {
             let facts = DirFacts::read(&m.dir);
-            match prepare(raw, Some(&m.name), &facts, opts) {
-                Ok(prep) => {
-                    if missing {
-                        diagnostics.push(Diagnostic::new(
-                            "N0701",
-                            format!(
-                                "model '{}' has no config.pbtxt; Triton will auto-complete one for backend '{}'",
-                                m.name,
-                                if prep.cfg.backend.is_empty() { prep.cfg.platform.as_str() } else { prep.cfg.backend.as_str() }
-                            ),
-                        )
-                        .help("run `tritonctl autoconfig` to see the config Triton would use, and commit it"));
-                    }
-                    let ctx = ModelCtx {
-                        name: &prep.name,
-                        dir: Some(&m.dir),
-                        raw: &prep.raw,
-                        cfg: &prep.cfg,
-                        file: p,
-                        options: opts,
-                    };
-                    crate::lint::check_model(&ctx, &mut diagnostics);
-                    prepared = Some(prep);
-                }
-                Err(text) => diagnostics.push(
-                    Diagnostic::new("E0201", String::new())
-                        .triton(text)
-                        .at_opt(p.span(&"backend".into())),
-                ),
+            let prep = prepare(raw, Some(&m.name), &facts, opts);
+            if let (Ok(prep), true) = (&prep, missing) {
+                let backend = if prep.cfg.backend.is_empty() {
+                    prep.cfg.platform.as_str()
+                } else {
+                    prep.cfg.backend.as_str()
+                };
+                diagnostics.push(
+                    Diagnostic::new(
+                        "N0701",
+                        format!(
+                            "model '{}' has no config.pbtxt; Triton will auto-complete one for backend '{backend}'",
+                            m.name
+                        ),
+                    )
+                    .help("run `tritonctl autoconfig` to see the config Triton would use, and commit it"),
+                );
             }
+            prepared =
+                crate::validate::check_prepared(p, prep, Some(&m.dir), opts, &mut diagnostics);
         }
     }
     let has_errors = diagnostics.iter().any(|d| d.severity == Severity::Error);
