@@ -36,6 +36,8 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('fmt', 'fmt', [CompletionResultType]::ParameterValue, 'Rewrite config.pbtxt files in one canonical layout, comments kept')
             [CompletionResult]::new('convert', 'convert', [CompletionResultType]::ParameterValue, 'Convert a config between text format and Triton''s JSON form')
             [CompletionResult]::new('autoconfig', 'autoconfig', [CompletionResultType]::ParameterValue, 'Print the config Triton''s ONNX Runtime backend auto-completes for an ONNX model')
+            [CompletionResult]::new('simulate', 'simulate', [CompletionResultType]::ParameterValue, 'Replay a trace of requests through a model''s scheduler on a virtual clock')
+            [CompletionResult]::new('trace', 'trace', [CompletionResultType]::ParameterValue, 'Make request traces for `simulate`')
             break
         }
         'tritonctl;validate' {
@@ -124,6 +126,60 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('--full', '--full', [CompletionResultType]::ParameterName, 'Print everything Triton reports for the model (version policy, instance groups, pinned memory, ...), not only what auto-complete adds')
             [CompletionResult]::new('--minimal', '--minimal', [CompletionResultType]::ParameterName, 'Print only what auto-complete adds to the config (the default): name, platform and backend, max_batch_size, input, output, dynamic_batching')
             [CompletionResult]::new('--triton-compatible', '--triton-compatible', [CompletionResultType]::ParameterName, 'Do as Triton does even where it fails: list sequence control and state tensors as ordinary inputs and outputs')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'tritonctl;simulate' {
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'The model''s config.pbtxt, or its model directory')
+            [CompletionResult]::new('--trace', '--trace', [CompletionResultType]::ParameterName, 'The trace (JSON Lines); `-` reads standard input')
+            [CompletionResult]::new('--latency', '--latency', [CompletionResultType]::ParameterName, 'Execution time of one batch by size: "1:2000,2:2400,4:3100" (µs, interpolated linearly), "2000+150*b", or a file holding either')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'tritonctl;trace' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write a synthetic trace (JSON Lines, sorted by arrival); the same options and seed give the same bytes')
+            break
+        }
+        'tritonctl;trace;generate' {
+            [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'Requests per second (with --sequences: sequence starts per second)')
+            [CompletionResult]::new('--distribution', '--distribution', [CompletionResultType]::ParameterName, 'Inter-arrival times')
+            [CompletionResult]::new('--duration', '--duration', [CompletionResultType]::ParameterName, 'Only arrivals in the first S seconds')
+            [CompletionResult]::new('--requests', '--requests', [CompletionResultType]::ParameterName, 'At most N requests')
+            [CompletionResult]::new('--sequences', '--sequences', [CompletionResultType]::ParameterName, 'Group the requests into N sequences (START on the first step, END on the last)')
+            [CompletionResult]::new('--sequence-length', '--sequence-length', [CompletionResultType]::ParameterName, 'Mean number of requests per sequence')
+            [CompletionResult]::new('--sequence-length-variation', '--sequence-length-variation', [CompletionResultType]::ParameterName, 'Sequence lengths vary uniformly by up to this many percent')
+            [CompletionResult]::new('--think-time-us', '--think-time-us', [CompletionResultType]::ParameterName, 'Microseconds between the steps of a sequence')
+            [CompletionResult]::new('--priority-levels', '--priority-levels', [CompletionResultType]::ParameterName, 'Give each request a random priority 1..=K')
+            [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Seed of the random generator')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Write to FILE instead of standard output')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Write to FILE instead of standard output')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--string-ids', '--string-ids', [CompletionResultType]::ParameterName, 'Sequence ids as strings ("s1") instead of integers')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')

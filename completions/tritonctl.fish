@@ -37,6 +37,8 @@ complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "completions" -d
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "fmt" -d 'Rewrite config.pbtxt files in one canonical layout, comments kept'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "convert" -d 'Convert a config between text format and Triton\'s JSON form'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "autoconfig" -d 'Print the config Triton\'s ONNX Runtime backend auto-completes for an ONNX model'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "simulate" -d 'Replay a trace of requests through a model\'s scheduler on a virtual clock'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "trace" -d 'Make request traces for `simulate`'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l format -d 'Output format' -r -f -a "human\t'rustc-style messages with the source line (default)'
 json\t'One JSON document (see schemas/validate.schema.json)'
 github\t'GitHub Actions workflow commands (annotations)'
@@ -108,3 +110,43 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s q -l 
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s v -l verbose -d 'Also report what was checked (on standard error)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l config -d 'The model\'s config.pbtxt, or its model directory' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l trace -d 'The trace (JSON Lines); `-` reads standard input' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l latency -d 'Execution time of one batch by size: "1:2000,2:2400,4:3100" (µs, interpolated linearly), "2000+150*b", or a file holding either' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l format -d 'Output format' -r -f -a "human\t'Summary tables (default)'
+json\t'One JSON document: every request, every batch and a summary'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -f -a "generate" -d 'Write a synthetic trace (JSON Lines, sorted by arrival); the same options and seed give the same bytes'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l rate -d 'Requests per second (with --sequences: sequence starts per second)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l distribution -d 'Inter-arrival times' -r -f -a "constant\t'Evenly spaced arrivals'
+poisson\t'A Poisson process (exponential inter-arrival times)'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l duration -d 'Only arrivals in the first S seconds' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l requests -d 'At most N requests' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l sequences -d 'Group the requests into N sequences (START on the first step, END on the last)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l sequence-length -d 'Mean number of requests per sequence' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l sequence-length-variation -d 'Sequence lengths vary uniformly by up to this many percent' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l think-time-us -d 'Microseconds between the steps of a sequence' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l priority-levels -d 'Give each request a random priority 1..=K' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l seed -d 'Seed of the random generator' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -s o -l output -d 'Write to FILE instead of standard output' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l string-ids -d 'Sequence ids as strings ("s1") instead of integers'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -s V -l version -d 'Print version'

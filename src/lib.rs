@@ -5,6 +5,7 @@
 //! calls in here and maps the outcome to an exit code.
 
 pub mod autoconfig;
+pub mod batching;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -19,4 +20,5 @@ pub mod runtime;
 pub mod schema;
 pub mod term;
 pub mod text;
+pub mod trace;
 pub mod validate;

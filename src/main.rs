@@ -61,5 +61,7 @@ fn dispatch(cli: &Cli) -> Result<ExitStatus, CommandError> {
         Command::Fmt(a) => commands::fmt::run(a, &ctx, &mut out),
         Command::Convert(a) => commands::convert::run(a, &ctx, &mut out),
         Command::Autoconfig(a) => commands::autoconfig::run(a, &ctx, &mut out),
+        Command::Simulate(a) => commands::simulate::run(a, &ctx, &mut out),
+        Command::Trace(a) => commands::trace::run(a, &mut out),
     }
 }

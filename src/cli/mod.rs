@@ -69,6 +69,11 @@ pub enum Command {
     /// Print the config Triton's ONNX Runtime backend auto-completes for an
     /// ONNX model.
     Autoconfig(AutoconfigArgs),
+    /// Replay a trace of requests through a model's scheduler on a virtual
+    /// clock.
+    Simulate(SimulateArgs),
+    /// Make request traces for `simulate`.
+    Trace(TraceArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -245,6 +250,96 @@ pub struct AutoconfigArgs {
     /// state tensors as ordinary inputs and outputs.
     #[arg(long)]
     pub triton_compatible: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimulateFormat {
+    /// Summary tables (default).
+    Human,
+    /// One JSON document: every request, every batch and a summary.
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "The trace is JSON Lines, one request per line: {\"id\": \"r1\", \"arrival_us\": 0, \"sequence_id\": 7, \"start\": true, \"end\": false, \"batch_size\": 1, \"priority\": 0, \"timeout_us\": 0} (only arrival_us is required), sorted by arrival_us.\nExit status: 0 simulated, 1 the config does not parse, 2 unreadable or invalid input (a bad trace line is reported as FILE:LINE), or a usage error."
+)]
+pub struct SimulateArgs {
+    /// The model's config.pbtxt, or its model directory.
+    #[arg(long, value_name = "CONFIG")]
+    pub config: PathBuf,
+    /// The trace (JSON Lines); `-` reads standard input.
+    #[arg(long, value_name = "FILE")]
+    pub trace: PathBuf,
+    /// Execution time of one batch by size: "1:2000,2:2400,4:3100"
+    /// (µs, interpolated linearly), "2000+150*b", or a file holding either.
+    #[arg(long, value_name = "SPEC")]
+    pub latency: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = SimulateFormat::Human)]
+    pub format: SimulateFormat,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TraceArgs {
+    #[command(subcommand)]
+    pub command: TraceCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum TraceCommand {
+    /// Write a synthetic trace (JSON Lines, sorted by arrival); the same
+    /// options and seed give the same bytes.
+    Generate(TraceGenerateArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalDistribution {
+    /// Evenly spaced arrivals.
+    Constant,
+    /// A Poisson process (exponential inter-arrival times).
+    Poisson,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TraceGenerateArgs {
+    /// Requests per second (with --sequences: sequence starts per second).
+    #[arg(long, value_name = "R")]
+    pub rate: f64,
+    /// Inter-arrival times.
+    #[arg(long, value_enum, default_value_t = ArrivalDistribution::Constant)]
+    pub distribution: ArrivalDistribution,
+    /// Only arrivals in the first S seconds.
+    #[arg(long, value_name = "S")]
+    pub duration: Option<f64>,
+    /// At most N requests.
+    #[arg(long, value_name = "N")]
+    pub requests: Option<u64>,
+    /// Group the requests into N sequences (START on the first step, END on
+    /// the last).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub sequences: u64,
+    /// Mean number of requests per sequence.
+    #[arg(long, value_name = "L", default_value_t = 4)]
+    pub sequence_length: u64,
+    /// Sequence lengths vary uniformly by up to this many percent.
+    #[arg(long, value_name = "PERCENT", default_value_t = 0.0)]
+    pub sequence_length_variation: f64,
+    /// Microseconds between the steps of a sequence.
+    #[arg(long, value_name = "US", default_value_t = 1000)]
+    pub think_time_us: u64,
+    /// Give each request a random priority 1..=K.
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub priority_levels: u32,
+    /// Sequence ids as strings ("s1") instead of integers.
+    #[arg(long)]
+    pub string_ids: bool,
+    /// Seed of the random generator.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Write to FILE instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// The clap command, for completions and man pages.

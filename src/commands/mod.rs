@@ -9,6 +9,8 @@ pub mod completions;
 pub mod convert;
 pub mod explain;
 pub mod fmt;
+pub mod simulate;
+pub mod trace;
 pub mod validate;
 
 use crate::cli::GlobalArgs;

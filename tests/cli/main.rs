@@ -12,3 +12,4 @@ mod generated;
 mod properties;
 mod repository;
 mod rules;
+mod simulate;

@@ -1,0 +1,511 @@
+//! Scheduler core of `tritonctl simulate`: a pure, deterministic simulation
+//! of Triton's schedulers (default, dynamic batcher, sequence batcher with
+//! the Direct and Oldest strategies) on a virtual microsecond clock.
+//!
+//! Inputs: [`Settings`] (derived from a typed model config with
+//! [`Settings::from_config`]), a [`Latency`] model and a trace of
+//! [`Request`]s sorted by arrival. Results are streamed into a [`Sink`]
+//! as soon as they are known, so memory stays proportional to the requests
+//! that are alive at one time; [`CollectSink`] keeps everything (tests).
+
+mod sim;
+#[cfg(test)]
+mod tests;
+
+pub use sim::{simulate, simulate_per_instance};
+
+use crate::schema::inference::model_config::SchedulingChoice;
+use crate::schema::inference::model_queue_policy::TimeoutAction as PbTimeoutAction;
+use crate::schema::inference::model_sequence_batching::StrategyChoice;
+use crate::schema::inference::{ModelConfig, ModelQueuePolicy};
+use serde::Serialize;
+use std::fmt;
+
+/// A sequence correlation id: Triton accepts unsigned integers or strings
+/// (and `1` differs from `"1"`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(untagged)]
+pub enum CorrId {
+    Int(u64),
+    Str(String),
+}
+
+impl fmt::Display for CorrId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CorrId::Int(v) => write!(f, "{v}"),
+            CorrId::Str(s) => f.write_str(s),
+        }
+    }
+}
+
+/// One request of a trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub id: String,
+    pub arrival_us: u64,
+    pub sequence_id: Option<CorrId>,
+    pub start: bool,
+    pub end: bool,
+    /// First dimension of the request (0 is read as 1).
+    pub batch_size: u32,
+    /// 0 = not set.
+    pub priority: u32,
+    /// The request's own timeout (0 = none).
+    pub timeout_us: u64,
+    /// Opaque signature of the inputs Triton compares before batching
+    /// requests together (schedulers.md §2.5: shapes of variable-size
+    /// inputs, contents of shape tensors, the set of optional inputs
+    /// supplied). Only looked at when [`Settings::enforce_shapes`]; `None`
+    /// means "the config dims".
+    pub shape: Option<String>,
+}
+
+impl Request {
+    /// A plain request of batch size 1 arriving at `arrival_us`.
+    pub fn new(id: impl Into<String>, arrival_us: u64) -> Self {
+        Request {
+            id: id.into(),
+            arrival_us,
+            sequence_id: None,
+            start: false,
+            end: false,
+            batch_size: 1,
+            priority: 0,
+            timeout_us: 0,
+            shape: None,
+        }
+    }
+}
+
+/// Execution time of one batch as a function of its size.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Latency {
+    /// `(batch size, µs)` points sorted by size; linear interpolation
+    /// between neighbours, extrapolation from the two nearest points
+    /// outside the range, constant with a single point.
+    Points(Vec<(u32, u64)>),
+    /// `a + b * size` µs.
+    Linear { a: f64, b: f64 },
+}
+
+impl Latency {
+    /// The same time for every batch size.
+    pub fn constant(us: u64) -> Self {
+        Latency::Points(vec![(1, us)])
+    }
+
+    /// Parses `"1:2000,2:2400,4:3100"` or `"2000+150*b"` (also a bare
+    /// number, a constant).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let t: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        if t.is_empty() {
+            return Err("empty latency specification".into());
+        }
+        if t.contains(':') {
+            let mut pts = Vec::new();
+            for part in t.split(',') {
+                let (b, us) = part
+                    .split_once(':')
+                    .ok_or_else(|| format!("expected SIZE:MICROSECONDS, got '{part}'"))?;
+                let b: u32 = b
+                    .parse()
+                    .map_err(|_| format!("invalid batch size '{b}' in '{part}'"))?;
+                let us: u64 = us
+                    .parse()
+                    .map_err(|_| format!("invalid microseconds '{us}' in '{part}'"))?;
+                if b == 0 {
+                    return Err(format!("batch size must be at least 1 in '{part}'"));
+                }
+                pts.push((b, us));
+            }
+            pts.sort_unstable();
+            if pts.windows(2).any(|w| w[0].0 == w[1].0) {
+                return Err("a batch size is listed twice".into());
+            }
+            return Ok(Latency::Points(pts));
+        }
+        if let Some((a, rest)) = t.split_once('+') {
+            let b = rest
+                .strip_suffix("*b")
+                .ok_or_else(|| format!("expected A+B*b, got '{t}'"))?;
+            let a: f64 = a.parse().map_err(|_| format!("invalid constant '{a}'"))?;
+            let b: f64 = b.parse().map_err(|_| format!("invalid slope '{b}'"))?;
+            if !(a.is_finite() && b.is_finite()) || a < 0.0 || b < 0.0 {
+                return Err(format!("latency terms must be non-negative in '{t}'"));
+            }
+            return Ok(Latency::Linear { a, b });
+        }
+        let us: u64 = t
+            .parse()
+            .map_err(|_| format!("invalid latency specification '{t}'"))?;
+        Ok(Latency::constant(us))
+    }
+
+    /// Execution time in µs of a batch of `size` (at least 1 µs? no: may be
+    /// 0 when the user asks for it; never negative).
+    pub fn eval(&self, size: u32) -> u64 {
+        let x = f64::from(size);
+        let v = match self {
+            Latency::Linear { a, b } => a + b * x,
+            Latency::Points(p) => match p.len() {
+                0 => 0.0,
+                1 => p[0].1 as f64,
+                n => {
+                    // Segment: the one containing x, else the nearest end.
+                    let i = p
+                        .iter()
+                        .position(|&(b, _)| b >= size)
+                        .unwrap_or(n - 1)
+                        .max(1);
+                    let (x0, y0) = (f64::from(p[i - 1].0), p[i - 1].1 as f64);
+                    let (x1, y1) = (f64::from(p[i].0), p[i].1 as f64);
+                    y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+                }
+            },
+        };
+        if v.is_finite() && v > 0.0 {
+            v.round() as u64
+        } else {
+            0
+        }
+    }
+}
+
+/// What a queue does with a request whose timeout expired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutAction {
+    Reject,
+    Delay,
+}
+
+/// A dynamic-batcher queue policy (one per priority level).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuePolicy {
+    pub timeout_action: TimeoutAction,
+    pub default_timeout_us: u64,
+    pub allow_timeout_override: bool,
+    /// 0 = unlimited.
+    pub max_queue_size: u32,
+}
+
+impl Default for QueuePolicy {
+    fn default() -> Self {
+        QueuePolicy {
+            timeout_action: TimeoutAction::Reject,
+            default_timeout_us: 0,
+            allow_timeout_override: false,
+            max_queue_size: 0,
+        }
+    }
+}
+
+impl QueuePolicy {
+    fn from_pb(p: &ModelQueuePolicy) -> Self {
+        QueuePolicy {
+            timeout_action: if p.timeout_action == PbTimeoutAction::Delay as i32 {
+                TimeoutAction::Delay
+            } else {
+                TimeoutAction::Reject
+            },
+            default_timeout_us: p.default_timeout_microseconds,
+            allow_timeout_override: p.allow_timeout_override,
+            max_queue_size: p.max_queue_size,
+        }
+    }
+
+    /// The timeout that applies to a request carrying `own` (0 = none).
+    pub fn effective_timeout(&self, own: u64) -> u64 {
+        if self.allow_timeout_override && own != 0 && own < self.default_timeout_us {
+            own
+        } else {
+            self.default_timeout_us
+        }
+    }
+}
+
+/// Dynamic batcher settings after Triton's normalization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DynamicSettings {
+    /// Preferred batch sizes; `[max_batch_size]` when none were listed and
+    /// `max_batch_size > 0`.
+    pub preferred: Vec<u32>,
+    pub max_queue_delay_us: u64,
+    pub preserve_ordering: bool,
+    /// One policy per priority level (exactly one when `priority_levels`
+    /// is 0); index 0 is level 1.
+    pub levels: Vec<QueuePolicy>,
+    /// 0-based index into `levels` for requests without a valid priority.
+    pub default_level: usize,
+}
+
+/// Settings shared by both sequence batching strategies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SequenceSettings {
+    /// `max_sequence_idle_microseconds` (Triton's default 1 s when 0).
+    pub idle_us: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DirectSettings {
+    pub seq: SequenceSettings,
+    pub max_queue_delay_us: u64,
+    pub minimum_slot_utilization: f32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OldestSettings {
+    pub seq: SequenceSettings,
+    /// Candidate slots per instance.
+    pub max_candidate_sequences: usize,
+    pub preferred: Vec<u32>,
+    pub max_queue_delay_us: u64,
+    pub preserve_ordering: bool,
+}
+
+/// Which scheduler a model uses.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SchedulerKind {
+    /// One request per execution, FIFO over free instances.
+    Default,
+    Dynamic(DynamicSettings),
+    Direct(DirectSettings),
+    Oldest(OldestSettings),
+}
+
+/// Everything the simulator needs to know about a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub model: String,
+    /// As configured (0 = the model does not batch).
+    pub max_batch_size: u32,
+    /// Number of instances (at least 1).
+    pub instances: usize,
+    /// Whether requests must have equal [`Request::shape`] signatures to
+    /// share a batch: some input is a shape tensor, has a -1 dimension
+    /// without `allow_ragged_batch`, or is optional.
+    pub enforce_shapes: bool,
+    pub kind: SchedulerKind,
+}
+
+/// Triton's default `max_sequence_idle_microseconds`.
+pub const DEFAULT_IDLE_US: u64 = 1_000_000;
+
+fn normalized_preferred(listed: &[i32], mbs: u32) -> Vec<u32> {
+    let mut p: Vec<u32> = listed
+        .iter()
+        .filter(|&&v| v > 0)
+        .map(|&v| v as u32)
+        .collect();
+    if p.is_empty() && mbs > 0 {
+        p.push(mbs);
+    }
+    p.sort_unstable();
+    p.dedup();
+    p
+}
+
+impl Settings {
+    /// Derives scheduler settings from a (normalized) model config.
+    /// Ensemble scheduling cannot be simulated and is an error.
+    pub fn from_config(cfg: &ModelConfig) -> Result<Self, String> {
+        let mbs = cfg.max_batch_size.max(0) as u32;
+        let instances = if cfg.instance_group.is_empty() {
+            1
+        } else {
+            cfg.instance_group
+                .iter()
+                .map(|g| g.count.max(1) as usize)
+                .sum()
+        };
+        let kind = match &cfg.scheduling_choice {
+            None => SchedulerKind::Default,
+            Some(SchedulingChoice::EnsembleScheduling(_)) => {
+                return Err("ensemble models cannot be simulated".into())
+            }
+            Some(SchedulingChoice::DynamicBatching(d)) => {
+                let default_policy = d
+                    .default_queue_policy
+                    .as_ref()
+                    .map(QueuePolicy::from_pb)
+                    .unwrap_or_default();
+                let n = d.priority_levels.max(1);
+                let levels = (1..=n)
+                    .map(|l| {
+                        d.priority_queue_policy
+                            .get(&l)
+                            .map(QueuePolicy::from_pb)
+                            .unwrap_or_else(|| default_policy.clone())
+                    })
+                    .collect::<Vec<_>>();
+                let default_level = if d.priority_levels == 0 {
+                    0
+                } else {
+                    (d.default_priority_level.clamp(1, d.priority_levels) - 1) as usize
+                };
+                SchedulerKind::Dynamic(DynamicSettings {
+                    preferred: normalized_preferred(&d.preferred_batch_size, mbs),
+                    max_queue_delay_us: d.max_queue_delay_microseconds,
+                    preserve_ordering: d.preserve_ordering,
+                    levels,
+                    default_level,
+                })
+            }
+            Some(SchedulingChoice::SequenceBatching(s)) => {
+                let seq = SequenceSettings {
+                    idle_us: if s.max_sequence_idle_microseconds == 0 {
+                        DEFAULT_IDLE_US
+                    } else {
+                        s.max_sequence_idle_microseconds
+                    },
+                };
+                match &s.strategy_choice {
+                    Some(StrategyChoice::Oldest(o)) => SchedulerKind::Oldest(OldestSettings {
+                        seq,
+                        max_candidate_sequences: if o.max_candidate_sequences > 0 {
+                            o.max_candidate_sequences as usize
+                        } else {
+                            mbs.max(1) as usize
+                        },
+                        preferred: normalized_preferred(&o.preferred_batch_size, mbs),
+                        max_queue_delay_us: o.max_queue_delay_microseconds,
+                        preserve_ordering: o.preserve_ordering,
+                    }),
+                    Some(StrategyChoice::Direct(d)) => SchedulerKind::Direct(DirectSettings {
+                        seq,
+                        max_queue_delay_us: d.max_queue_delay_microseconds,
+                        minimum_slot_utilization: d.minimum_slot_utilization,
+                    }),
+                    None => SchedulerKind::Direct(DirectSettings {
+                        seq,
+                        max_queue_delay_us: 0,
+                        minimum_slot_utilization: 0.0,
+                    }),
+                }
+            }
+        };
+        let enforce_shapes = cfg.input.iter().any(|i| {
+            i.is_shape_tensor || i.optional || (i.dims.contains(&-1) && !i.allow_ragged_batch)
+        });
+        Ok(Settings {
+            model: cfg.name.clone(),
+            max_batch_size: mbs,
+            instances,
+            enforce_shapes,
+            kind,
+        })
+    }
+}
+
+/// Final state of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Rejected,
+    TimedOut,
+}
+
+/// What happened to one request. Emitted once per request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequestRecord {
+    pub id: String,
+    pub sequence_id: Option<CorrId>,
+    pub arrival_us: u64,
+    pub status: Status,
+    /// Triton's message for rejected / timed-out requests.
+    pub reason: Option<String>,
+    /// Start of the execution of its batch (ok only).
+    pub start_us: Option<u64>,
+    /// When the response leaves the scheduler: the end of its batch, later
+    /// with `preserve_ordering`; the rejection time otherwise.
+    pub end_us: Option<u64>,
+    pub instance: Option<usize>,
+    /// Direct: the slot; Oldest: the candidate slot.
+    pub slot: Option<usize>,
+    pub batch: Option<u64>,
+}
+
+/// One entry of a sequence batch (the control tensor values of one row).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SlotRecord {
+    pub slot: usize,
+    pub request: Option<String>,
+    pub sequence_id: Option<CorrId>,
+    pub start: bool,
+    pub end: bool,
+    pub ready: bool,
+    /// CORRID value (`Int(0)` for a padding entry).
+    pub corrid: CorrId,
+}
+
+/// One execution on one instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BatchRecord {
+    pub id: u64,
+    pub instance: usize,
+    pub start_us: u64,
+    pub end_us: u64,
+    /// Executed batch size: Σ request batch sizes; for Direct the number of
+    /// entries including padding (highest busy slot + 1).
+    pub size: u32,
+    pub requests: Vec<String>,
+    /// Sequence batching only. Direct: every slot of the instance (entries
+    /// above `size` are not part of the execution; empty slots have
+    /// `ready: false`). Oldest: one entry per request, `slot` = its
+    /// candidate slot.
+    pub slots: Vec<SlotRecord>,
+}
+
+/// Receives results as soon as they are final.
+pub trait Sink {
+    fn request(&mut self, record: RequestRecord);
+    fn batch(&mut self, record: BatchRecord);
+}
+
+/// Triton-style statistics accumulated from a run (constant memory).
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    pub requests: u64,
+    pub ok: u64,
+    pub rejected: u64,
+    pub timed_out: u64,
+    /// Number of executions.
+    pub executions: u64,
+    /// `{batch size: executions}` as in Triton's statistics.
+    pub batch_sizes: std::collections::BTreeMap<u32, u64>,
+    /// Last batch end (µs), the run's makespan.
+    pub last_end_us: u64,
+}
+
+impl Sink for Stats {
+    fn request(&mut self, r: RequestRecord) {
+        self.requests += 1;
+        match r.status {
+            Status::Ok => self.ok += 1,
+            Status::Rejected => self.rejected += 1,
+            Status::TimedOut => self.timed_out += 1,
+        }
+    }
+    fn batch(&mut self, b: BatchRecord) {
+        self.executions += 1;
+        *self.batch_sizes.entry(b.size).or_insert(0) += 1;
+        self.last_end_us = self.last_end_us.max(b.end_us);
+    }
+}
+
+/// A sink that keeps every record (for tests and small traces).
+#[derive(Debug, Default, Clone)]
+pub struct CollectSink {
+    pub requests: Vec<RequestRecord>,
+    pub batches: Vec<BatchRecord>,
+}
+
+impl Sink for CollectSink {
+    fn request(&mut self, record: RequestRecord) {
+        self.requests.push(record);
+    }
+    fn batch(&mut self, record: BatchRecord) {
+        self.batches.push(record);
+    }
+}

@@ -1,0 +1,51 @@
+//! `tritonctl trace generate`: a synthetic trace for `simulate`, on
+//! standard output or in `-o FILE`.
+
+use super::{CommandError, ExitStatus};
+use crate::cli::{ArrivalDistribution, TraceArgs, TraceCommand, TraceGenerateArgs};
+use crate::trace::{self, Distribution, GenerateOptions};
+use std::io::Write;
+
+pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitStatus, CommandError> {
+    match &args.command {
+        TraceCommand::Generate(a) => generate(a, out),
+    }
+}
+
+fn generate(a: &TraceGenerateArgs, out: &mut dyn Write) -> Result<ExitStatus, CommandError> {
+    let opts = GenerateOptions {
+        rate: a.rate,
+        distribution: match a.distribution {
+            ArrivalDistribution::Constant => Distribution::Constant,
+            ArrivalDistribution::Poisson => Distribution::Poisson,
+        },
+        duration_s: a.duration,
+        requests: a.requests,
+        sequences: a.sequences,
+        sequence_length: a.sequence_length,
+        sequence_length_variation: a.sequence_length_variation,
+        think_time_us: a.think_time_us,
+        priority_levels: a.priority_levels,
+        string_ids: a.string_ids,
+        seed: a.seed,
+    };
+    let result = match &a.output {
+        None => trace::generate(&opts, out),
+        Some(path) => {
+            let file = std::fs::File::create(path).map_err(|e| {
+                CommandError::Input(format!(
+                    "{}: cannot write: {}",
+                    path.display(),
+                    super::convert::io_words(&e)
+                ))
+            })?;
+            let mut w = std::io::BufWriter::new(file);
+            trace::generate(&opts, &mut w)
+        }
+    };
+    match result {
+        Ok(()) => Ok(ExitStatus::Success),
+        Err(trace::GenerateError::Options(m)) => Err(CommandError::Usage(m)),
+        Err(trace::GenerateError::Io(e)) => Err(CommandError::Output(e)),
+    }
+}

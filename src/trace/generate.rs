@@ -1,0 +1,322 @@
+//! Synthetic traces: arrivals at a fixed rate, evenly spaced or as a
+//! Poisson process, optionally grouped into sequences. A small
+//! splitmix64 generator seeded by the user makes the output a pure
+//! function of the options.
+
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, Write};
+
+/// Inter-arrival times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Distribution {
+    /// Exactly `1/rate` apart.
+    Constant,
+    /// Exponentially distributed with mean `1/rate`.
+    Poisson,
+}
+
+/// What to generate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenerateOptions {
+    /// Requests (or, with sequences, sequence starts) per second.
+    pub rate: f64,
+    pub distribution: Distribution,
+    /// Only arrivals before this many seconds.
+    pub duration_s: Option<f64>,
+    /// At most this many requests.
+    pub requests: Option<u64>,
+    /// Group requests into this many sequences (0 = plain requests).
+    pub sequences: u64,
+    /// Mean number of requests per sequence.
+    pub sequence_length: u64,
+    /// Sequence lengths vary uniformly by up to this many percent.
+    pub sequence_length_variation: f64,
+    /// Time between the steps of a sequence.
+    pub think_time_us: u64,
+    /// Random priority 1..=K per request (0 = no priority field).
+    pub priority_levels: u32,
+    /// Sequence ids as strings (`"s1"`) instead of integers.
+    pub string_ids: bool,
+    pub seed: u64,
+}
+
+impl GenerateOptions {
+    /// Plain requests at `rate` per second, evenly spaced, nothing else set.
+    pub fn new(rate: f64) -> Self {
+        GenerateOptions {
+            rate,
+            distribution: Distribution::Constant,
+            duration_s: None,
+            requests: None,
+            sequences: 0,
+            sequence_length: 1,
+            sequence_length_variation: 0.0,
+            think_time_us: 1000,
+            priority_levels: 0,
+            string_ids: false,
+            seed: 0,
+        }
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if !(self.rate.is_finite() && self.rate > 0.0) {
+            return Err(format!(
+                "--rate must be a positive number, not {}",
+                self.rate
+            ));
+        }
+        if let Some(d) = self.duration_s {
+            if !(d.is_finite() && d >= 0.0) {
+                return Err(format!("--duration must be a non-negative number, not {d}"));
+            }
+        }
+        if !(self.sequence_length_variation.is_finite()
+            && (0.0..=100.0).contains(&self.sequence_length_variation))
+        {
+            return Err("--sequence-length-variation must be between 0 and 100".into());
+        }
+        if self.sequences > 0 && self.sequence_length == 0 {
+            return Err("--sequence-length must be at least 1".into());
+        }
+        if self.sequences == 0 && self.duration_s.is_none() && self.requests.is_none() {
+            return Err("give --duration, --requests or --sequences".into());
+        }
+        Ok(())
+    }
+}
+
+/// splitmix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in (0, 1).
+    fn unit(&mut self) -> f64 {
+        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    /// Uniform in 1..=k.
+    fn level(&mut self, k: u32) -> u32 {
+        1 + (self.next_u64() % u64::from(k)) as u32
+    }
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum SeqId {
+    Int(u64),
+    Str(String),
+}
+
+#[derive(Serialize)]
+struct Line {
+    id: String,
+    arrival_us: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sequence_id: Option<SeqId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    start: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    priority: Option<u32>,
+}
+
+/// Start times of the arrival process, in µs (rounded), lazily.
+struct Arrivals {
+    rng_time: f64,
+    k: u64,
+    opts_rate: f64,
+    poisson: bool,
+}
+
+impl Arrivals {
+    fn next(&mut self, rng: &mut Rng) -> f64 {
+        let t = if self.poisson {
+            if self.k > 0 {
+                self.rng_time += -rng.unit().ln() / self.opts_rate * 1e6;
+            }
+            self.rng_time
+        } else {
+            self.k as f64 * 1e6 / self.opts_rate
+        };
+        self.k += 1;
+        t
+    }
+}
+
+/// Writes the trace as JSON Lines, sorted by arrival (ties: earlier
+/// sequence first). Memory is proportional to the sequences alive at once.
+pub fn generate(opts: &GenerateOptions, out: &mut dyn Write) -> Result<(), GenerateError> {
+    opts.check().map_err(GenerateError::Options)?;
+    let mut rng = Rng(opts.seed);
+    let mut arrivals = Arrivals {
+        rng_time: 0.0,
+        k: 0,
+        opts_rate: opts.rate,
+        poisson: opts.distribution == Distribution::Poisson,
+    };
+    let limit_us = opts.duration_s.map(|d| d * 1e6);
+    let mut written: u64 = 0;
+    let emit = |written: &mut u64,
+                arrival_us: u64,
+                seq: Option<(u64, bool, bool)>,
+                rng: &mut Rng,
+                out: &mut dyn Write|
+     -> io::Result<()> {
+        let line = Line {
+            id: format!("r{written}"),
+            arrival_us,
+            sequence_id: seq.map(|(s, _, _)| {
+                if opts.string_ids {
+                    SeqId::Str(format!("s{s}"))
+                } else {
+                    SeqId::Int(s)
+                }
+            }),
+            start: seq.map(|(_, st, _)| st),
+            end: seq.map(|(_, _, en)| en),
+            priority: (opts.priority_levels > 0).then(|| rng.level(opts.priority_levels)),
+        };
+        *written += 1;
+        let text = serde_json::to_string(&line).map_err(io::Error::other)?;
+        writeln!(out, "{text}")
+    };
+
+    if opts.sequences == 0 {
+        loop {
+            if opts.requests.is_some_and(|n| written >= n) {
+                break;
+            }
+            let t = arrivals.next(&mut rng);
+            if limit_us.is_some_and(|l| t >= l) {
+                break;
+            }
+            emit(&mut written, t.round() as u64, None, &mut rng, out)?;
+        }
+        out.flush()?;
+        return Ok(());
+    }
+
+    // Pending steps: (arrival, sequence number, step, length).
+    let mut pending: BinaryHeap<Reverse<(u64, u64, u64, u64)>> = BinaryHeap::new();
+    let mut started = 0u64;
+    loop {
+        let next_start = if started < opts.sequences {
+            let t = arrivals.next(&mut rng);
+            if limit_us.is_some_and(|l| t >= l) {
+                None
+            } else {
+                Some(t.round() as u64)
+            }
+        } else {
+            None
+        };
+        // Flush every step due no later than the next sequence start.
+        while let Some(&Reverse((t, s, step, len))) = pending.peek() {
+            if next_start.is_some_and(|n| t > n) {
+                break;
+            }
+            pending.pop();
+            if opts.requests.is_some_and(|n| written >= n) {
+                pending.clear();
+                break;
+            }
+            emit(
+                &mut written,
+                t,
+                Some((s, step == 0, step + 1 == len)),
+                &mut rng,
+                out,
+            )?;
+            if step + 1 < len {
+                pending.push(Reverse((t + opts.think_time_us, s, step + 1, len)));
+            }
+        }
+        let Some(t) = next_start else { break };
+        started += 1;
+        let v = opts.sequence_length_variation / 100.0;
+        let len = (opts.sequence_length as f64 * (1.0 + v * (2.0 * rng.unit() - 1.0)))
+            .round()
+            .max(1.0) as u64;
+        pending.push(Reverse((t, started, 0, len)));
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Why generation stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    #[error("{0}")]
+    Options(String),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(opts: &GenerateOptions) -> Vec<serde_json::Value> {
+        let mut out = Vec::new();
+        generate(opts, &mut out).unwrap();
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn constant_rate_is_evenly_spaced() {
+        let mut o = GenerateOptions::new(1000.0);
+        o.requests = Some(3);
+        let l = lines(&o);
+        let t: Vec<u64> = l
+            .iter()
+            .map(|v| v["arrival_us"].as_u64().unwrap())
+            .collect();
+        assert_eq!(t, [0, 1000, 2000]);
+        assert_eq!(l[2]["id"], "r2");
+    }
+
+    #[test]
+    fn sequences_are_complete_and_sorted() {
+        let mut o = GenerateOptions::new(500.0);
+        o.sequences = 4;
+        o.sequence_length = 3;
+        o.think_time_us = 1500;
+        let l = lines(&o);
+        assert_eq!(l.len(), 12);
+        let t: Vec<u64> = l
+            .iter()
+            .map(|v| v["arrival_us"].as_u64().unwrap())
+            .collect();
+        assert!(t.windows(2).all(|w| w[0] <= w[1]));
+        for s in 1..=4u64 {
+            let steps: Vec<_> = l.iter().filter(|v| v["sequence_id"] == s).collect();
+            assert_eq!(steps.len(), 3);
+            assert_eq!(steps[0]["start"], true);
+            assert_eq!(steps[2]["end"], true);
+            assert_eq!(steps[1]["start"], false);
+        }
+    }
+
+    #[test]
+    fn bad_options_are_errors() {
+        let o = GenerateOptions::new(0.0);
+        assert!(generate(&o, &mut Vec::new()).is_err());
+        let o = GenerateOptions::new(10.0);
+        assert!(generate(&o, &mut Vec::new()).is_err());
+    }
+}
