@@ -18,7 +18,7 @@ use crate::diagnostics::Severity;
 use crate::trace::{TraceError, TraceReader};
 use crate::validate::{FileReport, Report};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{BufRead, Write};
 use std::path::Path;
 
@@ -59,9 +59,19 @@ pub fn run(
     };
     let mut reader = TraceReader::new(input, name);
     let mut failure: Option<TraceError> = None;
+    // JSON lists the requests in trace order: remember where each id came.
+    let keep = stats.keep;
+    let mut order: HashMap<String, VecDeque<usize>> = HashMap::new();
+    let mut position = 0usize;
     {
         let requests = std::iter::from_fn(|| match reader.next_request()? {
-            Ok(r) => Some(r),
+            Ok(r) => {
+                if keep {
+                    order.entry(r.id.clone()).or_default().push_back(position);
+                    position += 1;
+                }
+                Some(r)
+            }
             Err(e) => {
                 failure = Some(e);
                 None
@@ -83,6 +93,21 @@ pub fn run(
     }
     if let Some(e) = failure {
         return Err(CommandError::Input(e.to_string()));
+    }
+    if keep {
+        let mut requests = std::mem::take(&mut stats.requests);
+        let mut keyed: Vec<(usize, RequestRecord)> = requests
+            .drain(..)
+            .map(|r| {
+                let at = order
+                    .get_mut(&r.id)
+                    .and_then(VecDeque::pop_front)
+                    .unwrap_or(usize::MAX);
+                (at, r)
+            })
+            .collect();
+        keyed.sort_by_key(|(at, _)| *at);
+        stats.requests = keyed.into_iter().map(|(_, r)| r).collect();
     }
     let summary = stats.summary();
     match args.format {
@@ -421,7 +446,6 @@ fn write_json(
     summary: &Summary,
     sequence: bool,
 ) -> Result<(), CommandError> {
-    stats.requests.sort_by_key(|r| r.arrival_us);
     stats.batches.sort_by_key(|b| b.id);
     let doc = Document {
         requests: stats

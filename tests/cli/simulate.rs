@@ -247,6 +247,11 @@ fn bad_traces_name_the_line() {
             "arrival_us",
         ),
     ];
+    let cases = cases.into_iter().chain([(
+        format!("{good}{{\"arrival_us\": 18446744073709551615}}\n"),
+        "<stdin>:2:",
+        "too large",
+    )]);
     for (trace, location, words) in cases {
         let out = simulate_stdin("dynamic.pbtxt", &trace, &[]);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -371,7 +376,8 @@ fn dynamic_batching_end_to_end() {
     }
     // Every request is ok and points at its batch.
     let requests = doc["requests"].as_array().unwrap();
-    assert_eq!(requests.len(), 9);
+    let ids: Vec<&str> = requests.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8"]);
     for r in requests {
         assert_eq!(r["status"], "ok");
         let batch = &batches[r["batch"].as_u64().unwrap() as usize];
@@ -442,6 +448,14 @@ fn sequence_batches_list_every_slot() {
     }
     assert_eq!(batches[0]["slots"][0]["start"], true);
     assert_eq!(batches[2]["slots"][0]["end"], true);
+    // Requests are listed in trace order.
+    let ids: Vec<&str> = doc["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["a0", "a1", "x0", "a2"]);
     // A request of an unknown sequence without START is rejected.
     let x0 = doc["requests"]
         .as_array()
@@ -477,4 +491,51 @@ fn start_inside_a_live_sequence_does_not_fail() {
         .unwrap();
     assert_eq!(slot["start"], true);
     assert_eq!(doc["summary"]["requests"], 3);
+}
+
+#[test]
+fn odd_traces_never_panic() {
+    let lines = [
+        "",
+        "null",
+        "\"text\"",
+        "{}",
+        "{\"arrival_us\": 0, \"batch_size\": 4294967295}",
+        "{\"arrival_us\": 0, \"batch_size\": 0}",
+        "{\"arrival_us\": 0, \"priority\": 4294967295, \"timeout_us\": 1}",
+        "{\"arrival_us\": 0, \"sequence_id\": 0, \"start\": true}",
+        "{\"arrival_us\": 0, \"sequence_id\": \"\", \"start\": true, \"end\": true}",
+        "{\"arrival_us\": 1152921504606846976, \"sequence_id\": 1, \"start\": true}",
+        "{\"arrival_us\": 1e3}",
+        "\u{feff}{\"arrival_us\": 0}",
+        "\u{0}",
+    ];
+    for config in ["dynamic.pbtxt", "direct.pbtxt"] {
+        for line in lines {
+            let out = simulate_stdin(config, &format!("{line}\n"), &["--format", "json"]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                matches!(out.status.code(), Some(0 | 2)),
+                "{config} {line:?}: {err}"
+            );
+            assert!(!err.contains("internal error"), "{config} {line:?}: {err}");
+        }
+    }
+}
+
+#[test]
+fn human_summary_lists_rejections_with_reasons() {
+    let out = tritonctl()
+        .arg("simulate")
+        .arg("--config")
+        .arg(traces().join("direct.pbtxt"))
+        .arg("--trace")
+        .arg(traces().join("direct.jsonl"))
+        .args(["--latency", "1000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("rejected"), "{text}");
+    assert!(text.contains("START flag"), "{text}");
 }
