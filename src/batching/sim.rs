@@ -292,6 +292,12 @@ struct SeqState {
     backlog: BTreeMap<u64, Backlog>,
     next_backlog: u64,
     idle_us: u64,
+    /// Slots (instance, slot) whose queue holds items; Oldest hands them
+    /// over in this order, so events cost the live work, not the slot count.
+    pending: BTreeSet<(usize, usize)>,
+    /// No owned slot can be idle before this time (a lower bound on every
+    /// owner's `last_seen + idle_us`); idle reaping scans only from then on.
+    idle_check_at: u64,
 }
 
 impl SeqState {
@@ -311,6 +317,8 @@ impl SeqState {
             backlog: BTreeMap::new(),
             next_backlog: 0,
             idle_us,
+            pending: BTreeSet::new(),
+            idle_check_at: 0,
         }
     }
 
@@ -323,6 +331,9 @@ impl SeqState {
         match self.backlog.pop_first() {
             Some((key, b)) => {
                 slot.queue.extend(b.reqs.into_iter().map(Item::Req));
+                self.pending.insert((inst, s));
+                // The sequence brings its own (older) last_seen.
+                self.idle_check_at = 0;
                 if self.map.get(&b.id) == Some(&Loc::Backlog(key)) {
                     self.map.insert(b.id.clone(), Loc::Slot(inst, s));
                     slot.owner = Some(b.id);
@@ -534,6 +545,7 @@ impl<'a> Engine<'a> {
                 let slot = &mut st.slots[i][s];
                 slot.last_seen = now;
                 slot.queue.push_back(Item::Req(r));
+                st.pending.insert((i, s));
                 timers.push(now + st.idle_us);
                 Loc::Slot(i, s)
             }
@@ -554,6 +566,7 @@ impl<'a> Engine<'a> {
                     slot.owner = Some(id.clone());
                     slot.last_seen = now;
                     slot.queue.push_back(Item::Req(r));
+                    st.pending.insert((i, s));
                     st.map.insert(id.clone(), Loc::Slot(i, s));
                     timers.push(now + st.idle_us);
                     Loc::Slot(i, s)
@@ -599,8 +612,10 @@ impl<'a> Engine<'a> {
             return;
         };
         let mut timers = Vec::new();
-        for (i, dq) in dqs.iter_mut().enumerate() {
-            for s in 0..st.slots[i].len() {
+        let pending: Vec<(usize, usize)> = st.pending.iter().copied().collect();
+        for (i, s) in pending {
+            let dq = &mut dqs[i];
+            {
                 loop {
                     let slot = &mut st.slots[i][s];
                     if slot.in_flight {
@@ -625,6 +640,9 @@ impl<'a> Engine<'a> {
                         None => break,
                     }
                 }
+            }
+            if st.slots[i][s].queue.is_empty() {
+                st.pending.remove(&(i, s));
             }
         }
         for t in timers {
@@ -657,16 +675,27 @@ impl<'a> Engine<'a> {
                     failed.extend(b.reqs);
                 }
                 let idle = st.idle_us;
-                for (i, slots) in st.slots.iter_mut().enumerate() {
-                    for (s, slot) in slots.iter_mut().enumerate() {
-                        if slot.owner.is_some() && now >= slot.last_seen + idle {
-                            let id = slot.owner.take().expect("checked");
-                            if st.map.get(&id) == Some(&Loc::Slot(i, s)) {
-                                st.map.remove(&id);
+                if now >= st.idle_check_at {
+                    let mut next = now.saturating_add(idle);
+                    for (i, slots) in st.slots.iter_mut().enumerate() {
+                        for (s, slot) in slots.iter_mut().enumerate() {
+                            if slot.owner.is_none() {
+                                continue;
                             }
-                            slot.queue.push_back(Item::Release);
+                            let due = slot.last_seen.saturating_add(idle);
+                            if now >= due {
+                                let id = slot.owner.take().expect("checked");
+                                if st.map.get(&id) == Some(&Loc::Slot(i, s)) {
+                                    st.map.remove(&id);
+                                }
+                                slot.queue.push_back(Item::Release);
+                                st.pending.insert((i, s));
+                            } else {
+                                next = next.min(due);
+                            }
                         }
                     }
+                    st.idle_check_at = next;
                 }
                 for r in failed {
                     self.fail(r, Status::TimedOut, MSG_BACKLOG_TIMEOUT.to_string());
