@@ -236,38 +236,38 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         );
         return;
     }
-    if !cfg.instance_group.is_empty() {
-        out.push(
-            ctx.triton(
-                "E0602",
-                "instance_group",
-                format!("instance group should not be specified for ensemble '{m}'"),
-            )
-            .at_opt(ctx.name_span("instance_group"))
-            .help("remove `instance_group`; set instances on the composing models"),
-        );
-    }
-    if cfg.optimization.is_some() {
-        out.push(
-            ctx.triton(
-                "E0603",
-                "optimization",
-                format!("optimization should not be specified for ensemble '{m}'"),
-            )
-            .at_opt(ctx.name_span("optimization"))
-            .help("remove `optimization`; set it on the composing models"),
-        );
-    }
-    if !cfg.model_warmup.is_empty() {
-        out.push(
-            ctx.triton(
-                "E0604",
-                "model_warmup",
-                format!("model_warmup can not be specified for ensemble '{m}'"),
-            )
-            .at_opt(ctx.name_span("model_warmup"))
-            .help("remove `model_warmup`; warm up the composing models instead"),
-        );
+    // Fields an ensemble may not carry: (present, code, field, Triton's text, help).
+    let forbidden = [
+        (
+            !cfg.instance_group.is_empty(),
+            "E0602",
+            "instance_group",
+            format!("instance group should not be specified for ensemble '{m}'"),
+            "remove `instance_group`; set instances on the composing models",
+        ),
+        (
+            cfg.optimization.is_some(),
+            "E0603",
+            "optimization",
+            format!("optimization should not be specified for ensemble '{m}'"),
+            "remove `optimization`; set it on the composing models",
+        ),
+        (
+            !cfg.model_warmup.is_empty(),
+            "E0604",
+            "model_warmup",
+            format!("model_warmup can not be specified for ensemble '{m}'"),
+            "remove `model_warmup`; warm up the composing models instead",
+        ),
+    ];
+    for (present, code, field, text, help) in forbidden {
+        if present {
+            out.push(
+                ctx.triton(code, field, text)
+                    .at_opt(ctx.name_span(field))
+                    .help(help),
+            );
+        }
     }
     if ens.step.is_empty() {
         out.push(
