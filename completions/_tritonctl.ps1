@@ -38,6 +38,8 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('autoconfig', 'autoconfig', [CompletionResultType]::ParameterValue, 'Print the config Triton''s ONNX Runtime backend auto-completes for an ONNX model')
             [CompletionResult]::new('simulate', 'simulate', [CompletionResultType]::ParameterValue, 'Replay a trace of requests through a model''s scheduler on a virtual clock')
             [CompletionResult]::new('trace', 'trace', [CompletionResultType]::ParameterValue, 'Make request traces for `simulate`')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Report what this machine offers the local runner: ONNX Runtime, execution providers, CUDA driver and devices')
+            [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run a model locally with ONNX Runtime, batched by the same scheduler code as `simulate`, on a real clock')
             break
         }
         'tritonctl;validate' {
@@ -141,7 +143,12 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('--trace', '--trace', [CompletionResultType]::ParameterName, 'The trace (JSON Lines); `-` reads standard input')
             [CompletionResult]::new('--latency', '--latency', [CompletionResultType]::ParameterName, 'Execution time of one batch by size: "1:2000,2:2400,4:3100" (µs, interpolated linearly), "2000+150*b", or a file holding either')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--timeline', '--timeline', [CompletionResultType]::ParameterName, 'Also draw the run as an SVG picture in FILE: time to the right, one lane per instance and slot (sequence batching) or per instance, one box per execution, coloured by sequence (or shaded by batch size)')
+            [CompletionResult]::new('--timeline-window', '--timeline-window', [CompletionResultType]::ParameterName, 'Draw only the executions that overlap this time range, in µs of the trace''s clock; either end may be left out ("5000:")')
+            [CompletionResult]::new('--timeline-max-batches', '--timeline-max-batches', [CompletionResultType]::ParameterName, 'Draw at most N executions, the first ones (of the window); the picture says when some were left out')
+            [CompletionResult]::new('--sweep', '--sweep', [CompletionResultType]::ParameterName, 'Run the trace once per value of a config field and print one summary row per setting. KEY is a field path in the model config (dynamic_batching.max_queue_delay_microseconds, max_batch_size, instance_group[0].count, sequence_batching.oldest.max_candidate_sequences, ...); values are comma-separated, in config syntax ("[4,8]" for a list; strings need no quotes). Repeatable: every combination is run (at most 1000)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--timeline-queue', '--timeline-queue', [CompletionResultType]::ParameterName, 'Also draw each executed request''s queue wait (arrival to start of its execution) as a thin bar under the execution')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
@@ -180,6 +187,38 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Write to FILE instead of standard output')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
             [CompletionResult]::new('--string-ids', '--string-ids', [CompletionResultType]::ParameterName, 'Sequence ids as strings ("s1") instead of integers')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'tritonctl;doctor' {
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: human (default) or json (one object; fields in the documentation of `tritonctl::commands::doctor`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'tritonctl;run' {
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Requests: perf_analyzer''s input-data JSON, or JSON Lines of requests; `-` reads standard input')
+            [CompletionResult]::new('--input', '--input', [CompletionResultType]::ParameterName, 'Requests: perf_analyzer''s input-data JSON, or JSON Lines of requests; `-` reads standard input')
+            [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'Execution device: `cpu`, `cuda` or `cuda:N`; default cuda when a CUDA device and ONNX Runtime''s CUDA execution provider are present')
+            [CompletionResult]::new('--model-version', '--model-version', [CompletionResultType]::ParameterName, 'Model version to run (default: the highest numeric version directory)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Measure the execution time per batch size and write a latency file that `simulate --latency` reads')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--sequence', '--sequence', [CompletionResultType]::ParameterName, 'Stateful mode: fill the sequence control inputs and keep state per sequence (each top-level array of perf_analyzer''s input data is one sequence)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')

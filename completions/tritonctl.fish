@@ -39,6 +39,8 @@ complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "convert" -d 'Co
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "autoconfig" -d 'Print the config Triton\'s ONNX Runtime backend auto-completes for an ONNX model'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "simulate" -d 'Replay a trace of requests through a model\'s scheduler on a virtual clock'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "trace" -d 'Make request traces for `simulate`'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "doctor" -d 'Report what this machine offers the local runner: ONNX Runtime, execution providers, CUDA driver and devices'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "run" -d 'Run a model locally with ONNX Runtime, batched by the same scheduler code as `simulate`, on a real clock'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l format -d 'Output format' -r -f -a "human\t'rustc-style messages with the source line (default)'
 json\t'One JSON document (see schemas/validate.schema.json)'
 github\t'GitHub Actions workflow commands (annotations)'
@@ -115,9 +117,14 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l trace -
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l latency -d 'Execution time of one batch by size: "1:2000,2:2400,4:3100" (µs, interpolated linearly), "2000+150*b", or a file holding either' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l format -d 'Output format' -r -f -a "human\t'Summary tables (default)'
 json\t'One JSON document: every request, every batch and a summary'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l timeline -d 'Also draw the run as an SVG picture in FILE: time to the right, one lane per instance and slot (sequence batching) or per instance, one box per execution, coloured by sequence (or shaded by batch size)' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l timeline-window -d 'Draw only the executions that overlap this time range, in µs of the trace\'s clock; either end may be left out ("5000:")' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l timeline-max-batches -d 'Draw at most N executions, the first ones (of the window); the picture says when some were left out' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l sweep -d 'Run the trace once per value of a config field and print one summary row per setting. KEY is a field path in the model config (dynamic_batching.max_queue_delay_microseconds, max_batch_size, instance_group[0].count, sequence_batching.oldest.max_candidate_sequences, ...); values are comma-separated, in config syntax ("[4,8]" for a list; strings need no quotes). Repeatable: every combination is run (at most 1000)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l timeline-queue -d 'Also draw each executed request\'s queue wait (arrival to start of its execution) as a thin bar under the execution'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s v -l verbose -d 'Also report what was checked (on standard error)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -150,3 +157,26 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_se
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -s v -l verbose -d 'Also report what was checked (on standard error)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -l format -d 'Output format: human (default) or json (one object; fields in the documentation of `tritonctl::commands::doctor`)' -r -f -a "human\t'Summary tables (default)'
+json\t'One JSON document: every request, every batch and a summary'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s i -l input -d 'Requests: perf_analyzer\'s input-data JSON, or JSON Lines of requests; `-` reads standard input' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l device -d 'Execution device: `cpu`, `cuda` or `cuda:N`; default cuda when a CUDA device and ONNX Runtime\'s CUDA execution provider are present' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l model-version -d 'Model version to run (default: the highest numeric version directory)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l format -d 'Output format' -r -f -a "human\t'Summary tables (default)'
+json\t'One JSON document: every request, every batch and a summary'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l profile -d 'Measure the execution time per batch size and write a latency file that `simulate --latency` reads' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l sequence -d 'Stateful mode: fill the sequence control inputs and keep state per sequence (each top-level array of perf_analyzer\'s input data is one sequence)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s V -l version -d 'Print version'

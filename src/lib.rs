@@ -15,10 +15,13 @@ pub mod lint;
 pub mod onnx;
 pub mod pbtxt;
 pub mod repo;
+pub mod run;
 #[cfg(feature = "run")]
 pub mod runtime;
 pub mod schema;
+pub mod tensor;
 pub mod term;
 pub mod text;
+pub mod timeline;
 pub mod trace;
 pub mod validate;

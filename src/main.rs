@@ -63,5 +63,7 @@ fn dispatch(cli: &Cli) -> Result<ExitStatus, CommandError> {
         Command::Autoconfig(a) => commands::autoconfig::run(a, &ctx, &mut out),
         Command::Simulate(a) => commands::simulate::run(a, &ctx, &mut out),
         Command::Trace(a) => commands::trace::run(a, &mut out),
+        Command::Doctor(a) => commands::doctor::run(a, &ctx, &mut out),
+        Command::Run(a) => commands::run::run(a, &ctx, &mut out),
     }
 }

@@ -1,17 +1,117 @@
-//! Scheduler core of `tritonctl simulate`: a pure, deterministic simulation
-//! of Triton's schedulers (default, dynamic batcher, sequence batcher with
-//! the Direct and Oldest strategies) on a virtual microsecond clock.
+//! Scheduler core of `tritonctl simulate` and `tritonctl run`: a
+//! deterministic model of Triton's schedulers (default, dynamic batcher,
+//! sequence batcher with the Direct and Oldest strategies).
 //!
 //! Inputs: [`Settings`] (derived from a typed model config with
-//! [`Settings::from_config`]), a [`Latency`] model and a trace of
-//! [`Request`]s sorted by arrival. Results are streamed into a [`Sink`]
-//! as soon as they are known, so memory stays proportional to the requests
-//! that are alive at one time; [`CollectSink`] keeps everything (tests).
+//! [`Settings::from_config`]) and [`Request`]s. Results are streamed into a
+//! [`Sink`] as soon as they are known, so memory stays proportional to the
+//! requests that are alive at one time; [`CollectSink`] keeps everything
+//! (tests), [`Stats`] only counts.
+//!
+//! # The clock-agnostic core
+//!
+//! [`Scheduler`] holds every queue, slot and timer and never reads a clock:
+//! each call carries the current time in microseconds. Two drivers use it:
+//! [`simulate`] on a virtual clock with service times from a [`Latency`]
+//! model, and the local runner on a real clock with real executions.
+//!
+//! * [`Scheduler::arrive`]`(now, request, sink)`: a request arrives.
+//!   Admission errors are emitted into the sink at once. [`Request::tag`]
+//!   is opaque to the scheduler: the driver uses it to find the request's
+//!   payload (its input tensors) when the request is dispatched.
+//! * [`Scheduler::poll`]`(now, sink, &mut started)`: handles what is due
+//!   (request timeouts, backlog timeouts, idle timeouts; their records go
+//!   to the sink) and forms a batch for every idle instance that should run
+//!   one now, in instance order; `started` receives those instances.
+//!   [`Scheduler::batch`]`(instance)` is the [`Batch`]: its id, start time,
+//!   executed size and [`Row`]s in batch order, each with its request
+//!   (`None` for a Direct padding entry, which gets zero inputs and a
+//!   throw-away state), its slot and, for sequence batching, the
+//!   [`SeqHandle`] whose state it reads and updates (reset it on a row
+//!   whose request has `start`). [`Batch::executed_slot_records`] gives the
+//!   START/END/READY/CORRID values, which [`controls::ControlSpec::tensors`]
+//!   turns into the control tensors in the configured data types.
+//! * [`Scheduler::complete`]`(now, instance, sink)`: the batch on
+//!   `instance` finished. Its records are emitted (one ok
+//!   [`RequestRecord`] per request, then the [`BatchRecord`], with `now` as
+//!   the end; with preserve_ordering they wait for earlier batches of the
+//!   same batcher), the instance becomes idle and, for Oldest, the next
+//!   requests of its sequences become eligible. Call `poll` afterwards.
+//! * [`Scheduler::drain_releases`]: sequences whose state may be freed —
+//!   after their END executed, when an idle-timeout reaping took effect
+//!   (every request queued before it has run), or when their backlog queue
+//!   timed out (they never ran).
+//! * [`Scheduler::next_deadline`]: the earliest time a `poll` may have
+//!   something to do without another arrival or completion (`None`: only
+//!   those can change anything). A value at or before the last poll means
+//!   "poll again now". A deadline can be early (a wake-up that finds
+//!   nothing due is harmless) but never late.
+//!
+//! A real-clock driver is a loop over three event sources:
+//!
+//! ```no_run
+//! use std::time::{Duration, Instant};
+//! use tritonctl::batching::{CollectSink, Request, Scheduler, Settings};
+//!
+//! fn drive(settings: &Settings, incoming: std::sync::mpsc::Receiver<Request>) {
+//!     let epoch = Instant::now();
+//!     let now = || epoch.elapsed().as_micros() as u64;
+//!     let mut sched = Scheduler::new(settings);
+//!     let mut sink = CollectSink::default(); // the runner's own sink
+//!     let mut started = Vec::new();
+//!     // Executions finishing, reported by worker threads as (instance).
+//!     let (done_tx, done_rx) = std::sync::mpsc::channel::<usize>();
+//!     loop {
+//!         // 1. Completions: store the output states of the batch's rows,
+//!         //    then let the scheduler emit its records.
+//!         while let Ok(instance) = done_rx.try_recv() {
+//!             sched.complete(now(), instance, &mut sink);
+//!         }
+//!         for released in sched.drain_releases() {
+//!             let _ = released.sequence; // drop that sequence's state
+//!         }
+//!         // 2. Arrivals (stamp `arrival_us` with the clock).
+//!         while let Ok(mut r) = incoming.try_recv() {
+//!             r.arrival_us = now();
+//!             sched.arrive(r.arrival_us, r, &mut sink);
+//!         }
+//!         // 3. Timers and batch formation.
+//!         sched.poll(now(), &mut sink, &mut started);
+//!         for &instance in &started {
+//!             let batch = sched.batch(instance);
+//!             // Build inputs from the rows' tags, control tensors from
+//!             // `batch.executed_slot_records()`, states from the rows'
+//!             // sequence handles; run it on `instance`; send `instance` on
+//!             // `done_tx` when it finishes.
+//!             let _ = (batch, &done_tx);
+//!         }
+//!         // 4. Sleep until the next deadline, arrival or completion.
+//!         let wait = sched
+//!             .next_deadline()
+//!             .map_or(Duration::from_millis(10), |d| {
+//!                 Duration::from_micros(d.saturating_sub(now()))
+//!             });
+//!         std::thread::sleep(wait.min(Duration::from_millis(1)));
+//!     }
+//! }
+//! ```
+//!
+//! The virtual-clock driver ([`simulate`]) knows a batch's end when it
+//! starts, so it calls [`Scheduler::record`]`(instance, end, sink)` right
+//! after `poll` (and `complete` at the end time, which then only frees the
+//! instance); at one timestamp it runs completions in instance order, then
+//! arrivals in trace order, then `poll` (schedulers.md §1).
+//!
+//! All time arithmetic saturates at `u64::MAX`; whatever is due at or
+//! after the end of time happens at `u64::MAX`.
 
+pub mod controls;
+mod core;
 mod sim;
 #[cfg(test)]
 mod tests;
 
+pub use self::core::{Batch, Release, ReleaseReason, Row, Scheduler, SeqHandle};
 pub use sim::{simulate, simulate_per_instance};
 
 use crate::schema::inference::model_config::SchedulingChoice;
@@ -59,6 +159,9 @@ pub struct Request {
     /// supplied). Only looked at when [`Settings::enforce_shapes`]; `None`
     /// means "the config dims".
     pub shape: Option<String>,
+    /// Opaque to the scheduler: lets a driver find the request's payload
+    /// (e.g. its input tensors) when the request is dispatched.
+    pub tag: u64,
 }
 
 impl Request {
@@ -74,6 +177,7 @@ impl Request {
             priority: 0,
             timeout_us: 0,
             shape: None,
+            tag: 0,
         }
     }
 }
@@ -142,8 +246,8 @@ impl Latency {
         Ok(Latency::constant(us))
     }
 
-    /// Execution time in µs of a batch of `size` (at least 1 µs? no: may be
-    /// 0 when the user asks for it; never negative).
+    /// Execution time in µs of a batch of `size` (0 when the model says
+    /// so; saturates at `u64::MAX`).
     pub fn eval(&self, size: u32) -> u64 {
         let x = f64::from(size);
         let v = match self {
@@ -164,7 +268,8 @@ impl Latency {
                 }
             },
         };
-        if v.is_finite() && v > 0.0 {
+        // NaN and negatives are 0; huge values (and +inf) saturate.
+        if v > 0.0 {
             v.round() as u64
         } else {
             0
@@ -457,10 +562,25 @@ pub struct BatchRecord {
     pub slots: Vec<SlotRecord>,
 }
 
+impl BatchRecord {
+    /// The slots of the entries that were executed (Direct lists every
+    /// slot of the instance, only the first `size` ran): what
+    /// [`controls::control_tensors`] expects.
+    pub fn executed_slots(&self) -> &[SlotRecord] {
+        &self.slots[..self.slots.len().min(self.size as usize)]
+    }
+}
+
 /// Receives results as soon as they are final.
 pub trait Sink {
     fn request(&mut self, record: RequestRecord);
     fn batch(&mut self, record: BatchRecord);
+    /// Whether [`BatchRecord::requests`] and [`BatchRecord::slots`] are
+    /// wanted. A sink that only counts may answer `false`; it then receives
+    /// them empty and the scheduler saves building them.
+    fn batch_lists(&self) -> bool {
+        true
+    }
 }
 
 /// Triton-style statistics accumulated from a run (constant memory).
@@ -486,6 +606,9 @@ impl Sink for Stats {
             Status::Rejected => self.rejected += 1,
             Status::TimedOut => self.timed_out += 1,
         }
+    }
+    fn batch_lists(&self) -> bool {
+        false
     }
     fn batch(&mut self, b: BatchRecord) {
         self.executions += 1;

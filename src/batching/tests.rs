@@ -1133,3 +1133,625 @@ fn records_serialize_in_the_cli_json_shape() {
     let s = serde_json::to_value(CorrId::Str("abc".into())).unwrap();
     assert_eq!(s, "abc");
 }
+
+// ---------------------------------------------------------------- control tensors
+
+use super::controls::{control_tensors, ControlKind, ControlSpec, ControlValues};
+
+fn model_config(pbtxt: &str) -> crate::schema::inference::ModelConfig {
+    ParsedConfig::parse(pbtxt.to_string())
+        .config
+        .expect("test config parses")
+}
+
+/// (name, datatype, shape, data) of each control tensor.
+fn tensors_of(
+    cfg: &crate::schema::inference::ModelConfig,
+    b: &BatchRecord,
+) -> Vec<(String, &'static str, Vec<i64>, ControlValues)> {
+    control_tensors(cfg, b.executed_slots())
+        .expect("valid controls")
+        .into_iter()
+        .map(|t| (t.name, t.datatype, t.shape, t.data))
+        .collect()
+}
+
+#[test]
+fn s10_corrid_truncated_and_controls_in_configured_dtypes() {
+    let cfg = model_config(
+        r#"name: "m" max_batch_size: 2
+        sequence_batching { direct {}
+          control_input [
+            { name: "START" control [{ kind: CONTROL_SEQUENCE_START bool_false_true: [false, true] }] },
+            { name: "READY" control [{ kind: CONTROL_SEQUENCE_READY int32_false_true: [0, 1] }] },
+            { name: "CORRID" control [{ kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_INT32 }] }
+          ] }"#,
+    );
+    let s = Settings::from_config(&cfg).unwrap();
+    let big = (1u64 << 32) + 5;
+    let out = run(
+        &s,
+        MS,
+        vec![sreq("a", 0, 7, true, false), sreq("b", 0, big, true, false)],
+    );
+    assert_eq!(out.batches.len(), 1, "both start together");
+    assert_eq!(
+        tensors_of(&cfg, &out.batches[0]),
+        vec![
+            (
+                "START".into(),
+                "BOOL",
+                vec![2, 1],
+                ControlValues::Bool(vec![true, true])
+            ),
+            (
+                "READY".into(),
+                "INT32",
+                vec![2, 1],
+                ControlValues::Int32(vec![1, 1])
+            ),
+            (
+                "CORRID".into(),
+                "INT32",
+                vec![2, 1],
+                ControlValues::Int32(vec![7, 5])
+            ),
+        ]
+    );
+    let t = control_tensors(&cfg, out.batches[0].executed_slots()).unwrap();
+    assert_eq!(
+        t.iter().map(|t| t.kind).collect::<Vec<_>>(),
+        vec![ControlKind::Start, ControlKind::Ready, ControlKind::Corrid]
+    );
+    let json = serde_json::to_value(&t[2]).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"name": "CORRID", "kind": "CORRID", "datatype": "INT32", "shape": [2, 1], "data": [7, 5]})
+    );
+}
+
+#[test]
+fn fp32_controls_with_direct_padding() {
+    // S1's configuration: START and READY as fp32_false_true [0, 1].
+    let cfg = model_config(
+        r#"name: "m" max_batch_size: 2
+        sequence_batching { direct {}
+          control_input [
+            { name: "START" control [{ kind: CONTROL_SEQUENCE_START fp32_false_true: [0, 1] }] },
+            { name: "READY" control [{ kind: CONTROL_SEQUENCE_READY fp32_false_true: [0.5, 2] }] }
+          ] }"#,
+    );
+    let s = Settings::from_config(&cfg).unwrap();
+    // Slot 0: 1 (START, then idle); slot 1: 2 (START, then a second step).
+    let out = run(
+        &s,
+        MS,
+        vec![
+            sreq("1.0", 0, 1, true, false),
+            sreq("2.0", 0, 2, true, false),
+            sreq("2.1", 10 * MS, 2, false, false),
+        ],
+    );
+    assert_eq!(out.batches.len(), 2);
+    assert_eq!(
+        tensors_of(&cfg, &out.batches[1]),
+        vec![
+            (
+                "START".into(),
+                "FP32",
+                vec![2, 1],
+                ControlValues::Fp32(vec![0.0, 0.0])
+            ),
+            (
+                "READY".into(),
+                "FP32",
+                vec![2, 1],
+                ControlValues::Fp32(vec![0.5, 2.0])
+            ),
+        ]
+    );
+}
+
+#[test]
+fn string_corrid_and_padding_and_kind_mismatch() {
+    let text = |dtype: &str| {
+        format!(
+            r#"name: "m" max_batch_size: 2
+            sequence_batching {{ direct {{}}
+              control_input [
+                {{ name: "END" control [{{ kind: CONTROL_SEQUENCE_END int32_false_true: [-1, 9] }}] }},
+                {{ name: "CORRID" control [{{ kind: CONTROL_SEQUENCE_CORRID data_type: {dtype} }}] }}
+              ] }}"#
+        )
+    };
+    let cfg = model_config(&text("TYPE_STRING"));
+    let s = Settings::from_config(&cfg).unwrap();
+    let str_req = |id: &str, t, corr: &str, start, end| Request {
+        sequence_id: Some(CorrId::Str(corr.into())),
+        start,
+        end,
+        ..Request::new(id, t)
+    };
+    let out = run(
+        &s,
+        MS,
+        vec![
+            str_req("a0", 0, "alpha", true, false),
+            str_req("b0", 0, "beta", true, false),
+            str_req("b1", 10 * MS, "beta", false, true),
+        ],
+    );
+    assert_eq!(
+        tensors_of(&cfg, &out.batches[0])[1],
+        (
+            "CORRID".into(),
+            "BYTES",
+            vec![2, 1],
+            ControlValues::Bytes(vec!["alpha".into(), "beta".into()])
+        )
+    );
+    // The second batch pads slot 0: CORRID is the empty string, END false.
+    assert_eq!(
+        tensors_of(&cfg, &out.batches[1]),
+        vec![
+            (
+                "END".into(),
+                "INT32",
+                vec![2, 1],
+                ControlValues::Int32(vec![-1, 9])
+            ),
+            (
+                "CORRID".into(),
+                "BYTES",
+                vec![2, 1],
+                ControlValues::Bytes(vec![String::new(), "beta".into()])
+            ),
+        ]
+    );
+    // An integer id with a TYPE_STRING CORRID, a string id with a numeric one.
+    let ints = run(&s, MS, vec![sreq("x", 0, 9, true, false)]);
+    let e = control_tensors(&cfg, ints.batches[0].executed_slots()).unwrap_err();
+    assert!(e.contains("integer correlation id 9"), "{e}");
+    let numeric = model_config(&text("TYPE_UINT64"));
+    let e = control_tensors(&numeric, out.batches[0].executed_slots()).unwrap_err();
+    assert!(e.contains("string correlation id alpha"), "{e}");
+}
+
+#[test]
+fn corrid_keeps_the_low_order_bytes_of_the_id() {
+    let row = |slot, id: u64| SlotRecord {
+        slot,
+        request: Some(format!("r{slot}")),
+        sequence_id: Some(CorrId::Int(id)),
+        start: false,
+        end: false,
+        ready: true,
+        corrid: CorrId::Int(id),
+    };
+    let pad = SlotRecord {
+        request: None,
+        sequence_id: None,
+        ready: false,
+        corrid: CorrId::Int(0),
+        ..row(2, 0)
+    };
+    let rows = [row(0, u64::MAX), row(1, (1 << 31) | (7 << 32)), pad];
+    let corrid = |dtype: &str| {
+        let cfg = model_config(&format!(
+            r#"name: "m" max_batch_size: 4 sequence_batching {{ direct {{}}
+              control_input [{{ name: "C" control [{{ kind: CONTROL_SEQUENCE_CORRID data_type: {dtype} }}] }}] }}"#
+        ));
+        let t = control_tensors(&cfg, &rows).unwrap();
+        assert_eq!(t[0].shape, vec![3, 1]);
+        (t[0].datatype, t[0].data.clone())
+    };
+    assert_eq!(
+        corrid("TYPE_UINT64"),
+        (
+            "UINT64",
+            ControlValues::Uint64(vec![u64::MAX, (1 << 31) | (7 << 32), 0])
+        )
+    );
+    assert_eq!(
+        corrid("TYPE_INT64"),
+        (
+            "INT64",
+            ControlValues::Int64(vec![-1, (1 << 31) | (7 << 32), 0])
+        )
+    );
+    assert_eq!(
+        corrid("TYPE_UINT32"),
+        ("UINT32", ControlValues::Uint32(vec![u32::MAX, 1 << 31, 0]))
+    );
+    assert_eq!(
+        corrid("TYPE_INT32"),
+        ("INT32", ControlValues::Int32(vec![-1, i32::MIN, 0]))
+    );
+}
+
+#[test]
+fn oldest_controls_and_unbatched_shape() {
+    let cfg = model_config(
+        r#"name: "m" max_batch_size: 2
+        sequence_batching { oldest { max_candidate_sequences: 4 }
+          control_input [
+            { name: "S" control [{ kind: CONTROL_SEQUENCE_START int32_false_true: [0, 1] }] },
+            { name: "E" control [{ kind: CONTROL_SEQUENCE_END int32_false_true: [0, 1] }] },
+            { name: "C" control [{ kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 }] }
+          ] }"#,
+    );
+    let s = Settings::from_config(&cfg).unwrap();
+    let out = run(&s, MS, oldest_trace(false));
+    // S4a at t3: [D1, A3] with START [1,0], END [0,1], CORRID [D, A].
+    assert_eq!(out.batches[3].requests, vec!["D1", "A3"]);
+    let data: Vec<ControlValues> = tensors_of(&cfg, &out.batches[3])
+        .into_iter()
+        .map(|t| t.3)
+        .collect();
+    assert_eq!(
+        data,
+        vec![
+            ControlValues::Int32(vec![1, 0]),
+            ControlValues::Int32(vec![0, 1]),
+            ControlValues::Uint64(vec![4, 1]),
+        ]
+    );
+    // max_batch_size 0: one entry, shape [1].
+    let cfg0 = model_config(
+        r#"name: "m" max_batch_size: 0 sequence_batching { direct {}
+          control_input [{ name: "R" control [{ kind: CONTROL_SEQUENCE_READY bool_false_true: [false, true] }] }] }"#,
+    );
+    let s0 = Settings::from_config(&cfg0).unwrap();
+    let out = run(&s0, MS, vec![sreq("a", 0, 3, true, true)]);
+    assert_eq!(
+        tensors_of(&cfg0, &out.batches[0]),
+        vec![("R".into(), "BOOL", vec![1], ControlValues::Bool(vec![true]))]
+    );
+}
+
+#[test]
+fn control_spec_rejects_what_triton_would_not_load() {
+    let spec = |controls: &str| {
+        ControlSpec::from_config(&model_config(&format!(
+            r#"name: "m" max_batch_size: 2 sequence_batching {{ control_input [{controls}] }}"#
+        )))
+    };
+    let bad = [
+        r#"{ name: "S" control [{ kind: CONTROL_SEQUENCE_START int32_false_true: [0, 1] fp32_false_true: [0, 1] }] }"#,
+        r#"{ name: "S" control [{ kind: CONTROL_SEQUENCE_START int32_false_true: [1] }] }"#,
+        r#"{ name: "S" control [{ kind: CONTROL_SEQUENCE_START }] }"#,
+        r#"{ name: "C" control [{ kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_FP32 }] }"#,
+        r#"{ name: "A" control [{ kind: CONTROL_SEQUENCE_READY bool_false_true: [false, true] }] },
+           { name: "B" control [{ kind: CONTROL_SEQUENCE_READY bool_false_true: [false, true] }] }"#,
+    ];
+    for b in bad {
+        assert!(spec(b).is_err(), "{b} must be rejected");
+    }
+    let ok = spec(
+        r#"{ name: "S" control [{ kind: CONTROL_SEQUENCE_START int32_false_true: [0, 1] }] }"#,
+    )
+    .unwrap()
+    .unwrap();
+    assert!(!ok.is_empty());
+    let none = ControlSpec::from_config(&model_config(
+        r#"name: "m" max_batch_size: 2 dynamic_batching {}"#,
+    ))
+    .unwrap();
+    assert!(none.is_none());
+}
+
+// ---------------------------------------------------------------- driver API
+
+/// What a real-clock driver sees, recorded by [`drive_at_completion`].
+#[derive(Default)]
+struct Driven {
+    sink: CollectSink,
+    releases: Vec<Release>,
+    /// Request id -> (tag, sequence handle) as dispatched.
+    rows: std::collections::HashMap<String, (u64, Option<SeqHandle>)>,
+    /// Direct padding rows dispatched.
+    padding: usize,
+}
+
+/// Drives a [`Scheduler`] the way a real-clock runner does: records are
+/// emitted only when a batch completes (`complete`), never at dispatch.
+fn drive_at_completion(s: &Settings, lats: &[Latency], trace: Vec<Request>) -> Driven {
+    let mut sched = Scheduler::new(s);
+    let mut d = Driven::default();
+    let mut ends: Vec<Option<u64>> = vec![None; sched.instances()];
+    let mut trace = trace.into_iter().peekable();
+    let mut started = Vec::new();
+    let mut now = 0;
+    loop {
+        let next = [
+            ends.iter().flatten().min().copied(),
+            trace.peek().map(|r| r.arrival_us),
+            sched.next_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let Some(t) = next else { break };
+        now = t.max(now);
+        for (i, end) in ends.iter_mut().enumerate() {
+            if *end == Some(now) {
+                *end = None;
+                sched.complete(now, i, &mut d.sink);
+            }
+        }
+        while trace.peek().is_some_and(|r| r.arrival_us <= now) {
+            let r = trace.next().unwrap();
+            sched.arrive(now, r, &mut d.sink);
+        }
+        sched.poll(now, &mut d.sink, &mut started);
+        for &i in &started {
+            let b = sched.batch(i);
+            assert!(sched.is_busy(i));
+            for row in &b.rows {
+                match &row.request {
+                    Some(r) => {
+                        d.rows.insert(r.id.clone(), (r.tag, row.sequence));
+                    }
+                    None => d.padding += 1,
+                }
+            }
+            ends[i] = Some(now.saturating_add(lats[i % lats.len()].eval(b.size)));
+        }
+        d.releases.extend(sched.drain_releases());
+    }
+    d
+}
+
+fn sorted(mut sink: CollectSink) -> (Vec<RequestRecord>, Vec<BatchRecord>) {
+    sink.requests.sort_by(|a, b| a.id.cmp(&b.id));
+    sink.batches.sort_by_key(|b| b.id);
+    (sink.requests, sink.batches)
+}
+
+#[test]
+fn recording_at_completion_gives_the_virtual_clock_records() {
+    // Two instances of different speeds: batches finish out of order, and
+    // preserve_ordering must hold the fast instance's responses.
+    let lats = [Latency::constant(5 * MS), Latency::constant(MS)];
+    let cases = [
+        r#"name: "m" max_batch_size: 4 instance_group [{count: 2}]
+           dynamic_batching { preferred_batch_size: [2] preserve_ordering: true }"#,
+        r#"name: "m" max_batch_size: 4 instance_group [{count: 2}]
+           dynamic_batching { max_queue_delay_microseconds: 300 }"#,
+        r#"name: "m" max_batch_size: 2 instance_group [{count: 2}]
+           sequence_batching { max_sequence_idle_microseconds: 4000 oldest { max_candidate_sequences: 2 preserve_ordering: true } }"#,
+        r#"name: "m" max_batch_size: 2 instance_group [{count: 2}]
+           sequence_batching { max_sequence_idle_microseconds: 4000 direct {} }"#,
+        r#"name: "m" instance_group [{count: 2}]"#,
+    ];
+    for cfg in cases {
+        let s = settings(cfg);
+        let sequence = matches!(s.kind, SchedulerKind::Direct(_) | SchedulerKind::Oldest(_));
+        let trace: Vec<Request> = (0..60u64)
+            .map(|i| {
+                let k = i % 5;
+                let step = i / 5;
+                let mut r = Request {
+                    tag: 1000 + i,
+                    ..req(&format!("r{i:02}"), i * 700, 1)
+                };
+                if sequence {
+                    r.sequence_id = Some(CorrId::Int(k + 1 + 10 * (step / 4)));
+                    r.start = step % 4 == 0;
+                    r.end = step % 4 == 3;
+                }
+                r
+            })
+            .collect();
+        let mut virt = CollectSink::default();
+        simulate_per_instance(&s, &lats, trace.clone(), &mut virt);
+        let real = drive_at_completion(&s, &lats, trace.clone());
+        assert_eq!(sorted(real.sink), sorted(virt.clone()), "{cfg}");
+        // Tags come back with their requests.
+        for r in virt.requests.iter().filter(|r| r.status == Status::Ok) {
+            let i: u64 = r.id[1..].parse().unwrap();
+            assert_eq!(real.rows[&r.id].0, 1000 + i);
+        }
+        if cfg.contains("dynamic_batching { preferred_batch_size: [2] preserve_ordering") {
+            let out_of_order = virt
+                .requests
+                .iter()
+                .filter(|r| r.status == Status::Ok)
+                .any(|r| {
+                    let b = &virt.batches[r.batch.unwrap() as usize];
+                    r.end_us.unwrap() > b.end_us
+                });
+            assert!(out_of_order, "{cfg}: some response must be held");
+        }
+    }
+}
+
+#[test]
+fn releases_report_end_idle_and_backlog_timeout() {
+    // S8: X is reaped at 5 s (idle), Y then runs from the backlog and ends.
+    let s = settings(
+        r#"name: "m" max_batch_size: 1
+        sequence_batching { max_sequence_idle_microseconds: 5000000 direct {} }"#,
+    );
+    let trace = vec![
+        sreq("x0", 0, 1, true, false),
+        sreq("y0", S, 2, true, false),
+        sreq("y1", 2 * S, 2, false, true),
+        sreq("x1", 7 * S, 1, false, false),
+    ];
+    let d = drive_at_completion(&s, &[Latency::constant(MS)], trace);
+    let hx = d.rows["x0"].1.expect("sequence row");
+    let hy = d.rows["y0"].1.expect("sequence row");
+    assert_ne!(hx, hy);
+    assert_eq!(d.rows["y1"].1, Some(hy));
+    assert_eq!(
+        d.releases,
+        vec![
+            Release {
+                sequence: hx,
+                reason: ReleaseReason::Idle
+            },
+            Release {
+                sequence: hy,
+                reason: ReleaseReason::End
+            },
+        ]
+    );
+    assert_eq!(record(&d.sink, "x1").status, Status::Rejected);
+
+    // S9: one slot, 5 s executions, 3 s timeouts: seq 2's backlog expires.
+    let s = settings(
+        r#"name: "m" max_batch_size: 1
+        sequence_batching { max_sequence_idle_microseconds: 60000000 direct {} }"#,
+    );
+    let timed = |id: &str, t, corr, start, end| Request {
+        timeout_us: 3 * S,
+        ..sreq(id, t, corr, start, end)
+    };
+    let trace = vec![
+        timed("a0", 0, 1, true, false),
+        timed("b0", S, 2, true, false),
+        timed("a1", 2 * S, 1, false, true),
+    ];
+    let d = drive_at_completion(&s, &[Latency::constant(5 * S)], trace);
+    assert_eq!(record(&d.sink, "b0").status, Status::TimedOut);
+    let ha = d.rows["a0"].1.unwrap();
+    assert_eq!(d.releases.len(), 2);
+    assert_eq!(d.releases[0].reason, ReleaseReason::BacklogTimeout);
+    assert_ne!(d.releases[0].sequence, ha);
+    assert_eq!(
+        d.releases[1],
+        Release {
+            sequence: ha,
+            reason: ReleaseReason::End
+        }
+    );
+    assert_eq!(d.padding, 0);
+}
+
+#[test]
+fn direct_padding_rows_have_no_request_and_no_sequence() {
+    let s = settings(r#"name: "m" max_batch_size: 2 sequence_batching { direct {} }"#);
+    let mut sched = Scheduler::new(&s);
+    let mut sink = CollectSink::default();
+    let mut started = Vec::new();
+    sched.arrive(0, sreq("a", 0, 1, true, false), &mut sink);
+    sched.arrive(0, sreq("b", 0, 2, true, false), &mut sink);
+    sched.poll(0, &mut sink, &mut started);
+    assert_eq!(started, vec![0]);
+    sched.complete(10, 0, &mut sink);
+    sched.arrive(20, sreq("b1", 20, 2, false, false), &mut sink);
+    sched.poll(20, &mut sink, &mut started);
+    let b = sched.batch(0);
+    assert_eq!(b.size, 2);
+    assert!(b.rows[0].request.is_none() && b.rows[0].sequence.is_none());
+    assert_eq!(b.rows[0].slot, Some(0));
+    assert_eq!(b.rows[1].request.as_ref().unwrap().id, "b1");
+    let slots = b.executed_slot_records();
+    assert_eq!(
+        slots
+            .iter()
+            .map(|s| (s.ready, s.corrid.clone()))
+            .collect::<Vec<_>>(),
+        vec![(false, CorrId::Int(0)), (true, CorrId::Int(2))]
+    );
+    // Not recorded before completion; recorded once.
+    assert_eq!(sink.batches.len(), 1);
+    sched.complete(30, 0, &mut sink);
+    sched.complete(30, 0, &mut sink);
+    assert_eq!(sink.batches.len(), 2);
+    assert_eq!((sink.batches[1].start_us, sink.batches[1].end_us), (20, 30));
+    assert_eq!(sched.next_deadline(), Some(1_000_000), "idle timeout of a");
+}
+
+// ---------------------------------------------------------------- huge times
+
+#[test]
+fn times_near_u64_max_saturate() {
+    let near = u64::MAX - 10;
+    let policy = QueuePolicy {
+        timeout_action: TimeoutAction::Delay,
+        default_timeout_us: u64::MAX,
+        allow_timeout_override: true,
+        max_queue_size: 0,
+    };
+    let seq = SequenceSettings { idle_us: u64::MAX };
+    let kinds = [
+        SchedulerKind::Default,
+        SchedulerKind::Dynamic(DynamicSettings {
+            preferred: vec![4],
+            max_queue_delay_us: u64::MAX,
+            preserve_ordering: true,
+            levels: vec![
+                policy.clone(),
+                QueuePolicy {
+                    timeout_action: TimeoutAction::Reject,
+                    ..policy
+                },
+            ],
+            default_level: 0,
+        }),
+        SchedulerKind::Direct(DirectSettings {
+            seq: seq.clone(),
+            max_queue_delay_us: u64::MAX,
+            minimum_slot_utilization: 1.0,
+        }),
+        SchedulerKind::Oldest(OldestSettings {
+            seq,
+            max_candidate_sequences: 1,
+            preferred: vec![4],
+            max_queue_delay_us: u64::MAX,
+            preserve_ordering: true,
+        }),
+    ];
+    let latencies = [
+        Latency::constant(u64::MAX),
+        Latency::Linear { a: 1e300, b: 1e300 },
+        Latency::constant(3),
+    ];
+    for kind in kinds {
+        let s = Settings {
+            model: "m".into(),
+            max_batch_size: 4,
+            instances: 2,
+            enforce_shapes: false,
+            kind,
+        };
+        for lat in &latencies {
+            let trace: Vec<Request> = (0..12u64)
+                .map(|i| {
+                    let t = if i < 4 {
+                        i * 1000
+                    } else {
+                        near.saturating_add(i)
+                    };
+                    let mut r = Request {
+                        timeout_us: [0, u64::MAX, u64::MAX - 1, 5][i as usize % 4],
+                        priority: (i % 3) as u32,
+                        ..req(&format!("r{i}"), t, 1)
+                    };
+                    r.sequence_id = Some(CorrId::Int(i % 3 + 1));
+                    r.start = i < 3 || i % 5 == 0;
+                    r.end = i % 7 == 6;
+                    r
+                })
+                .collect();
+            let mut out = CollectSink::default();
+            simulate(&s, lat, trace.clone(), &mut out);
+            assert_eq!(out.requests.len(), trace.len(), "{:?} {lat:?}", s.kind);
+            for r in &out.requests {
+                assert!(r.end_us.unwrap() >= r.arrival_us);
+            }
+            assert!(
+                out.requests
+                    .iter()
+                    .any(|r| r.status == Status::Ok && r.arrival_us >= near),
+                "{:?}: requests near the end of time run",
+                s.kind
+            );
+            let d = drive_at_completion(&s, std::slice::from_ref(lat), trace.clone());
+            assert_eq!(d.sink.requests.len(), trace.len());
+        }
+    }
+    assert_eq!(Latency::Linear { a: 1e300, b: 1e300 }.eval(4), u64::MAX);
+}

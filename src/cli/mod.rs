@@ -74,6 +74,12 @@ pub enum Command {
     Simulate(SimulateArgs),
     /// Make request traces for `simulate`.
     Trace(TraceArgs),
+    /// Report what this machine offers the local runner: ONNX Runtime,
+    /// execution providers, CUDA driver and devices.
+    Doctor(DoctorArgs),
+    /// Run a model locally with ONNX Runtime, batched by the same scheduler
+    /// code as `simulate`, on a real clock.
+    Run(RunArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -262,7 +268,7 @@ pub enum SimulateFormat {
 
 #[derive(Debug, Clone, Args)]
 #[command(
-    after_help = "The trace is JSON Lines, one request per line: {\"id\": \"r1\", \"arrival_us\": 0, \"sequence_id\": 7, \"start\": true, \"end\": false, \"batch_size\": 1, \"priority\": 0, \"timeout_us\": 0} (only arrival_us is required), sorted by arrival_us.\nExit status: 0 simulated, 1 the config does not parse, 2 unreadable or invalid input (a bad trace line is reported as FILE:LINE), or a usage error."
+    after_help = "The trace is JSON Lines, one request per line: {\"id\": \"r1\", \"arrival_us\": 0, \"sequence_id\": 7, \"start\": true, \"end\": false, \"batch_size\": 1, \"priority\": 0, \"timeout_us\": 0} (only arrival_us is required), sorted by arrival_us.\n--sweep runs the trace once per setting (the cross product of all --sweep options) and prints one summary row per setting; each setting's config is validated as `tritonctl validate` would, and a setting Triton would refuse (an error the config without it does not have) is reported in its row instead of simulated. The trace file is read again for every setting; a trace on standard input is read into memory once (at most 256 MiB).\nExit status: 0 simulated, 1 the config does not parse or a --sweep setting is refused, 2 unreadable or invalid input (a bad trace line is reported as FILE:LINE), or a usage error (such as an unknown --sweep key or value)."
 )]
 pub struct SimulateArgs {
     /// The model's config.pbtxt, or its model directory.
@@ -276,6 +282,81 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "SPEC")]
     pub latency: String,
     /// Output format.
+    #[arg(long, value_enum, default_value_t = SimulateFormat::Human)]
+    pub format: SimulateFormat,
+    /// Also draw the run as an SVG picture in FILE: time to the right, one
+    /// lane per instance and slot (sequence batching) or per instance, one
+    /// box per execution, coloured by sequence (or shaded by batch size).
+    #[arg(long, value_name = "FILE.svg", conflicts_with = "sweep")]
+    pub timeline: Option<PathBuf>,
+    /// Draw only the executions that overlap this time range, in µs of the
+    /// trace's clock; either end may be left out ("5000:").
+    #[arg(long, value_name = "START_US:END_US", requires = "timeline")]
+    pub timeline_window: Option<String>,
+    /// Draw at most N executions, the first ones (of the window); the
+    /// picture says when some were left out.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 2000,
+        requires = "timeline",
+        value_parser = clap::value_parser!(u32).range(1..=100_000)
+    )]
+    pub timeline_max_batches: u32,
+    /// Also draw each executed request's queue wait (arrival to start of
+    /// its execution) as a thin bar under the execution.
+    #[arg(long, requires = "timeline")]
+    pub timeline_queue: bool,
+    /// Run the trace once per value of a config field and print one summary
+    /// row per setting. KEY is a field path in the model config
+    /// (dynamic_batching.max_queue_delay_microseconds, max_batch_size,
+    /// instance_group[0].count, sequence_batching.oldest.max_candidate_sequences,
+    /// ...); values are comma-separated, in config syntax ("[4,8]" for a
+    /// list; strings need no quotes). Repeatable: every combination is run
+    /// (at most 1000).
+    #[arg(long, value_name = "KEY=V1,V2,...")]
+    pub sweep: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The model directory (config.pbtxt and numeric version directories).
+    /// An ensemble's composing models are looked up next to it, in the same
+    /// model repository.
+    #[arg(value_name = "MODEL_DIR")]
+    pub model: PathBuf,
+    /// Requests: perf_analyzer's input-data JSON, or JSON Lines of requests;
+    /// `-` reads standard input.
+    #[arg(long, short = 'i', value_name = "FILE")]
+    pub input: PathBuf,
+    /// Stateful mode: fill the sequence control inputs and keep state per
+    /// sequence (each top-level array of perf_analyzer's input data is one
+    /// sequence).
+    #[arg(long)]
+    pub sequence: bool,
+    /// Execution device: `cpu`, `cuda` or `cuda:N`; default cuda when a CUDA
+    /// device and ONNX Runtime's CUDA execution provider are present.
+    #[arg(long, value_name = "DEVICE")]
+    pub device: Option<String>,
+    /// Model version to run (default: the highest numeric version directory).
+    #[arg(long = "model-version", value_name = "N")]
+    pub model_version: Option<u64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = SimulateFormat::Human)]
+    pub format: SimulateFormat,
+    /// Measure the execution time per batch size and write a latency file
+    /// that `simulate --latency` reads.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "ONNX Runtime is looked up in ORT_DYLIB_PATH (the library file or its directory), else in the Python onnxruntime or onnxruntime-gpu package of python3. TRITONCTL_NO_ORT=1 makes doctor behave as if ONNX Runtime were absent, TRITONCTL_NO_CUDA=1 as if the CUDA driver were.\nExit status: 0 `run` can run models (on the CPU at least), 1 it cannot (ONNX Runtime missing or unusable, or a binary built without the `run` feature), 2 internal error."
+)]
+pub struct DoctorArgs {
+    /// Output format: human (default) or json (one object; fields in the
+    /// documentation of `tritonctl::commands::doctor`).
     #[arg(long, value_enum, default_value_t = SimulateFormat::Human)]
     pub format: SimulateFormat,
 }

@@ -7,8 +7,10 @@
 pub mod autoconfig;
 pub mod completions;
 pub mod convert;
+pub mod doctor;
 pub mod explain;
 pub mod fmt;
+pub mod run;
 pub mod simulate;
 pub mod trace;
 pub mod validate;

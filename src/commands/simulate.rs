@@ -6,21 +6,47 @@
 //! tables or one JSON document (every request, every batch, a summary).
 //! A bad trace line stops the run with `FILE:LINE: message` and exit 2;
 //! nothing is printed on standard output then.
+//!
+//! `--timeline FILE.svg` also draws the run (`crate::timeline`), keeping
+//! only the records of the drawn window; the file is written through a
+//! temporary file in the same directory and a rename.
+//!
+//! `--sweep KEY=V1,V2,...` (repeatable) runs the trace once per element of
+//! the cross product of the values. KEY is a field path in the model
+//! config, resolved against the schema before anything is read; each value
+//! is read in config syntax by the same binder as the config itself, set in
+//! the bound message, and the result printed and parsed again, so each
+//! setting's config goes through exactly what a config file goes through.
+//! Each setting is validated as `validate` would; errors the base config
+//! does not also have mean Triton would refuse the setting, which is then
+//! reported in its row instead of simulated (exit 1). Each run streams into
+//! a constant-memory summary; the trace file is read again per setting, a
+//! trace on standard input is read into memory once (at most
+//! [`STDIN_LIMIT`] bytes).
 
 use super::{CommandError, Context, ExitStatus};
 use crate::batching::{
-    self, BatchRecord, CorrId, Latency, RequestRecord, SchedulerKind, Settings, Sink, SlotRecord,
-    Status,
+    self, BatchRecord, CorrId, Latency, Request, RequestRecord, SchedulerKind, Settings, Sink,
+    SlotRecord, Status,
 };
 use crate::cli::{SimulateArgs, SimulateFormat};
 use crate::config::ParsedConfig;
 use crate::diagnostics::Severity;
+use crate::schema::inference::ModelConfig;
+use crate::timeline;
 use crate::trace::{TraceError, TraceReader};
 use crate::validate::{FileReport, Report};
+use prost_reflect::{DynamicMessage, FieldDescriptor, Kind, MapKey, MessageDescriptor, Value};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::{BufRead, Write};
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::io::{BufRead, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Largest trace read from standard input for `--sweep`.
+pub const STDIN_LIMIT: u64 = 256 << 20;
+
+/// Most settings one `--sweep` run may ask for.
+pub const MAX_SETTINGS: usize = 1000;
 
 pub fn run(
     args: &SimulateArgs,
@@ -28,71 +54,62 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<ExitStatus, CommandError> {
     let latency = read_latency(&args.latency)?;
-    let Some(settings) = load_settings(&args.config, ctx)? else {
+    let timeline_options = match &args.timeline {
+        None => None,
+        Some(_) => Some(timeline::Options {
+            window: args
+                .timeline_window
+                .as_deref()
+                .map(timeline::Window::parse)
+                .transpose()
+                .map_err(|e| CommandError::Usage(format!("--timeline-window: {e}")))?,
+            max_batches: args.timeline_max_batches as usize,
+            queue_waits: args.timeline_queue,
+        }),
+    };
+    let axes = parse_axes(&args.sweep)?;
+    let Some(base) = load_config(&args.config, ctx)? else {
         return Ok(ExitStatus::Failure);
     };
-    let largest = settings.max_batch_size.clamp(1, 4096);
-    if let Some(b) = (1..=largest).find(|&b| latency.eval(b) > crate::trace::MAX_TIME_US) {
-        return Err(CommandError::Usage(format!(
-            "--latency: {} µs for a batch of {b} is too large (at most {})",
-            latency.eval(b),
-            crate::trace::MAX_TIME_US
-        )));
+    if !axes.is_empty() {
+        return run_sweep(args, ctx, out, &base, &axes, &latency);
     }
+    let settings = base.settings(base.config())?;
+    check_latency(&latency, &settings, None)?;
     let sequence = matches!(
         settings.kind,
         SchedulerKind::Direct(_) | SchedulerKind::Oldest(_)
     );
     let mut stats = Stats::new(settings.instances, args.format == SimulateFormat::Json);
+    let mut collector = timeline_options.map(timeline::Collector::new);
 
-    let (input, name): (Box<dyn BufRead>, String) = if args.trace.as_os_str() == "-" {
-        (Box::new(std::io::stdin().lock()), "<stdin>".into())
-    } else {
-        let name = args.trace.display().to_string();
-        let f = std::fs::File::open(&args.trace).map_err(|e| {
-            CommandError::Input(format!(
-                "{name}: cannot read: {}",
-                super::convert::io_words(&e)
-            ))
-        })?;
-        (Box::new(std::io::BufReader::new(f)), name)
-    };
-    let mut reader = TraceReader::new(input, name);
-    let mut failure: Option<TraceError> = None;
     // JSON lists the requests in trace order: remember where each id came.
     let keep = stats.keep;
     let mut order: HashMap<String, VecDeque<usize>> = HashMap::new();
     let mut position = 0usize;
     {
-        let requests = std::iter::from_fn(|| match reader.next_request()? {
-            Ok(r) => {
+        let mut sink = Tee {
+            stats: &mut stats,
+            timeline: collector.as_mut(),
+        };
+        let input = TraceInput::new(&args.trace);
+        replay(
+            &settings,
+            &latency,
+            &input,
+            &mut sink,
+            |r| {
                 if keep {
                     order.entry(r.id.clone()).or_default().push_back(position);
                     position += 1;
                 }
-                Some(r)
-            }
-            Err(e) => {
-                failure = Some(e);
-                None
-            }
-        });
-        batching::simulate(&settings, &latency, requests, &mut stats);
+            },
+            Some(ctx),
+        )?;
     }
-    for w in reader.warnings() {
-        crate::term::warning(ctx.global.color, w);
-    }
-    if reader.warning_count() > reader.warnings().len() {
-        crate::term::warning(
-            ctx.global.color,
-            &format!(
-                "{} more warnings about the trace",
-                reader.warning_count() - reader.warnings().len()
-            ),
-        );
-    }
-    if let Some(e) = failure {
-        return Err(CommandError::Input(e.to_string()));
+    if let (Some(c), Some(path)) = (collector, &args.timeline) {
+        let svg = timeline::render(&settings, &c.finish());
+        write_file_atomically(path, svg.as_bytes())?;
     }
     if keep {
         let mut requests = std::mem::take(&mut stats.requests);
@@ -118,6 +135,186 @@ pub fn run(
     Ok(ExitStatus::Success)
 }
 
+/// Where the trace comes from.
+enum TraceInput {
+    Stdin,
+    File(PathBuf),
+    /// Standard input, read once (for `--sweep`).
+    Memory(Vec<u8>),
+}
+
+impl TraceInput {
+    fn new(path: &Path) -> TraceInput {
+        if path.as_os_str() == "-" {
+            TraceInput::Stdin
+        } else {
+            TraceInput::File(path.to_path_buf())
+        }
+    }
+
+    /// Reads standard input into memory so that it can be replayed.
+    fn replayable(self) -> Result<TraceInput, CommandError> {
+        match self {
+            TraceInput::Stdin => {
+                let mut bytes = Vec::new();
+                std::io::stdin()
+                    .lock()
+                    .take(STDIN_LIMIT + 1)
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| {
+                        CommandError::Input(format!(
+                            "<stdin>: cannot read: {}",
+                            super::convert::io_words(&e)
+                        ))
+                    })?;
+                if bytes.len() as u64 > STDIN_LIMIT {
+                    return Err(CommandError::Usage(format!(
+                        "--sweep with --trace -: the trace on standard input is larger than {} MiB; write it to a file and pass its path, which is read again for each setting",
+                        STDIN_LIMIT >> 20
+                    )));
+                }
+                Ok(TraceInput::Memory(bytes))
+            }
+            other => Ok(other),
+        }
+    }
+
+    fn open(&self) -> Result<(Box<dyn BufRead + '_>, String), CommandError> {
+        Ok(match self {
+            TraceInput::Stdin => (Box::new(std::io::stdin().lock()), "<stdin>".into()),
+            TraceInput::Memory(b) => (Box::new(b.as_slice()), "<stdin>".into()),
+            TraceInput::File(path) => {
+                let name = path.display().to_string();
+                let f = std::fs::File::open(path).map_err(|e| {
+                    CommandError::Input(format!(
+                        "{name}: cannot read: {}",
+                        super::convert::io_words(&e)
+                    ))
+                })?;
+                (Box::new(std::io::BufReader::new(f)), name)
+            }
+        })
+    }
+}
+
+/// Streams the trace through the scheduler into `sink`; `seen` is called
+/// for each request read. Warnings about the trace are shown when `warn`
+/// is given. A bad line ends the run with its `FILE:LINE` error.
+fn replay(
+    settings: &Settings,
+    latency: &Latency,
+    input: &TraceInput,
+    sink: &mut dyn Sink,
+    mut seen: impl FnMut(&Request),
+    warn: Option<&Context>,
+) -> Result<(), CommandError> {
+    let (reader, name) = input.open()?;
+    let mut reader = TraceReader::new(reader, name);
+    let mut failure: Option<TraceError> = None;
+    {
+        let requests = std::iter::from_fn(|| match reader.next_request()? {
+            Ok(r) => {
+                seen(&r);
+                Some(r)
+            }
+            Err(e) => {
+                failure = Some(e);
+                None
+            }
+        });
+        batching::simulate(settings, latency, requests, sink);
+    }
+    if let Some(ctx) = warn {
+        for w in reader.warnings() {
+            crate::term::warning(ctx.global.color, w);
+        }
+        if reader.warning_count() > reader.warnings().len() {
+            crate::term::warning(
+                ctx.global.color,
+                &format!(
+                    "{} more warnings about the trace",
+                    reader.warning_count() - reader.warnings().len()
+                ),
+            );
+        }
+    }
+    match failure {
+        Some(e) => Err(CommandError::Input(e.to_string())),
+        None => Ok(()),
+    }
+}
+
+/// Feeds the summary and, when drawing, the timeline.
+struct Tee<'a> {
+    stats: &'a mut Stats,
+    timeline: Option<&'a mut timeline::Collector>,
+}
+
+impl Sink for Tee<'_> {
+    fn request(&mut self, r: RequestRecord) {
+        if let Some(t) = self.timeline.as_deref_mut() {
+            t.observe_request(&r);
+        }
+        self.stats.request(r);
+    }
+    fn batch(&mut self, b: BatchRecord) {
+        if let Some(t) = self.timeline.as_deref_mut() {
+            t.observe_batch(&b);
+        }
+        self.stats.batch(b);
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory
+/// and a rename: readers see the old file or the whole new one.
+fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<(), CommandError> {
+    let name = path.display().to_string();
+    let fail = |e: std::io::Error| {
+        CommandError::Input(format!(
+            "{name}: cannot write: {}",
+            super::convert::io_words(&e)
+        ))
+    };
+    if path.is_dir() {
+        return Err(CommandError::Input(format!("{name}: is a directory")));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let base: String = path
+        .file_name()
+        .map(|n| n.to_string_lossy().chars().take(100).collect())
+        .unwrap_or_default();
+    let mut attempt = 0u32;
+    let (tmp, mut file) = loop {
+        let tmp = dir.join(format!(
+            ".{base}.tritonctl-{}.{attempt}.tmp",
+            std::process::id()
+        ));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => {
+                attempt += 1
+            }
+            Err(e) => return Err(fail(e)),
+        }
+    };
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail(e));
+    }
+    Ok(())
+}
+
 /// `--latency`: a specification, or a file holding one (one point or
 /// term per line, `#` comments allowed).
 fn read_latency(spec: &str) -> Result<Latency, CommandError> {
@@ -140,9 +337,68 @@ fn read_latency(spec: &str) -> Result<Latency, CommandError> {
     Latency::parse(spec).map_err(|e| CommandError::Usage(format!("--latency: {e}")))
 }
 
+/// The latency model must keep every batch time on the simulator's clock.
+fn check_latency(
+    latency: &Latency,
+    settings: &Settings,
+    setting: Option<&str>,
+) -> Result<(), CommandError> {
+    let largest = settings.max_batch_size.clamp(1, 4096);
+    if let Some(b) = (1..=largest).find(|&b| latency.eval(b) > crate::trace::MAX_TIME_US) {
+        return Err(CommandError::Usage(format!(
+            "--latency: {} µs for a batch of {b} is too large (at most {}){}",
+            latency.eval(b),
+            crate::trace::MAX_TIME_US,
+            setting.map_or(String::new(), |s| format!(" with {s}"))
+        )));
+    }
+    Ok(())
+}
+
+/// The config as read: its file, text and bound forms.
+struct Loaded {
+    /// The config file (`config.pbtxt` inside a directory given).
+    file: PathBuf,
+    /// The model directory, when the config is a model's `config.pbtxt`.
+    model_dir: Option<PathBuf>,
+    parsed: ParsedConfig,
+}
+
+impl Loaded {
+    fn name(&self) -> String {
+        self.file.display().to_string()
+    }
+
+    fn config(&self) -> &ModelConfig {
+        self.parsed
+            .config
+            .as_ref()
+            .expect("load_config returns clean configs only")
+    }
+
+    /// Scheduler settings of `cfg` (this config or a variant of it): the
+    /// model name from the directory when the config names none, then
+    /// Triton's normalization.
+    fn settings(&self, cfg: &ModelConfig) -> Result<Settings, CommandError> {
+        self.settings_of(cfg)
+            .map_err(|e| CommandError::Input(format!("{}: {e}", self.name())))
+    }
+
+    fn settings_of(&self, cfg: &ModelConfig) -> Result<Settings, String> {
+        let mut cfg = cfg.clone();
+        if cfg.name.is_empty() {
+            if let Some(dir) = self.file.parent().and_then(|d| d.file_name()) {
+                cfg.name = dir.to_string_lossy().into_owned();
+            }
+        }
+        crate::config::normalize::normalize(&mut cfg);
+        Settings::from_config(&cfg)
+    }
+}
+
 /// Reads, parses and binds the config; `None` after showing its errors.
-fn load_settings(path: &Path, ctx: &Context) -> Result<Option<Settings>, CommandError> {
-    let file = if path.is_dir() {
+fn load_config(path: &Path, ctx: &Context) -> Result<Option<Loaded>, CommandError> {
+    let (file, model_dir) = if path.is_dir() {
         let f = path.join("config.pbtxt");
         if !f.is_file() {
             return Err(CommandError::Input(format!(
@@ -150,9 +406,14 @@ fn load_settings(path: &Path, ctx: &Context) -> Result<Option<Settings>, Command
                 path.display()
             )));
         }
-        f
+        (f, Some(path.to_path_buf()))
     } else {
-        path.to_path_buf()
+        let dir =
+            (path.file_name().is_some_and(|n| n == "config.pbtxt")).then(|| match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                _ => PathBuf::from("."),
+            });
+        (path.to_path_buf(), dir)
     };
     let name = file.display().to_string();
     let bytes = std::fs::read(&file).map_err(|e| {
@@ -166,7 +427,7 @@ fn load_settings(path: &Path, ctx: &Context) -> Result<Option<Settings>, Command
         .diagnostics
         .iter()
         .any(|d| d.severity == Severity::Error);
-    let Some(mut cfg) = parsed.config.clone().filter(|_| !errors) else {
+    if errors || parsed.config.is_none() || parsed.message.is_none() {
         let report = Report {
             files: vec![FileReport {
                 path: name,
@@ -177,16 +438,12 @@ fn load_settings(path: &Path, ctx: &Context) -> Result<Option<Settings>, Command
         };
         super::convert::show_diagnostics(&report, ctx);
         return Ok(None);
-    };
-    if cfg.name.is_empty() {
-        if let Some(dir) = file.parent().and_then(|d| d.file_name()) {
-            cfg.name = dir.to_string_lossy().into_owned();
-        }
     }
-    crate::config::normalize::normalize(&mut cfg);
-    Settings::from_config(&cfg)
-        .map(Some)
-        .map_err(|e| CommandError::Input(format!("{name}: {e}")))
+    Ok(Some(Loaded {
+        file,
+        model_dir,
+        parsed,
+    }))
 }
 
 /// Counts as records arrive; keeps the records themselves only for JSON.
@@ -198,9 +455,9 @@ struct Stats {
     ok: u64,
     rejected: u64,
     timed_out: u64,
-    latency: Vec<u64>,
-    queue: Vec<u64>,
-    compute: Vec<u64>,
+    latency: Distribution,
+    queue: Distribution,
+    compute: Distribution,
     first_arrival: Option<u64>,
     last_end: u64,
     sizes: BTreeMap<u32, u64>,
@@ -208,6 +465,11 @@ struct Stats {
     instance_batches: Vec<u64>,
     reasons: BTreeMap<(&'static str, String), u64>,
 }
+
+/// Distinct rejection reasons listed one by one; the rest are counted
+/// together (reasons name requests or sequences, so they are unbounded).
+const MAX_REASONS: usize = 64;
+const OTHER_REASONS: &str = "(other reasons)";
 
 impl Stats {
     fn new(instances: usize, keep: bool) -> Self {
@@ -219,9 +481,9 @@ impl Stats {
             ok: 0,
             rejected: 0,
             timed_out: 0,
-            latency: Vec::new(),
-            queue: Vec::new(),
-            compute: Vec::new(),
+            latency: Distribution::default(),
+            queue: Distribution::default(),
+            compute: Distribution::default(),
             first_arrival: None,
             last_end: 0,
             sizes: BTreeMap::new(),
@@ -262,8 +524,11 @@ impl Sink for Stats {
             }
         };
         if let Some(label) = label {
-            let reason = r.reason.clone().unwrap_or_default();
-            *self.reasons.entry((label, reason)).or_default() += 1;
+            let mut key = (label, r.reason.clone().unwrap_or_default());
+            if !self.reasons.contains_key(&key) && self.reasons.len() >= MAX_REASONS {
+                key.1 = OTHER_REASONS.to_string();
+            }
+            *self.reasons.entry(key).or_default() += 1;
         }
         if self.keep {
             self.requests.push(r);
@@ -285,30 +550,89 @@ impl Sink for Stats {
     }
 }
 
+/// Counts of observed values for nearest-rank percentiles in bounded
+/// memory: exact while there are at most [`EXACT_VALUES`] distinct values,
+/// then in buckets of relative width 2^-11 (below 4096 still exact), each
+/// reported at its middle.
+#[derive(Debug, Default, Clone)]
+struct Distribution {
+    counts: BTreeMap<u64, u64>,
+    n: u64,
+    coarse: bool,
+}
+
+const EXACT_VALUES: usize = 1 << 16;
+const BUCKET_BITS: u32 = 11;
+
+impl Distribution {
+    fn bucket(v: u64) -> u64 {
+        if v < 1 << (BUCKET_BITS + 1) {
+            return v;
+        }
+        // v >> shift keeps the top BUCKET_BITS + 1 bits (2^11 ≤ m < 2^12).
+        let shift = 63 - v.leading_zeros() - BUCKET_BITS;
+        (u64::from(shift) << (BUCKET_BITS + 1)) | (v >> shift)
+    }
+
+    fn bucket_value(key: u64) -> u64 {
+        let shift = (key >> (BUCKET_BITS + 1)) as u32;
+        if shift == 0 {
+            return key;
+        }
+        let mantissa = key & ((1 << (BUCKET_BITS + 1)) - 1);
+        (mantissa << shift) + (1 << (shift - 1))
+    }
+
+    fn push(&mut self, v: u64) {
+        self.n += 1;
+        let key = if self.coarse { Self::bucket(v) } else { v };
+        *self.counts.entry(key).or_default() += 1;
+        if !self.coarse && self.counts.len() > EXACT_VALUES {
+            self.coarse = true;
+            let exact = std::mem::take(&mut self.counts);
+            for (v, c) in exact {
+                *self.counts.entry(Self::bucket(v)).or_default() += c;
+            }
+        }
+    }
+
+    /// Nearest-rank percentile `p` (0 < p ≤ 100).
+    fn percentile(&self, p: f64) -> Option<u64> {
+        if self.n == 0 {
+            return None;
+        }
+        let rank = ((p / 100.0) * self.n as f64).ceil() as u64;
+        let rank = rank.clamp(1, self.n);
+        let mut seen = 0u64;
+        for (&k, &c) in &self.counts {
+            seen += c;
+            if seen >= rank {
+                return Some(if self.coarse {
+                    Self::bucket_value(k)
+                } else {
+                    k
+                });
+            }
+        }
+        None
+    }
+
+    fn percentiles(&self) -> Percentiles {
+        Percentiles {
+            p50: self.percentile(50.0),
+            p90: self.percentile(90.0),
+            p95: self.percentile(95.0),
+            p99: self.percentile(99.0),
+        }
+    }
+}
+
 #[derive(Serialize, Clone, Copy)]
 struct Percentiles {
     p50: Option<u64>,
     p90: Option<u64>,
     p95: Option<u64>,
     p99: Option<u64>,
-}
-
-/// Nearest-rank percentiles.
-fn percentiles(v: &mut [u64]) -> Percentiles {
-    v.sort_unstable();
-    let at = |p: f64| -> Option<u64> {
-        if v.is_empty() {
-            return None;
-        }
-        let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
-        Some(v[rank.clamp(1, v.len()) - 1])
-    };
-    Percentiles {
-        p50: at(50.0),
-        p90: at(90.0),
-        p95: at(95.0),
-        p99: at(99.0),
-    }
 }
 
 #[derive(Serialize)]
@@ -342,9 +666,15 @@ struct Summary {
     latency_us: Percentiles,
     queue_us: Percentiles,
     compute_us: Percentiles,
+    /// Present (true) when a distribution had so many distinct values that
+    /// its percentiles are rounded (to within 0.05%).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    approximate_percentiles: bool,
     /// From the first arrival to the last response.
     duration_us: u64,
     batches: u64,
+    /// Mean executed batch size (0 without executions).
+    mean_batch_size: f64,
     batch_sizes: Vec<SizeCount>,
     instances: Vec<InstanceUse>,
     reasons: Vec<ReasonCount>,
@@ -361,17 +691,27 @@ impl Stats {
         } else {
             0.0
         };
+        let batches: u64 = self.sizes.values().sum();
+        let elements: u64 = self.sizes.iter().map(|(&s, &c)| u64::from(s) * c).sum();
         Summary {
             requests: self.total,
             ok: self.ok,
             rejected: self.rejected,
             timed_out: self.timed_out,
             throughput_per_s,
-            latency_us: percentiles(&mut self.latency),
-            queue_us: percentiles(&mut self.queue),
-            compute_us: percentiles(&mut self.compute),
+            latency_us: self.latency.percentiles(),
+            queue_us: self.queue.percentiles(),
+            compute_us: self.compute.percentiles(),
+            approximate_percentiles: self.latency.coarse
+                || self.queue.coarse
+                || self.compute.coarse,
             duration_us,
-            batches: self.sizes.values().sum(),
+            batches,
+            mean_batch_size: if batches > 0 {
+                elements as f64 / batches as f64
+            } else {
+                0.0
+            },
             batch_sizes: self
                 .sizes
                 .iter()
@@ -594,5 +934,875 @@ fn right_align(
         if let Some(col) = t.column_mut(c) {
             col.set_cell_alignment(a);
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// --sweep
+
+/// One step of a sweep key, resolved against the schema.
+#[derive(Debug, Clone)]
+enum Seg {
+    Field(FieldDescriptor),
+    Index(usize),
+    Key(MapKey, String),
+}
+
+/// What the last step of a key names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Leaf {
+    /// A whole field (a whole list for a repeated field).
+    Field,
+    /// One element of a repeated field: `dims[1]`.
+    Element,
+    /// The value of one map entry: `parameters{KEY}`.
+    MapValue,
+}
+
+/// One `--sweep KEY=V1,V2,...`.
+struct Axis {
+    key: String,
+    path: Vec<Seg>,
+    /// The kind of the values set (the element kind for a list), for JSON.
+    kind: Kind,
+    /// Each value as written and as bound.
+    values: Vec<(String, Value)>,
+}
+
+fn parse_axes(args: &[String]) -> Result<Vec<Axis>, CommandError> {
+    let mut axes: Vec<Axis> = Vec::new();
+    for a in args {
+        let axis = parse_axis(a).map_err(|e| CommandError::Usage(format!("--sweep: {e}")))?;
+        if axes.iter().any(|x| x.key == axis.key) {
+            return Err(CommandError::Usage(format!(
+                "--sweep: '{}' is given twice; list all its values in one --sweep",
+                axis.key
+            )));
+        }
+        axes.push(axis);
+    }
+    let total = axes
+        .iter()
+        .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
+        .unwrap_or(usize::MAX);
+    if total > MAX_SETTINGS {
+        return Err(CommandError::Usage(format!(
+            "--sweep: {} settings asked for, at most {MAX_SETTINGS} are allowed",
+            if total == usize::MAX {
+                "too many".to_string()
+            } else {
+                total.to_string()
+            }
+        )));
+    }
+    Ok(axes)
+}
+
+fn parse_axis(arg: &str) -> Result<Axis, String> {
+    let Some((key, values)) = arg.split_once('=') else {
+        return Err(format!(
+            "'{arg}': expected KEY=V1,V2,... (for example dynamic_batching.max_queue_delay_microseconds=0,100,500)"
+        ));
+    };
+    let key = key.trim().to_string();
+    let (path, fd, leaf) = resolve_key(&key)?;
+    let kind = match leaf {
+        Leaf::MapValue => match fd.kind() {
+            Kind::Message(entry) => entry.map_entry_value_field().kind(),
+            k => k,
+        },
+        _ => fd.kind(),
+    };
+    let mut parsed = Vec::new();
+    for text in split_values(values).map_err(|e| format!("'{key}': {e}"))? {
+        // Strings may be written without quotes.
+        let literal =
+            if matches!(kind, Kind::String | Kind::Bytes) && !text.starts_with(['"', '\'', '[']) {
+                crate::pbtxt::printer::quote_bytes(text.as_bytes())
+            } else {
+                text.clone()
+            };
+        let v = parse_value(&fd, leaf, &literal).map_err(|e| {
+            let mut m = format!("'{key}': invalid value '{text}': {e}");
+            match &kind {
+                Kind::Enum(en) => {
+                    let names: Vec<String> = en.values().map(|v| v.name().to_string()).collect();
+                    m.push_str(&format!(" (one of: {})", names.join(", ")));
+                }
+                Kind::Bool => m.push_str(" (true or false)"),
+                _ => {}
+            }
+            m
+        })?;
+        parsed.push((text, v));
+    }
+    Ok(Axis {
+        key,
+        path,
+        kind,
+        values: parsed,
+    })
+}
+
+/// Splits `V1,V2,...` at the commas outside brackets, braces and quotes.
+fn split_values(text: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    let mut cur = String::new();
+    for c in text.chars() {
+        if let Some(q) = quote {
+            cur.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        match c {
+            '"' | '\'' => quote = Some(c),
+            '[' | '{' | '<' => depth += 1,
+            ']' | '}' | '>' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(std::mem::take(&mut cur));
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    out.push(cur);
+    if quote.is_some() || depth != 0 {
+        return Err(format!("unbalanced quotes or brackets in '{text}'"));
+    }
+    let out: Vec<String> = out.into_iter().map(|v| v.trim().to_string()).collect();
+    if out.iter().any(String::is_empty) {
+        return Err(format!(
+            "empty value in '{text}' (values are separated by commas; a list is written [4,8])"
+        ));
+    }
+    Ok(out)
+}
+
+enum RawSeg {
+    Name(String),
+    Index(usize),
+    Key(String),
+}
+
+fn split_key(key: &str) -> Result<Vec<RawSeg>, String> {
+    let bad = || {
+        format!("'{key}' is not a field path (NAME, NAME.NAME, NAME[INDEX] or NAME{{KEY}}, for example instance_group[0].count)")
+    };
+    let mut out = Vec::new();
+    let mut name_next = true;
+    let mut rest = key;
+    while let Some(c) = rest.chars().next() {
+        match c {
+            '.' if !name_next => {
+                name_next = true;
+                rest = &rest[1..];
+            }
+            '[' | '{' if !name_next => {
+                let close = if c == '[' { ']' } else { '}' };
+                let end = rest.find(close).ok_or_else(bad)?;
+                let inner = rest[1..end].trim();
+                out.push(if c == '[' {
+                    RawSeg::Index(inner.parse().map_err(|_| {
+                        format!("'{key}': the index '{inner}' is not a whole number")
+                    })?)
+                } else {
+                    RawSeg::Key(inner.to_string())
+                });
+                rest = &rest[end + 1..];
+            }
+            c if name_next && (c.is_ascii_alphanumeric() || c == '_') => {
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(rest.len());
+                out.push(RawSeg::Name(rest[..end].to_string()));
+                rest = &rest[end..];
+                name_next = false;
+            }
+            _ => return Err(bad()),
+        }
+    }
+    if name_next {
+        return Err(bad());
+    }
+    Ok(out)
+}
+
+fn join_path(at: &str, name: &str) -> String {
+    if at.is_empty() {
+        name.to_string()
+    } else {
+        format!("{at}.{name}")
+    }
+}
+
+fn unknown_field(msg: &MessageDescriptor, name: &str, at: &str) -> String {
+    let names: Vec<String> = msg.fields().map(|f| f.name().to_string()).collect();
+    let near = super::suggestions(name, names.iter().map(String::as_str));
+    let place = if at.is_empty() {
+        "the model config".to_string()
+    } else {
+        format!("'{at}'")
+    };
+    let mut m = format!("{place} has no field '{name}'");
+    if let Some(first) = near.first() {
+        m.push_str(&format!("; did you mean '{}'?", join_path(at, first)));
+    }
+    m.push_str(&format!(" Fields of {place}: {}", names.join(", ")));
+    m
+}
+
+/// Resolves a key against the ModelConfig schema: the steps, the field of
+/// the last step and what of it is set.
+fn resolve_key(key: &str) -> Result<(Vec<Seg>, FieldDescriptor, Leaf), String> {
+    let raw = split_key(key)?;
+    let mut segs = Vec::new();
+    let mut msg = crate::schema::model_config();
+    let mut at = String::new();
+    let mut it = raw.into_iter().peekable();
+    while let Some(seg) = it.next() {
+        let RawSeg::Name(name) = seg else {
+            return Err(format!("'{key}': one index or key per field"));
+        };
+        let fd = msg
+            .get_field_by_name(&name)
+            .ok_or_else(|| unknown_field(&msg, &name, &at))?;
+        at = join_path(&at, &name);
+        segs.push(Seg::Field(fd.clone()));
+        let mut leaf = Leaf::Field;
+        let mut inner = fd.kind();
+        match it.peek() {
+            Some(RawSeg::Index(i)) => {
+                if !fd.is_list() {
+                    return Err(format!("'{at}' is not a list; leave out the [{i}]"));
+                }
+                at = format!("{at}[{i}]");
+                segs.push(Seg::Index(*i));
+                leaf = Leaf::Element;
+                it.next();
+            }
+            Some(RawSeg::Key(k)) => {
+                let Kind::Message(entry) = fd.kind().clone() else {
+                    return Err(format!("'{at}' is not a map; leave out the {{{k}}}"));
+                };
+                if !fd.is_map() {
+                    return Err(format!("'{at}' is not a map; leave out the {{{k}}}"));
+                }
+                let mk = parse_map_key(&entry, k)
+                    .map_err(|e| format!("'{at}{{{k}}}': invalid key: {e}"))?;
+                at = format!("{at}{{{k}}}");
+                segs.push(Seg::Key(mk, k.clone()));
+                inner = entry.map_entry_value_field().kind();
+                leaf = Leaf::MapValue;
+                it.next();
+            }
+            _ => {}
+        }
+        match it.peek() {
+            None => {
+                if leaf == Leaf::Field && fd.is_map() {
+                    return Err(format!(
+                        "'{at}' is a map; name one entry, for example {at}{{KEY}}"
+                    ));
+                }
+                return Ok((segs, fd, leaf));
+            }
+            Some(RawSeg::Name(next)) => {
+                if leaf == Leaf::Field && fd.is_list() {
+                    return Err(format!(
+                        "'{at}' is a list; pick one element, for example {at}[0].{next}"
+                    ));
+                }
+                match inner {
+                    Kind::Message(m) => msg = m,
+                    _ => return Err(format!("'{at}' is not a message; it has no field '{next}'")),
+                }
+            }
+            Some(_) => return Err(format!("'{key}': one index or key per field")),
+        }
+    }
+    Err(format!("'{key}' is not a field path"))
+}
+
+/// A map key written in the key's own syntax (strings need no quotes).
+fn parse_map_key(entry: &MessageDescriptor, text: &str) -> Result<MapKey, String> {
+    let kf = entry.map_entry_key_field();
+    let lit = if matches!(kf.kind(), Kind::String) && !text.starts_with(['"', '\'']) {
+        crate::pbtxt::printer::quote_bytes(text.as_bytes())
+    } else {
+        text.to_string()
+    };
+    let snippet = format!("key: {lit}");
+    let v = bind_snippet(&snippet, entry)?.get_field(&kf).into_owned();
+    v.into_map_key()
+        .ok_or_else(|| "not a valid map key".to_string())
+}
+
+/// Binds a one-field text against `desc`, as a config file is bound.
+fn bind_snippet(snippet: &str, desc: &MessageDescriptor) -> Result<DynamicMessage, String> {
+    let doc = crate::pbtxt::parse(snippet).map_err(|d| d.message.clone())?;
+    if doc.fields.len() != 1 {
+        return Err("expected one value".into());
+    }
+    let (msg, diags) = crate::schema::bind::bind(snippet, &doc, desc);
+    if let Some(d) = diags
+        .iter()
+        .find(|d| d.severity == Severity::Error)
+        .or(diags.first())
+    {
+        return Err(d.message.clone());
+    }
+    Ok(msg)
+}
+
+/// A value in config syntax for the field (or element, or map value) `fd`.
+fn parse_value(fd: &FieldDescriptor, leaf: Leaf, text: &str) -> Result<Value, String> {
+    match leaf {
+        Leaf::Field => {
+            let snippet = format!("{}: {text}", fd.name());
+            let msg = bind_snippet(&snippet, &fd.parent_message().clone())?;
+            Ok(msg.get_field(fd).into_owned())
+        }
+        Leaf::Element => {
+            let snippet = format!("{}: [ {text} ]", fd.name());
+            let msg = bind_snippet(&snippet, &fd.parent_message().clone())?;
+            match msg.get_field(fd).into_owned() {
+                Value::List(mut l) if l.len() == 1 => Ok(l.remove(0)),
+                _ => Err("expected one element".into()),
+            }
+        }
+        Leaf::MapValue => {
+            let Kind::Message(entry) = fd.kind() else {
+                return Err("not a map".into());
+            };
+            let vf = entry.map_entry_value_field();
+            let snippet = format!("value: {text}");
+            let msg = bind_snippet(&snippet, &entry)?;
+            Ok(msg.get_field(&vf).into_owned())
+        }
+    }
+}
+
+/// Refuses to switch a `oneof` (the scheduler, the sequence strategy, ...)
+/// to another member than the config's.
+fn check_oneof(msg: &DynamicMessage, fd: &FieldDescriptor, at: &str) -> Result<(), String> {
+    let Some(o) = fd.containing_oneof() else {
+        return Ok(());
+    };
+    if let Some(other) = o
+        .fields()
+        .find(|f| f.number() != fd.number() && msg.has_field(f))
+    {
+        let names: Vec<String> = o.fields().map(|f| join_path(at, f.name())).collect();
+        return Err(format!(
+            "'{}' cannot be set: the config uses '{}', and a config holds only one of {}",
+            join_path(at, fd.name()),
+            join_path(at, other.name()),
+            names.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// Sets `value` at `segs` in `msg` (`at` is the path of `msg`).
+fn apply(msg: &mut DynamicMessage, segs: &[Seg], value: &Value, at: &str) -> Result<(), String> {
+    let Some((Seg::Field(fd), rest)) = segs.split_first() else {
+        return Err("a key starts with a field name".into());
+    };
+    check_oneof(msg, fd, at)?;
+    let here = join_path(at, fd.name());
+    match rest {
+        [] => msg
+            .try_set_field(fd, value.clone())
+            .map_err(|e| e.to_string()),
+        [Seg::Index(i), more @ ..] => {
+            let n = match msg.get_field(fd).as_ref() {
+                Value::List(l) => l.len(),
+                _ => 0,
+            };
+            if *i >= n {
+                return Err(format!(
+                    "'{here}[{i}]': the config has {} (indices start at 0)",
+                    match n {
+                        0 => format!("no {here}"),
+                        1 => format!("1 {here} entry"),
+                        n => format!("{n} {here} entries"),
+                    }
+                ));
+            }
+            let Value::List(items) = msg.get_field_mut(fd) else {
+                return Err(format!("'{here}' is not a list"));
+            };
+            let item = &mut items[*i];
+            if more.is_empty() {
+                *item = value.clone();
+                return Ok(());
+            }
+            match item {
+                Value::Message(m) => apply(m, more, value, &format!("{here}[{i}]")),
+                _ => Err(format!("'{here}[{i}]' is not a message")),
+            }
+        }
+        [Seg::Key(k, written), more @ ..] => {
+            let Kind::Message(entry) = fd.kind() else {
+                return Err(format!("'{here}' is not a map"));
+            };
+            let value_kind = entry.map_entry_value_field().kind();
+            let Value::Map(map) = msg.get_field_mut(fd) else {
+                return Err(format!("'{here}' is not a map"));
+            };
+            let slot = map
+                .entry(k.clone())
+                .or_insert_with(|| value_kind.default_value());
+            if more.is_empty() {
+                *slot = value.clone();
+                return Ok(());
+            }
+            match slot {
+                Value::Message(m) => apply(m, more, value, &format!("{here}{{{written}}}")),
+                _ => Err(format!("'{here}{{{written}}}' is not a message")),
+            }
+        }
+        more => match msg.get_field_mut(fd) {
+            Value::Message(m) => apply(m, more, value, &here),
+            _ => Err(format!("'{here}' is not a message")),
+        },
+    }
+}
+
+/// A bound value as JSON (enum values by name, messages as objects).
+fn value_json(v: &Value, kind: &Kind) -> serde_json::Value {
+    use serde_json::Value as J;
+    match v {
+        Value::Bool(b) => J::Bool(*b),
+        Value::I32(x) => (*x).into(),
+        Value::I64(x) => (*x).into(),
+        Value::U32(x) => (*x).into(),
+        Value::U64(x) => (*x).into(),
+        // Through the shortest text of the f32, so 0.1 stays 0.1.
+        Value::F32(x) => x
+            .to_string()
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map_or_else(|| J::String(x.to_string()), J::Number),
+        Value::F64(x) => {
+            serde_json::Number::from_f64(*x).map_or_else(|| J::String(x.to_string()), J::Number)
+        }
+        Value::String(s) => J::String(s.clone()),
+        Value::Bytes(b) => J::String(String::from_utf8_lossy(b).into_owned()),
+        Value::EnumNumber(n) => match kind {
+            Kind::Enum(e) => e
+                .get_value(*n)
+                .map_or_else(|| (*n).into(), |v| J::String(v.name().to_string())),
+            _ => (*n).into(),
+        },
+        Value::Message(m) => {
+            let options = prost_reflect::SerializeOptions::new().use_proto_field_name(true);
+            m.serialize_with_options(serde_json::value::Serializer, &options)
+                .unwrap_or(J::Null)
+        }
+        Value::List(items) => J::Array(items.iter().map(|i| value_json(i, kind)).collect()),
+        Value::Map(map) => {
+            let mut keys: Vec<&MapKey> = map.keys().collect();
+            keys.sort();
+            J::Object(
+                keys.into_iter()
+                    .map(|k| {
+                        let name = match k {
+                            MapKey::String(s) => s.clone(),
+                            MapKey::Bool(b) => b.to_string(),
+                            MapKey::I32(x) => x.to_string(),
+                            MapKey::I64(x) => x.to_string(),
+                            MapKey::U32(x) => x.to_string(),
+                            MapKey::U64(x) => x.to_string(),
+                        };
+                        (name, value_json(&map[k], kind))
+                    })
+                    .collect(),
+            )
+        }
+    }
+}
+
+/// One row of a sweep.
+struct SweepRow {
+    /// The value index per axis.
+    choice: Vec<usize>,
+    outcome: Result<Summary, Vec<String>>,
+}
+
+/// `(code, message)` of every error `validate` reports for a config text.
+fn config_errors(base: &Loaded, text: &str) -> BTreeSet<(String, String)> {
+    let report = crate::validate::check_config_file(
+        base.name(),
+        text.as_bytes().to_vec(),
+        base.model_dir.as_deref(),
+        &crate::lint::Options::default(),
+    );
+    report
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| (d.code.to_string(), d.message.clone()))
+        .collect()
+}
+
+fn run_sweep(
+    args: &SimulateArgs,
+    ctx: &Context,
+    out: &mut dyn Write,
+    base: &Loaded,
+    axes: &[Axis],
+    latency: &Latency,
+) -> Result<ExitStatus, CommandError> {
+    let base_settings = base.settings(base.config())?;
+    let base_msg = base
+        .parsed
+        .message
+        .clone()
+        .expect("load_config returns bound configs only");
+    // Every key must fit the config (indices in range, no other scheduler)
+    // before anything runs.
+    for a in axes {
+        let mut m = base_msg.clone();
+        apply(&mut m, &a.path, &a.values[0].1, "")
+            .map_err(|e| CommandError::Usage(format!("--sweep: {e}")))?;
+    }
+    let base_errors = config_errors(base, &crate::pbtxt::printer::print_message(&base_msg));
+    let input = TraceInput::new(&args.trace).replayable()?;
+
+    let mut rows = Vec::new();
+    let mut choice = vec![0usize; axes.len()];
+    let mut warned = false;
+    loop {
+        let label: Vec<String> = axes
+            .iter()
+            .zip(&choice)
+            .map(|(a, &i)| format!("{}={}", a.key, a.values[i].0))
+            .collect();
+        let label = label.join(" ");
+        let mut msg = base_msg.clone();
+        for (a, &i) in axes.iter().zip(&choice) {
+            apply(&mut msg, &a.path, &a.values[i].1, "")
+                .map_err(|e| CommandError::Usage(format!("--sweep {label}: {e}")))?;
+        }
+        let text = crate::pbtxt::printer::print_message(&msg);
+        let parsed = ParsedConfig::parse(text.clone());
+        let mut refused: Vec<String> = parsed
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(|d| format!("{}: {}", d.code, d.message))
+            .collect();
+        let mut settings = None;
+        if let (true, Some(cfg)) = (refused.is_empty(), &parsed.config) {
+            refused.extend(
+                config_errors(base, &text)
+                    .difference(&base_errors)
+                    .map(|(code, m)| format!("{code}: {m}")),
+            );
+            match base.settings_of(cfg) {
+                Ok(s) => settings = Some(s),
+                Err(e) => refused.push(e),
+            }
+        }
+        let outcome = match settings {
+            Some(s) if refused.is_empty() => {
+                check_latency(latency, &s, Some(&label))?;
+                let mut stats = Stats::new(s.instances, false);
+                replay(
+                    &s,
+                    latency,
+                    &input,
+                    &mut stats,
+                    |_| {},
+                    (!warned).then_some(ctx),
+                )?;
+                warned = true;
+                Ok(stats.summary())
+            }
+            _ => Err(refused),
+        };
+        rows.push(SweepRow {
+            choice: choice.clone(),
+            outcome,
+        });
+        // Next combination, the last key fastest.
+        let mut k = axes.len();
+        loop {
+            if k == 0 {
+                break;
+            }
+            k -= 1;
+            choice[k] += 1;
+            if choice[k] < axes[k].values.len() {
+                break;
+            }
+            choice[k] = 0;
+            if k == 0 {
+                k = usize::MAX;
+                break;
+            }
+        }
+        if k == usize::MAX {
+            break;
+        }
+    }
+
+    match args.format {
+        SimulateFormat::Json => write_sweep_json(out, axes, &rows)?,
+        SimulateFormat::Human => write_sweep_human(out, &base_settings, axes, &rows)?,
+    }
+    out.flush()?;
+    Ok(if rows.iter().any(|r| r.outcome.is_err()) {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
+}
+
+fn write_sweep_json(
+    out: &mut dyn Write,
+    axes: &[Axis],
+    rows: &[SweepRow],
+) -> Result<(), CommandError> {
+    #[derive(Serialize)]
+    struct RowOut<'a> {
+        settings: serde_json::Map<String, serde_json::Value>,
+        summary: Option<&'a Summary>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        refused: Option<&'a [String]>,
+    }
+    let doc: Vec<RowOut> = rows
+        .iter()
+        .map(|r| RowOut {
+            settings: axes
+                .iter()
+                .zip(&r.choice)
+                .map(|(a, &i)| (a.key.clone(), value_json(&a.values[i].1, &a.kind)))
+                .collect(),
+            summary: r.outcome.as_ref().ok(),
+            refused: r.outcome.as_ref().err().map(Vec::as_slice),
+        })
+        .collect();
+    serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn write_sweep_human(
+    out: &mut dyn Write,
+    base: &Settings,
+    axes: &[Axis],
+    rows: &[SweepRow],
+) -> Result<(), CommandError> {
+    use comfy_table::{presets, CellAlignment, Table};
+    let refused = rows.iter().filter(|r| r.outcome.is_err()).count();
+    writeln!(
+        out,
+        "model '{}': {} of the same trace{}",
+        base.model,
+        if rows.len() == 1 {
+            "1 setting".to_string()
+        } else {
+            format!("{} settings", rows.len())
+        },
+        match refused {
+            0 => String::new(),
+            1 => ", 1 refused".to_string(),
+            n => format!(", {n} refused"),
+        }
+    )?;
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    let mut header: Vec<String> = axes.iter().map(|a| a.key.clone()).collect();
+    let stats_cols = [
+        "throughput/s",
+        "p50 (µs)",
+        "p99 (µs)",
+        "queue p50",
+        "queue p99",
+        "mean batch",
+        "ok",
+        "rejected",
+        "timed out",
+    ];
+    header.extend(stats_cols.iter().map(|s| s.to_string()));
+    if refused > 0 {
+        header.push("refused".into());
+    }
+    t.set_header(header);
+    let cell = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+    for r in rows {
+        let mut row: Vec<String> = axes
+            .iter()
+            .zip(&r.choice)
+            .map(|(a, &i)| a.values[i].0.clone())
+            .collect();
+        match &r.outcome {
+            Ok(s) => {
+                row.extend([
+                    format!("{:.1}", s.throughput_per_s),
+                    cell(s.latency_us.p50),
+                    cell(s.latency_us.p99),
+                    cell(s.queue_us.p50),
+                    cell(s.queue_us.p99),
+                    format!("{:.2}", s.mean_batch_size),
+                    s.ok.to_string(),
+                    s.rejected.to_string(),
+                    s.timed_out.to_string(),
+                ]);
+                if refused > 0 {
+                    row.push(String::new());
+                }
+            }
+            Err(why) => {
+                row.extend(stats_cols.iter().map(|_| "-".to_string()));
+                let mut note = why.first().cloned().unwrap_or_default();
+                if why.len() > 1 {
+                    note.push_str(&format!(" (and {} more)", why.len() - 1));
+                }
+                row.push(note);
+            }
+        }
+        t.add_row(row);
+    }
+    right_align(
+        &mut t,
+        axes.len()..axes.len() + stats_cols.len(),
+        CellAlignment::Right,
+    );
+    writeln!(out, "{t}")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_exact_until_many_distinct_values() {
+        let mut d = Distribution::default();
+        for v in [5, 1, 4, 2, 3] {
+            d.push(v);
+        }
+        assert_eq!(d.percentile(50.0), Some(3));
+        assert_eq!(d.percentile(99.0), Some(5));
+        assert_eq!(d.percentile(1.0), Some(1));
+        assert!(Distribution::default().percentile(50.0).is_none());
+
+        // Past the limit: within 2^-11 of the exact nearest-rank value.
+        let mut d = Distribution::default();
+        let n = (EXACT_VALUES as u64) * 2;
+        for i in 0..n {
+            d.push(i * 37 + 1_000_000);
+        }
+        assert!(d.coarse);
+        for p in [50.0, 90.0, 99.0] {
+            let rank = ((p / 100.0) * n as f64).ceil() as u64;
+            let exact = (rank - 1) * 37 + 1_000_000;
+            let got = d.percentile(p).unwrap();
+            let err = (got as f64 - exact as f64).abs() / exact as f64;
+            assert!(err <= 1.0 / 2048.0, "p{p}: {got} vs {exact}");
+        }
+    }
+
+    #[test]
+    fn buckets_keep_order() {
+        let mut last = 0;
+        for v in (0..200_000u64).step_by(7).chain([u64::MAX / 3, u64::MAX]) {
+            let b = Distribution::bucket(v);
+            assert!(b >= last, "{v}");
+            last = b;
+            let back = Distribution::bucket_value(b);
+            let err = (back as f64 - v as f64).abs() / (v.max(1) as f64);
+            assert!(err <= 1.0 / 2048.0, "{v} -> {back}");
+        }
+        assert_eq!(Distribution::bucket(4095), 4095);
+    }
+
+    #[test]
+    fn sweep_values_split_outside_brackets_and_quotes() {
+        assert_eq!(split_values("0, 100 ,500").unwrap(), ["0", "100", "500"]);
+        assert_eq!(
+            split_values("[4,8],[2],{a: 1, b: 2},\"x,y\"").unwrap(),
+            ["[4,8]", "[2]", "{a: 1, b: 2}", "\"x,y\""]
+        );
+        assert!(split_values("1,,2").is_err());
+        assert!(split_values("[1,2").is_err());
+        assert!(split_values("\"open").is_err());
+    }
+
+    #[test]
+    fn sweep_keys_resolve_against_the_schema() {
+        let (segs, fd, leaf) = resolve_key("instance_group[0].count").unwrap();
+        assert_eq!(segs.len(), 3);
+        assert_eq!(fd.name(), "count");
+        assert_eq!(leaf, Leaf::Field);
+        let (_, fd, leaf) = resolve_key("input[1].dims[0]").unwrap();
+        assert_eq!((fd.name(), leaf), ("dims", Leaf::Element));
+        let (_, fd, leaf) = resolve_key("parameters{k}.string_value").unwrap();
+        assert_eq!((fd.name(), leaf), ("string_value", Leaf::Field));
+        let (_, _, leaf) = resolve_key("dynamic_batching.priority_queue_policy{2}").unwrap();
+        assert_eq!(leaf, Leaf::MapValue);
+        for bad in [
+            "",
+            ".a",
+            "a..b",
+            "max_batch_size[0]",
+            "instance_group.count",
+            "parameters",
+            "dynamic_batching.priority_queue_policy{x}",
+            "max_batch_size.x",
+            "input[0][1]",
+            "input[a]",
+        ] {
+            assert!(resolve_key(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sweep_values_set_the_config() {
+        let parsed = ParsedConfig::parse(
+            "max_batch_size: 8\ninstance_group [ { count: 1 }, { count: 2 } ]\ndynamic_batching { }\n"
+                .into(),
+        );
+        let base = parsed.message.unwrap();
+        let axis = parse_axis("instance_group[1].count=5").unwrap();
+        let mut m = base.clone();
+        apply(&mut m, &axis.path, &axis.values[0].1, "").unwrap();
+        let text = crate::pbtxt::printer::print_message(&m);
+        let cfg = ParsedConfig::parse(text).config.unwrap();
+        assert_eq!(cfg.instance_group[1].count, 5);
+        assert_eq!(cfg.instance_group[0].count, 1);
+
+        let axis =
+            parse_axis("dynamic_batching.priority_queue_policy{2}.max_queue_size=3").unwrap();
+        let mut m = base.clone();
+        apply(&mut m, &axis.path, &axis.values[0].1, "").unwrap();
+        let cfg = ParsedConfig::parse(crate::pbtxt::printer::print_message(&m))
+            .config
+            .unwrap();
+        let Some(crate::schema::inference::model_config::SchedulingChoice::DynamicBatching(d)) =
+            cfg.scheduling_choice
+        else {
+            panic!("dynamic batching kept");
+        };
+        assert_eq!(d.priority_queue_policy[&2].max_queue_size, 3);
+
+        let axis = parse_axis("sequence_batching.direct.max_queue_delay_microseconds=1").unwrap();
+        let mut m = base.clone();
+        let err = apply(&mut m, &axis.path, &axis.values[0].1, "").unwrap_err();
+        assert!(err.contains("dynamic_batching"), "{err}");
     }
 }

@@ -15,6 +15,38 @@
 //! environment are set up once per process (ONNX Runtime allows a single
 //! environment); everything ONNX Runtime logs is discarded, since library
 //! code does not print.
+//!
+//! `TRITONCTL_NO_ORT=1` makes the probe behave as if no library were
+//! installed (for tests, and to compare with the fallbacks).
+//!
+//! On top of the library:
+//! - [`report`](mod@report): what this machine offers (ONNX Runtime, its execution
+//!   providers, the CUDA driver and devices), for `tritonctl doctor`;
+//! - [`cuda`]: the CUDA driver probe (cudarc, loaded at run time);
+//! - [`device`]: resolving `--device` into a [`Device`];
+//! - [`session`]: [`ModelSession`], one ONNX Runtime session per model
+//!   instance, running host [`crate::tensor::Tensor`]s;
+//! - [`bench`]: a bare ONNX Runtime loop, the baseline of the runner's
+//!   per-step overhead.
+//!
+//! Untested (no GPU and no GPU build of ONNX Runtime on the test
+//! machines): the CUDA driver queries past "no driver", loading the CUDA
+//! execution provider library, sessions on the CUDA execution provider,
+//! and state kept in device memory. These paths are small and sit behind
+//! the probes; the CPU paths around them are tested.
+
+pub mod bench;
+mod convert;
+pub mod cuda;
+pub mod device;
+pub mod report;
+pub mod session;
+#[doc(hidden)]
+pub mod testmodel;
+
+pub use device::{select_device, Device, DeviceError, DeviceRequest};
+pub use report::{report, CudaProvider, Report};
+pub use session::{BoundState, GraphOptimization, ModelSession, RunError, SessionOptions};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -26,6 +58,8 @@ use ort::logging::LogLevel;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::ValueType;
+
+use crate::tensor::DataType;
 
 /// How to get the library, for error messages.
 pub const INSTALL_HINT: &str =
@@ -81,6 +115,17 @@ pub struct SessionTensor {
     pub symbols: Vec<String>,
 }
 
+impl SessionTensor {
+    /// The Triton data type of a tensor's elements (`None` for
+    /// non-tensors and types Triton has no name for, like COMPLEX64).
+    pub fn data_type(&self) -> Option<DataType> {
+        if !self.is_tensor {
+            return None;
+        }
+        convert::data_type_of(self.elem_type)
+    }
+}
+
 /// What a session tells about a model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionInfo {
@@ -102,6 +147,7 @@ pub fn probe() -> Result<OrtLibrary, ProbeError> {
     runtime().map(|r| r.library.clone())
 }
 
+/// The loaded library and ONNX Runtime's environment (sessions need it).
 fn runtime() -> Result<&'static Runtime, ProbeError> {
     RUNTIME
         .get_or_init(|| load(&locate()?))
@@ -109,8 +155,21 @@ fn runtime() -> Result<&'static Runtime, ProbeError> {
         .map_err(Clone::clone)
 }
 
+/// Environment variable that makes the probe report no library.
+pub const NO_ORT_ENV: &str = "TRITONCTL_NO_ORT";
+
+/// True when `TRITONCTL_NO_ORT` is set (to anything but `0`).
+pub fn disabled_by_env() -> bool {
+    std::env::var_os(NO_ORT_ENV).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Where the library is, without loading it.
 pub fn locate() -> Result<PathBuf, ProbeError> {
+    if disabled_by_env() {
+        return Err(ProbeError::NotFound {
+            detail: format!("{NO_ORT_ENV} is set"),
+        });
+    }
     match std::env::var_os("ORT_DYLIB_PATH") {
         Some(p) if !p.is_empty() => from_env(Path::new(&p)),
         _ => from_python(),
@@ -240,10 +299,25 @@ fn load(path: &Path) -> Result<Runtime, ProbeError> {
         Ok(Err(e)) => return Err(unusable(e)),
         Err(p) => return Err(unusable(panic_text(p.as_ref()))),
     };
-    let version = catch_unwind(ort::info).ok().and_then(version_of);
+    let version = catch_unwind(ort::info)
+        .ok()
+        .and_then(version_of)
+        .or_else(|| version_from_file_name(&path));
     Ok(Runtime {
         library: OrtLibrary { path, version },
         env,
+    })
+}
+
+/// `1.31.1` from a library named `libonnxruntime.so.1.31.1`.
+fn version_from_file_name(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_string_lossy();
+    let v = library_version(&name)?;
+    (!v.is_empty()).then(|| {
+        v.iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(".")
     })
 }
 
@@ -366,6 +440,19 @@ mod tests {
         );
         let empty = tempfile::tempdir().unwrap();
         assert_eq!(library_in(empty.path()), None);
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn version_from_the_file_name() {
+        assert_eq!(
+            version_from_file_name(Path::new("/a/libonnxruntime.so.1.31.1")),
+            Some("1.31.1".into())
+        );
+        assert_eq!(
+            version_from_file_name(Path::new("/a/libonnxruntime.so")),
+            None
+        );
     }
 
     #[test]

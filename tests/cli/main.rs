@@ -6,6 +6,8 @@ mod common;
 mod conformance;
 mod corpus;
 mod differential;
+mod doctor;
+mod fidelity;
 mod fmt;
 mod formats;
 mod generated;

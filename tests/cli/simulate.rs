@@ -539,3 +539,631 @@ fn human_summary_lists_rejections_with_reasons() {
     assert!(text.contains("rejected"), "{text}");
     assert!(text.contains("START flag"), "{text}");
 }
+
+// ------------------------------------------------------------------ --sweep
+
+/// A dynamic-batching config: max_batch_size 8 and no preferred sizes, so
+/// the preferred set is {8} (schedulers.md §2.1); queue delay `delay`.
+fn delay_config(delay: u64) -> String {
+    format!(
+        "name: \"sweep\"\nbackend: \"onnxruntime\"\nmax_batch_size: 8\n\
+         input [ {{ name: \"X\" data_type: TYPE_FP32 dims: [ 4 ] }} ]\n\
+         output [ {{ name: \"Y\" data_type: TYPE_FP32 dims: [ 4 ] }} ]\n\
+         dynamic_batching {{ max_queue_delay_microseconds: {delay} }}\n\
+         instance_group [ {{ count: 1 kind: KIND_CPU }} ]\n"
+    )
+}
+
+/// Sixteen size-1 requests, one every 100 µs from t = 0.
+fn every_100us() -> String {
+    (0..16)
+        .map(|i| format!("{{\"id\": \"r{i}\", \"arrival_us\": {}}}\n", i * 100))
+        .collect()
+}
+
+fn run_ok(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn simulate_files(config: &std::path::Path, trace: &std::path::Path) -> assert_cmd::Command {
+    let mut c = tritonctl();
+    c.arg("simulate")
+        .arg("--config")
+        .arg(config)
+        .arg("--trace")
+        .arg(trace);
+    c
+}
+
+/// Expected from schedulers.md §2.4 (idle dispatch, one instance, service
+/// 100 µs, so the instance is free again when the next request arrives):
+///
+/// * DELAY 0: each request finds the instance idle and a queue of one;
+///   no preferred size is reached and DELAY is 0, so it is sent alone:
+///   16 batches of 1, every latency 100.
+/// * DELAY 350: r0 waits until its age reaches 350 (r1..r3 join), then
+///   [r0..r3] runs 350–450; r4 (400) waits until 750 with r5..r7, and so
+///   on: 4 batches of 4. Latencies per group 450, 350, 250, 150: the
+///   median (8th of 16) is 250.
+/// * DELAY 10000: at 700 the queue holds 8 = the preferred size and is
+///   sent at once, the same again at 1500: 2 batches of 8, latencies 800,
+///   700, ..., 100 twice: median 400.
+#[test]
+fn sweep_bigger_queue_delay_gives_bigger_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("sweep.pbtxt");
+    std::fs::write(&cfg, delay_config(0)).unwrap();
+    let trace = dir.path().join("t.jsonl");
+    std::fs::write(&trace, every_100us()).unwrap();
+    let (code, out, err) = run_ok(simulate_files(&cfg, &trace).args([
+        "--latency",
+        "100",
+        "--format",
+        "json",
+        "--sweep",
+        "dynamic_batching.max_queue_delay_microseconds=0,350,10000",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    let expected = [(0, 16, 1.0, 100), (350, 4, 4.0, 250), (10000, 2, 8.0, 400)];
+    for (row, (delay, batches, mean, p50)) in rows.iter().zip(expected) {
+        assert_eq!(
+            row["settings"]["dynamic_batching.max_queue_delay_microseconds"], delay,
+            "{row}"
+        );
+        let s = &row["summary"];
+        assert_eq!(s["requests"], 16, "{row}");
+        assert_eq!(s["ok"], 16, "{row}");
+        assert_eq!(s["batches"], batches, "{row}");
+        assert_eq!(s["mean_batch_size"].as_f64(), Some(mean), "{row}");
+        assert_eq!(s["latency_us"]["p50"], p50, "{row}");
+        assert!(row.get("refused").is_none());
+    }
+    // Each row is what a plain run of the config with that value gives.
+    for (row, delay) in rows.iter().zip([0, 350, 10000]) {
+        let one = dir.path().join(format!("d{delay}.pbtxt"));
+        std::fs::write(&one, delay_config(delay)).unwrap();
+        let (code, out, err) =
+            run_ok(simulate_files(&one, &trace).args(["--latency", "100", "--format", "json"]));
+        assert_eq!(code, 0, "{err}");
+        let doc: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(doc["summary"], row["summary"], "delay {delay}");
+    }
+}
+
+#[test]
+fn sweep_runs_the_cross_product() {
+    let mut cmd = tritonctl();
+    cmd.arg("simulate")
+        .arg("--config")
+        .arg(traces().join("dynamic.pbtxt"))
+        .arg("--trace")
+        .arg(traces().join("dynamic.jsonl"))
+        .args([
+            "--latency",
+            "1000+100*b",
+            "--format",
+            "json",
+            "--sweep",
+            "max_batch_size=4,8",
+            "--sweep",
+            "instance_group[0].count=1,2,3",
+        ]);
+    let (code, out, err) = run_ok(&mut cmd);
+    assert_eq!(code, 0, "{err}");
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let rows = rows.as_array().unwrap();
+    let got: Vec<(u64, u64, usize)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["settings"]["max_batch_size"].as_u64().unwrap(),
+                r["settings"]["instance_group[0].count"].as_u64().unwrap(),
+                r["summary"]["instances"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (4, 1, 1),
+            (4, 2, 2),
+            (4, 3, 3),
+            (8, 1, 1),
+            (8, 2, 2),
+            (8, 3, 3)
+        ]
+    );
+    for r in rows {
+        assert_eq!(r["summary"]["requests"], 9, "{r}");
+    }
+
+    // The table: one row per setting, the keys as the first columns.
+    let mut cmd = tritonctl();
+    cmd.arg("simulate")
+        .arg("--config")
+        .arg(traces().join("dynamic.pbtxt"))
+        .arg("--trace")
+        .arg(traces().join("dynamic.jsonl"))
+        .args([
+            "--latency",
+            "1000+100*b",
+            "--sweep",
+            "max_batch_size=4,8",
+            "--sweep",
+            "instance_group[0].count=1,2,3",
+        ]);
+    let (code, out, err) = run_ok(&mut cmd);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| l.contains('┆')).collect();
+    assert_eq!(lines.len(), 1 + 6, "{out}");
+    for word in [
+        "max_batch_size",
+        "instance_group[0].count",
+        "throughput",
+        "p99",
+        "queue p50",
+        "mean batch",
+        "rejected",
+        "timed out",
+    ] {
+        assert!(lines[0].contains(word), "{word} missing in\n{out}");
+    }
+}
+
+#[test]
+fn sweep_reports_settings_triton_would_refuse() {
+    // dynamic.pbtxt prefers batches of 4: max_batch_size 2 is refused.
+    let mut cmd = tritonctl();
+    cmd.arg("simulate")
+        .arg("--config")
+        .arg(traces().join("dynamic.pbtxt"))
+        .arg("--trace")
+        .arg(traces().join("dynamic.jsonl"))
+        .args([
+            "--latency",
+            "1000",
+            "--format",
+            "json",
+            "--sweep",
+            "max_batch_size=2,8",
+        ]);
+    let (code, out, err) = run_ok(&mut cmd);
+    assert_eq!(code, 1, "{err}");
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(rows[0]["summary"].is_null(), "{}", rows[0]);
+    let why = rows[0]["refused"][0].as_str().unwrap();
+    assert!(why.contains("preferred"), "{why}");
+    assert_eq!(rows[1]["summary"]["requests"], 9);
+    assert!(rows[1].get("refused").is_none());
+}
+
+#[test]
+fn sweep_reads_a_trace_from_stdin_once() {
+    let out = simulate_stdin(
+        "dynamic.pbtxt",
+        &every_100us(),
+        &[
+            "--format",
+            "json",
+            "--sweep",
+            "dynamic_batching.preferred_batch_size=[2],[4],[2,4]",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(
+        rows[2]["settings"]["dynamic_batching.preferred_batch_size"],
+        serde_json::json!([2, 4])
+    );
+    for r in rows {
+        assert_eq!(r["summary"]["requests"], 16, "{r}");
+    }
+}
+
+#[test]
+fn bad_sweeps_are_usage_errors() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["dynamic_batching.max_queue_delay=1"],
+            &[
+                "dynamic_batching.max_queue_delay",
+                "did you mean 'dynamic_batching.max_queue_delay_microseconds'",
+            ],
+        ),
+        (&["bogus=1"], &["'bogus'", "max_batch_size"]),
+        (&["max_batch_size=eight"], &["max_batch_size", "eight"]),
+        (
+            &["instance_group[0].kind=KIND_TPU"],
+            &["KIND_TPU", "KIND_GPU", "KIND_CPU"],
+        ),
+        (&["instance_group[3].count=1"], &["instance_group[3]"]),
+        (&["instance_group.count=1"], &["instance_group[0].count"]),
+        (
+            &["sequence_batching.max_sequence_idle_microseconds=5"],
+            &["sequence_batching", "dynamic_batching"],
+        ),
+        (&["max_batch_size"], &["KEY=V1,V2"]),
+        (&["max_batch_size=4,,8"], &["empty value"]),
+        (
+            &["max_batch_size=4", "--sweep", "max_batch_size=8"],
+            &["twice"],
+        ),
+        (&["max_batch_size=4 name: 'x'"], &["max_batch_size"]),
+    ];
+    for (sweep, words) in cases {
+        let mut args = vec!["--sweep"];
+        args.extend_from_slice(sweep);
+        let out = simulate_stdin("dynamic.pbtxt", "{\"arrival_us\": 0}\n", &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{sweep:?}: {err}");
+        assert!(out.stdout.is_empty(), "{sweep:?}");
+        for w in *words {
+            assert!(err.contains(w), "{sweep:?}: '{w}' not in {err}");
+        }
+        assert!(!err.contains("internal error"), "{err}");
+    }
+}
+
+// --------------------------------------------------------------- --timeline
+
+/// An `rect class="exec"` of the picture, with the lane it is drawn in.
+#[derive(Debug, Clone)]
+struct Drawn {
+    instance: usize,
+    slot: Option<usize>,
+    x: f64,
+    fill: String,
+    attrs: std::collections::HashMap<String, String>,
+}
+
+/// A lane of the picture: instance and slot (none for instance lanes).
+type Lane = (usize, Option<usize>);
+
+/// Parses the whole SVG (any well-formedness error fails the test) and
+/// returns the execution boxes, the lanes (instance, slot) and all text.
+fn read_svg(svg: &str) -> (Vec<Drawn>, Vec<Lane>, String) {
+    use quick_xml::events::{BytesStart, Event};
+    use std::collections::HashMap;
+    fn attrs_of(e: &BytesStart) -> HashMap<String, String> {
+        e.attributes()
+            .map(|a| {
+                let a = a.expect("well-formed attribute");
+                (
+                    String::from_utf8(a.key.as_ref().to_vec()).unwrap(),
+                    a.unescape_value().unwrap().into_owned(),
+                )
+            })
+            .collect()
+    }
+    let mut reader = quick_xml::Reader::from_str(svg);
+    // The lane being read and the depth of its <g>.
+    let mut lane: Option<(Lane, usize)> = None;
+    let mut lanes = Vec::new();
+    let mut drawn = Vec::new();
+    let mut text = String::new();
+    let mut depth = 0usize;
+    let mut saw_root = false;
+    loop {
+        let ev = reader
+            .read_event()
+            .unwrap_or_else(|e| panic!("the SVG is not well-formed: {e}"));
+        let (e, opens) = match &ev {
+            Event::Start(e) => (e, true),
+            Event::Empty(e) => (e, false),
+            Event::End(_) => {
+                depth -= 1;
+                if lane.is_some_and(|(_, d)| d == depth) {
+                    lane = None;
+                }
+                continue;
+            }
+            Event::Text(t) => {
+                text.push_str(&t.decode().unwrap());
+                continue;
+            }
+            Event::GeneralRef(r) => {
+                let name = String::from_utf8_lossy(r.as_ref()).into_owned();
+                let c = match name.as_str() {
+                    "amp" => '&',
+                    "lt" => '<',
+                    "gt" => '>',
+                    "quot" => '"',
+                    "apos" => '\'',
+                    _ => r
+                        .resolve_char_ref()
+                        .unwrap()
+                        .unwrap_or_else(|| panic!("unknown entity &{name};")),
+                };
+                text.push(c);
+                continue;
+            }
+            Event::Eof => break,
+            _ => continue,
+        };
+        text.push('\n');
+        let name = e.name().as_ref().to_vec();
+        let attrs = attrs_of(e);
+        if depth == 0 {
+            assert_eq!(name, b"svg");
+            assert_eq!(
+                attrs.get("xmlns").map(String::as_str),
+                Some("http://www.w3.org/2000/svg")
+            );
+            saw_root = true;
+        }
+        let class = attrs.get("class").map(String::as_str);
+        if name == b"g" && class == Some("lane") {
+            let l = (
+                attrs["data-instance"].parse().unwrap(),
+                attrs.get("data-slot").map(|s| s.parse().unwrap()),
+            );
+            lanes.push(l);
+            lane = Some((l, depth));
+        }
+        if name == b"rect" && class == Some("exec") {
+            let ((instance, slot), _) = lane.expect("execution boxes are inside a lane");
+            drawn.push(Drawn {
+                instance,
+                slot,
+                x: attrs["x"].parse().unwrap(),
+                fill: attrs["fill"].clone(),
+                attrs: attrs.clone(),
+            });
+        }
+        if opens {
+            depth += 1;
+        }
+    }
+    assert!(saw_root);
+    assert_eq!(depth, 0);
+    (drawn, lanes, text)
+}
+
+/// Direct strategy, two instances of two slots each.
+const DIRECT_2X2: &str = "name: \"seq2\"\nbackend: \"onnxruntime\"\nmax_batch_size: 2\n\
+    input [ { name: \"X\" data_type: TYPE_FP32 dims: [ 1 ] } ]\n\
+    output [ { name: \"Y\" data_type: TYPE_FP32 dims: [ 1 ] } ]\n\
+    sequence_batching { max_sequence_idle_microseconds: 50000000 direct { } }\n\
+    instance_group [ { count: 2 kind: KIND_CPU } ]\n";
+
+/// Sequences 7 (a0 a1 a2), 9 (b0 b1) and 11 (c0 c1), all starting at 0.
+const THREE_SEQUENCES: &str = "\
+{\"id\": \"a0\", \"arrival_us\": 0, \"sequence_id\": 7, \"start\": true}
+{\"id\": \"b0\", \"arrival_us\": 0, \"sequence_id\": 9, \"start\": true}
+{\"id\": \"c0\", \"arrival_us\": 0, \"sequence_id\": 11, \"start\": true}
+{\"id\": \"a1\", \"arrival_us\": 5000, \"sequence_id\": 7}
+{\"id\": \"b1\", \"arrival_us\": 5000, \"sequence_id\": 9, \"end\": true}
+{\"id\": \"c1\", \"arrival_us\": 5000, \"sequence_id\": 11, \"end\": true}
+{\"id\": \"a2\", \"arrival_us\": 10000, \"sequence_id\": 7, \"end\": true}
+";
+
+fn draw(config: &str, trace: &str, extra: &[&str]) -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("m.pbtxt");
+    std::fs::write(&cfg, config).unwrap();
+    let t = dir.path().join("t.jsonl");
+    std::fs::write(&t, trace).unwrap();
+    let svg = dir.path().join("run.svg");
+    let (code, out, err) = run_ok(
+        simulate_files(&cfg, &t)
+            .args(["--latency", "1000", "--timeline"])
+            .arg(&svg)
+            .args(extra),
+    );
+    assert_eq!(code, 0, "{err}");
+    (std::fs::read_to_string(&svg).unwrap(), out)
+}
+
+/// Slots per schedulers.md §3.1 ("spread" order: slot index first, then
+/// instance): 7 → instance 0 slot 0, 9 → instance 1 slot 0, 11 → instance
+/// 0 slot 1; instance 1 slot 1 stays empty. One box per executed request,
+/// in its sequence's slot.
+#[test]
+fn timeline_draws_one_lane_per_slot_and_one_colour_per_sequence() {
+    let (svg, _) = draw(DIRECT_2X2, THREE_SEQUENCES, &[]);
+    let (drawn, lanes, text) = read_svg(&svg);
+    assert_eq!(
+        lanes,
+        [(0, Some(0)), (0, Some(1)), (1, Some(0)), (1, Some(1))]
+    );
+    let in_lane = |i: usize, s: usize| -> Vec<String> {
+        drawn
+            .iter()
+            .filter(|d| d.instance == i && d.slot == Some(s))
+            .map(|d| d.attrs["data-request"].clone())
+            .collect()
+    };
+    assert_eq!(in_lane(0, 0), ["a0", "a1", "a2"]);
+    assert_eq!(in_lane(1, 0), ["b0", "b1"]);
+    assert_eq!(in_lane(0, 1), ["c0", "c1"]);
+    assert!(in_lane(1, 1).is_empty());
+
+    let fill = |id: &str| {
+        drawn
+            .iter()
+            .find(|d| d.attrs["data-request"] == id)
+            .unwrap()
+            .fill
+            .clone()
+    };
+    let x = |id: &str| {
+        drawn
+            .iter()
+            .find(|d| d.attrs["data-request"] == id)
+            .unwrap()
+            .x
+    };
+    assert_eq!(fill("a0"), fill("a1"));
+    assert_eq!(fill("a0"), fill("a2"));
+    assert_eq!(fill("b0"), fill("b1"));
+    assert_ne!(fill("a0"), fill("b0"));
+    assert_ne!(fill("a0"), fill("c0"));
+    // Same start, same place on the time axis; later starts to the right.
+    assert_eq!(x("a0"), x("b0"));
+    assert_eq!(x("a1"), x("c1"));
+    assert!(x("a0") < x("a1") && x("a1") < x("a2"));
+    assert!(drawn.iter().all(|d| !d.attrs["data-sequence"].is_empty()));
+    // A title naming the model and the scheduler, the axis unit, a legend.
+    assert!(text.contains("model 'seq2'"), "{text}");
+    assert!(text.contains("sequence batching (direct)"), "{text}");
+    assert!(text.contains("time (ms)"), "{text}");
+    for s in ["sequence 7", "sequence 9", "sequence 11"] {
+        assert!(text.contains(s), "{s} missing in {text}");
+    }
+
+    // The same input gives the same bytes.
+    let (again, _) = draw(DIRECT_2X2, THREE_SEQUENCES, &[]);
+    assert_eq!(svg, again);
+}
+
+/// dynamic.jsonl's batches are worked out in `dynamic_batching_end_to_end`:
+/// sizes 4, 2, 1, 3, 2 running 300–1700, 1700–2900, 6000–7100,
+/// 8010–9310 and 9310–10510 µs on the one instance.
+#[test]
+fn timeline_of_the_dynamic_batcher_has_one_box_per_batch() {
+    let cfg = std::fs::read_to_string(traces().join("dynamic.pbtxt")).unwrap();
+    let trace = std::fs::read_to_string(traces().join("dynamic.jsonl")).unwrap();
+    let sizes = |svg: &str| -> Vec<String> {
+        let (drawn, lanes, _) = read_svg(svg);
+        assert_eq!(lanes, [(0, None)]);
+        drawn.iter().map(|d| d.attrs["data-size"].clone()).collect()
+    };
+    let latency = ["--latency", "1000+100*b"];
+    let dir = tempfile::tempdir().unwrap();
+    let svg_path = dir.path().join("dyn.svg");
+    let cfg_path = dir.path().join("config.pbtxt");
+    std::fs::write(&cfg_path, &cfg).unwrap();
+    let trace_path = dir.path().join("t.jsonl");
+    std::fs::write(&trace_path, &trace).unwrap();
+    let run = |extra: &[&str]| {
+        let (code, out, err) = run_ok(
+            simulate_files(&cfg_path, &trace_path)
+                .args(latency)
+                .arg("--timeline")
+                .arg(&svg_path)
+                .args(extra),
+        );
+        assert_eq!(code, 0, "{err}");
+        (std::fs::read_to_string(&svg_path).unwrap(), out)
+    };
+    let (svg, out) = run(&["--timeline-queue"]);
+    assert_eq!(sizes(&svg), ["4", "2", "1", "3", "2"]);
+    assert!(out.contains("throughput"), "the summary is still printed");
+    assert!(svg.contains("class=\"wait\""), "queue waits drawn");
+    assert!(svg.contains("dynamic batching"));
+
+    // Only what overlaps 2000..8500 µs.
+    let (svg, _) = run(&["--timeline-window", "2000:8500"]);
+    assert_eq!(sizes(&svg), ["2", "1", "3"]);
+    assert!(!svg.contains("class=\"wait\""));
+
+    // The cap: the first two, and the picture says so.
+    let (svg, _) = run(&["--timeline-max-batches", "2"]);
+    assert_eq!(sizes(&svg), ["4", "2"]);
+    let (_, _, text) = read_svg(&svg);
+    assert!(text.contains("first 2 of 5 executions"), "{text}");
+
+    // No temporary files are left next to the picture.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut names = names;
+    names.sort();
+    assert_eq!(names, ["config.pbtxt", "dyn.svg", "t.jsonl"]);
+}
+
+#[test]
+fn timeline_of_a_long_run_stays_small() {
+    let trace = generate(&["--rate", "20000", "--requests", "20000", "--seed", "5"]);
+    let (svg, _) = draw(
+        &std::fs::read_to_string(traces().join("dynamic.pbtxt")).unwrap(),
+        &trace,
+        &["--timeline-max-batches", "50"],
+    );
+    let (drawn, _, text) = read_svg(&svg);
+    assert_eq!(drawn.len(), 50);
+    assert!(text.contains("first 50 of"), "{text}");
+    assert!(svg.len() < 100_000, "{} bytes", svg.len());
+}
+
+#[test]
+fn timeline_option_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no").join("such").join("dir.svg");
+    let cases: Vec<Vec<String>> = vec![
+        vec!["--timeline-window".into(), "0:10".into()],
+        vec![
+            "--timeline".into(),
+            "x.svg".into(),
+            "--timeline-window".into(),
+            "10:5".into(),
+        ],
+        vec![
+            "--timeline".into(),
+            "x.svg".into(),
+            "--timeline-window".into(),
+            "soon".into(),
+        ],
+        vec![
+            "--timeline".into(),
+            "x.svg".into(),
+            "--sweep".into(),
+            "max_batch_size=4".into(),
+        ],
+        vec!["--timeline".into(), missing.display().to_string()],
+        vec!["--timeline".into(), dir.path().display().to_string()],
+    ];
+    for extra in cases {
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        let out = simulate_stdin("dynamic.pbtxt", "{\"arrival_us\": 0}\n", &extra);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(!err.contains("internal error"), "{err}");
+    }
+    assert!(!missing.exists());
+}
+
+/// A finding the config has anyway (KIND_GPU while checking for a CPU-only
+/// server) is not blamed on the settings; plain simulate ignores it too.
+#[test]
+fn sweep_refuses_only_what_the_setting_breaks() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("gpu.pbtxt");
+    let text = std::fs::read_to_string(traces().join("dynamic.pbtxt"))
+        .unwrap()
+        .replace("KIND_CPU", "KIND_GPU");
+    assert!(text.contains("KIND_GPU"));
+    std::fs::write(&cfg, text).unwrap();
+    let (code, out, err) = run_ok(simulate_files(&cfg, &traces().join("dynamic.jsonl")).args([
+        "--latency",
+        "1000",
+        "--format",
+        "json",
+        "--sweep",
+        "max_batch_size=4,8",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    for r in rows.as_array().unwrap() {
+        assert!(r.get("refused").is_none(), "{r}");
+        assert_eq!(r["summary"]["ok"], 9, "{r}");
+    }
+}

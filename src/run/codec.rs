@@ -1,0 +1,322 @@
+//! Small encodings the runner needs without extra dependencies: base64
+//! (perf_analyzer's `{"b64": ...}` values and BYTES outputs) and the
+//! 16-bit float formats (FP16, BF16) kept as raw bit patterns in
+//! [`crate::tensor::TensorData`]; and raw little-endian tensor bytes
+//! (perf_analyzer's base64 contents, initial-state files).
+
+use crate::tensor::{DataType, TensorData};
+
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Standard base64 with `=` padding.
+pub fn b64_encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Decodes standard base64 (the `+/` alphabet; `-_` of the URL-safe one
+/// is accepted too). Padding is optional, ASCII whitespace is skipped.
+pub fn b64_decode(text: &str) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let mut acc = 0u32;
+    let mut bits = 0u32;
+    let mut padding = 0usize;
+    for (i, c) in text.bytes().enumerate() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            b'=' => {
+                padding += 1;
+                continue;
+            }
+            c if c.is_ascii_whitespace() => continue,
+            _ => {
+                return Err(format!(
+                    "invalid base64: unexpected character {:?} at offset {i}",
+                    c as char
+                ))
+            }
+        };
+        if padding > 0 {
+            return Err(format!(
+                "invalid base64: data after '=' padding at offset {i}"
+            ));
+        }
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // A final group of 1 character cannot encode a byte.
+    if bits == 6 {
+        return Err("invalid base64: truncated input".into());
+    }
+    if padding > 2 {
+        return Err("invalid base64: too much '=' padding".into());
+    }
+    Ok(out)
+}
+
+/// Rounds an `f32` to the nearest IEEE half-precision value (ties to
+/// even); too large magnitudes become infinities, NaN stays NaN.
+pub fn f32_to_f16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let exp = ((bits >> 23) & 0xff) as i32;
+    let man = bits & 0x7f_ffff;
+    if exp == 0xff {
+        let nan = if man != 0 {
+            0x0200 | (man >> 13) as u16
+        } else {
+            0
+        };
+        return sign | 0x7c00 | nan;
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1f {
+        return sign | 0x7c00;
+    }
+    if e <= 0 {
+        // Half subnormal (or zero): units of 2^-24.
+        let shift = (14 - e) as u32;
+        if shift > 24 {
+            return sign;
+        }
+        let m = man | 0x80_0000;
+        let r = m >> shift;
+        let rem = m & ((1 << shift) - 1);
+        let half = 1 << (shift - 1);
+        let up = rem > half || (rem == half && r & 1 == 1);
+        return sign | (r + u32::from(up)) as u16;
+    }
+    let base = ((e as u32) << 10) | (man >> 13);
+    let rem = man & 0x1fff;
+    let up = rem > 0x1000 || (rem == 0x1000 && base & 1 == 1);
+    // A carry out of the mantissa correctly bumps the exponent (up to inf).
+    sign | (base + u32::from(up)) as u16
+}
+
+/// The `f32` value of a half-precision bit pattern (exact).
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = u32::from(h & 0x8000) << 16;
+    let exp = u32::from((h >> 10) & 0x1f);
+    let man = u32::from(h & 0x3ff);
+    if exp == 0 {
+        let v = man as f32 * f32::from_bits(0x3380_0000); // 2^-24
+        return if sign != 0 { -v } else { v };
+    }
+    if exp == 0x1f {
+        return f32::from_bits(sign | 0x7f80_0000 | (man << 13));
+    }
+    f32::from_bits(sign | ((exp + 112) << 23) | (man << 13))
+}
+
+/// Rounds an `f32` to the nearest bfloat16 (ties to even).
+pub fn f32_to_bf16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    if x.is_nan() {
+        return ((bits >> 16) | 0x40) as u16;
+    }
+    let round = 0x7fff + ((bits >> 16) & 1);
+    (bits.wrapping_add(round) >> 16) as u16
+}
+
+/// The `f32` value of a bfloat16 bit pattern (exact).
+pub fn bf16_to_f32(b: u16) -> f32 {
+    f32::from_bits(u32::from(b) << 16)
+}
+
+/// Decodes raw tensor bytes: little-endian elements for fixed-size types
+/// (BOOL: one byte each, non-zero is true), and for BYTES a sequence of
+/// elements each prefixed by its length as a 4-byte little-endian integer
+/// (Triton's serialization). The length must be a whole number of
+/// elements.
+pub fn decode_le(dtype: DataType, bytes: &[u8]) -> Result<TensorData, String> {
+    fn fixed<const N: usize, T>(bytes: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+        bytes
+            .chunks_exact(N)
+            .map(|c| f(c.try_into().expect("chunks_exact yields N bytes")))
+            .collect()
+    }
+    if let Some(size) = dtype.element_size() {
+        if !bytes.len().is_multiple_of(size) {
+            return Err(format!(
+                "{} bytes are not a whole number of {dtype} elements ({size} bytes each)",
+                bytes.len()
+            ));
+        }
+    }
+    Ok(match dtype {
+        DataType::Bool => TensorData::Bool(bytes.iter().map(|&b| b != 0).collect()),
+        DataType::U8 => TensorData::U8(bytes.to_vec()),
+        DataType::I8 => TensorData::I8(bytes.iter().map(|&b| b as i8).collect()),
+        DataType::U16 => TensorData::U16(fixed(bytes, u16::from_le_bytes)),
+        DataType::I16 => TensorData::I16(fixed(bytes, i16::from_le_bytes)),
+        DataType::F16 => TensorData::F16(fixed(bytes, u16::from_le_bytes)),
+        DataType::Bf16 => TensorData::Bf16(fixed(bytes, u16::from_le_bytes)),
+        DataType::U32 => TensorData::U32(fixed(bytes, u32::from_le_bytes)),
+        DataType::I32 => TensorData::I32(fixed(bytes, i32::from_le_bytes)),
+        DataType::F32 => TensorData::F32(fixed(bytes, f32::from_le_bytes)),
+        DataType::U64 => TensorData::U64(fixed(bytes, u64::from_le_bytes)),
+        DataType::I64 => TensorData::I64(fixed(bytes, i64::from_le_bytes)),
+        DataType::F64 => TensorData::F64(fixed(bytes, f64::from_le_bytes)),
+        DataType::Bytes => {
+            let mut out = Vec::new();
+            let mut rest = bytes;
+            while !rest.is_empty() {
+                let Some((len, tail)) = rest.split_first_chunk::<4>() else {
+                    return Err(format!(
+                        "BYTES element {} is cut off inside its 4-byte length prefix",
+                        out.len()
+                    ));
+                };
+                let len = u32::from_le_bytes(*len) as usize;
+                if tail.len() < len {
+                    return Err(format!(
+                        "BYTES element {} announces {len} bytes but only {} remain",
+                        out.len(),
+                        tail.len()
+                    ));
+                }
+                out.push(tail[..len].to_vec());
+                rest = &tail[len..];
+            }
+            TensorData::Bytes(out)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_known_vectors() {
+        // RFC 4648 §10.
+        let cases = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ];
+        for (plain, enc) in cases {
+            assert_eq!(b64_encode(plain.as_bytes()), enc);
+            assert_eq!(b64_decode(enc).unwrap(), plain.as_bytes());
+            assert_eq!(
+                b64_decode(enc.trim_end_matches('=')).unwrap(),
+                plain.as_bytes()
+            );
+        }
+        assert_eq!(b64_decode("Zm9v\nYmFy").unwrap(), b"foobar");
+        assert!(b64_decode("Zm9v!").is_err());
+        assert!(b64_decode("Z").is_err());
+        assert!(b64_decode("Zg==Zg").is_err());
+        let all: Vec<u8> = (0..=255).collect();
+        assert_eq!(b64_decode(&b64_encode(&all)).unwrap(), all);
+    }
+
+    #[test]
+    fn little_endian_elements() {
+        assert_eq!(
+            decode_le(DataType::F32, &[0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0]).unwrap(),
+            TensorData::F32(vec![1.0, -2.0])
+        );
+        assert_eq!(
+            decode_le(DataType::I16, &[0xff, 0xff, 0x02, 0x01]).unwrap(),
+            TensorData::I16(vec![-1, 0x0102])
+        );
+        assert_eq!(
+            decode_le(DataType::Bool, &[0, 1, 7]).unwrap(),
+            TensorData::Bool(vec![false, true, true])
+        );
+        assert!(decode_le(DataType::I32, &[1, 2, 3]).is_err());
+        assert_eq!(
+            decode_le(DataType::Bytes, &[2, 0, 0, 0, b'h', b'i', 0, 0, 0, 0]).unwrap(),
+            TensorData::Bytes(vec![b"hi".to_vec(), Vec::new()])
+        );
+        assert!(decode_le(DataType::Bytes, &[5, 0, 0, 0, b'h']).is_err());
+        assert!(decode_le(DataType::Bytes, &[1, 0]).is_err());
+    }
+
+    #[test]
+    fn half_precision_known_values() {
+        // IEEE 754 binary16 reference bit patterns.
+        let cases: [(f32, u16); 10] = [
+            (0.0, 0x0000),
+            (-0.0, 0x8000),
+            (1.0, 0x3c00),
+            (-2.0, 0xc000),
+            (65504.0, 0x7bff),
+            (0.333_333_34, 0x3555),
+            (6.103_515_6e-5, 0x0400), // smallest normal
+            (5.960_464_5e-8, 0x0001), // smallest subnormal
+            (f32::INFINITY, 0x7c00),
+            (1.0e6, 0x7c00), // overflow
+        ];
+        for (x, h) in cases {
+            assert_eq!(f32_to_f16(x), h, "{x}");
+        }
+        assert!(f16_to_f32(f32_to_f16(f32::NAN)).is_nan());
+        // Ties to even: 1 + 2^-11 is halfway between 1 and 1 + 2^-10.
+        assert_eq!(f32_to_f16(1.0 + 2f32.powi(-11)), 0x3c00);
+        assert_eq!(f32_to_f16(1.0 + 3.0 * 2f32.powi(-11)), 0x3c02);
+        // 65520 is halfway to the next (non-existent) value: rounds to inf.
+        assert_eq!(f32_to_f16(65520.0), 0x7c00);
+        assert_eq!(f32_to_f16(65519.0), 0x7bff);
+        // Half of the smallest subnormal rounds to zero (even), more rounds up.
+        assert_eq!(f32_to_f16(2f32.powi(-25)), 0x0000);
+        assert_eq!(f32_to_f16(2f32.powi(-25) * 1.5), 0x0001);
+    }
+
+    #[test]
+    fn every_half_round_trips() {
+        for h in 0..=u16::MAX {
+            let f = f16_to_f32(h);
+            if f.is_nan() {
+                assert!(f16_to_f32(f32_to_f16(f)).is_nan());
+            } else {
+                assert_eq!(f32_to_f16(f), h, "{h:#06x} -> {f}");
+            }
+        }
+        for b in 0..=u16::MAX {
+            let f = bf16_to_f32(b);
+            if !f.is_nan() {
+                assert_eq!(f32_to_bf16(f), b);
+            }
+        }
+    }
+
+    #[test]
+    fn bfloat16_rounds_to_nearest_even() {
+        assert_eq!(f32_to_bf16(1.0), 0x3f80);
+        assert_eq!(f32_to_bf16(-2.0), 0xc000);
+        // 1 + 2^-8 is halfway between bf16 1.0 and 1 + 2^-7: to even.
+        assert_eq!(f32_to_bf16(1.0 + 2f32.powi(-8)), 0x3f80);
+        assert_eq!(f32_to_bf16(1.0 + 3.0 * 2f32.powi(-8)), 0x3f82);
+        assert!(bf16_to_f32(f32_to_bf16(f32::NAN)).is_nan());
+    }
+}

@@ -1,0 +1,1679 @@
+//! The requests of `tritonctl run --input FILE` (cli.md), in two formats:
+//!
+//! * **perf_analyzer's input-data JSON**: `{"data": [ {"INPUT0": [...]}, ... ]}`.
+//!   Each entry is one request. A tensor is a flat list of values (reshaped
+//!   to the config dims), nested lists, `{"content": [...], "shape": [...]}`
+//!   (the shape without the batch dimension, as perf_analyzer's `--shape`),
+//!   or `{"b64": "..."}` raw little-endian bytes (also as `"content"`; BYTES
+//!   elements carry their 4-byte length prefixes). With `--sequence`, each
+//!   array of steps in `data` is one sequence: ids 1, 2, ..., START on its
+//!   first step, END on its last (a flat `data` is one sequence).
+//! * **JSON Lines of requests**: `{"id": "r1", "arrival_us": 0,
+//!   "sequence_id": 7, "start": true, "end": false, "priority": 0,
+//!   "timeout_us": 0, "inputs": {"INPUT": [...]}}`, every field optional;
+//!   tensors as above.
+//!
+//! Tensors are converted to the config's data types and shaped to its
+//! dims: a single `-1` is resolved from the number of values, and a
+//! batching model (`max_batch_size > 0`) gets a leading batch dimension of
+//! 1 unless the value's shape already has one. The runner fills control
+//! inputs (START/END/READY/CORRID) and state inputs itself; naming them is
+//! an error. Every error names the file, the line (JSON Lines) or JSON
+//! path (perf_analyzer), the request and the input.
+
+use super::codec::{b64_decode, decode_le, f32_to_bf16, f32_to_f16};
+use super::state::stateful_pairs;
+use crate::batching::CorrId;
+use crate::schema::inference::model_config::SchedulingChoice;
+use crate::schema::inference::model_sequence_batching::control::Kind as ControlKind;
+use crate::schema::inference::ModelConfig;
+use crate::tensor::{element_count, DataType, Tensor, TensorData};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+
+/// The fields a JSON Lines request may carry.
+pub const REQUEST_FIELDS: &[&str] = &[
+    "id",
+    "arrival_us",
+    "sequence_id",
+    "start",
+    "end",
+    "priority",
+    "timeout_us",
+    "inputs",
+];
+
+/// The largest `arrival_us`/`timeout_us` accepted (as the trace reader).
+pub const MAX_TIME_US: u64 = crate::trace::MAX_TIME_US;
+
+/// One input the client supplies, from the config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputSpec {
+    pub name: String,
+    pub dtype: DataType,
+    /// Config dims, without the batch dimension.
+    pub dims: Vec<i64>,
+    pub optional: bool,
+}
+
+/// The inputs a model takes from the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputSchema {
+    /// For messages.
+    pub model: String,
+    /// `> 0`: tensors get a leading batch dimension.
+    pub max_batch_size: i64,
+    /// In config order.
+    pub inputs: Vec<InputSpec>,
+    /// Tensors the runner fills itself (control and state inputs), each
+    /// with a description for the error raised when a request names it.
+    pub runner_filled: BTreeMap<String, String>,
+}
+
+impl InputSchema {
+    /// The client inputs of a (normalized) config. Fails when an input's
+    /// data type has no tensor type (`TYPE_INVALID`).
+    pub fn from_config(cfg: &ModelConfig) -> Result<InputSchema, String> {
+        let mut inputs = Vec::with_capacity(cfg.input.len());
+        for i in &cfg.input {
+            let dtype = DataType::from_config(i.data_type).ok_or_else(|| {
+                format!(
+                    "input '{}' has data type {}, which cannot be fed",
+                    i.name,
+                    crate::schema::data_type_name(i.data_type)
+                )
+            })?;
+            inputs.push(InputSpec {
+                name: i.name.clone(),
+                dtype,
+                dims: i.dims.clone(),
+                optional: i.optional,
+            });
+        }
+        let mut runner_filled = BTreeMap::new();
+        if let Some(SchedulingChoice::SequenceBatching(sb)) = &cfg.scheduling_choice {
+            for ci in &sb.control_input {
+                let kinds: Vec<&str> = ci
+                    .control
+                    .iter()
+                    .map(|c| {
+                        ControlKind::try_from(c.kind)
+                            .map(|k| k.as_str_name())
+                            .unwrap_or("unknown")
+                    })
+                    .collect();
+                runner_filled.insert(
+                    ci.name.clone(),
+                    format!(
+                        "a control input of the sequence batcher ({})",
+                        kinds.join(", ")
+                    ),
+                );
+            }
+            for st in &sb.state {
+                runner_filled.insert(
+                    st.input_name.clone(),
+                    "a state input (sequence_batching.state)".to_string(),
+                );
+            }
+        }
+        if cfg.backend == "stateful" {
+            // A malformed state_pairs is reported when the states are set up.
+            for pair in stateful_pairs(cfg).unwrap_or_default() {
+                runner_filled.insert(
+                    pair.input,
+                    "a state input of the stateful backend (state_pairs)".to_string(),
+                );
+            }
+        }
+        Ok(InputSchema {
+            model: cfg.name.clone(),
+            max_batch_size: i64::from(cfg.max_batch_size),
+            inputs,
+            runner_filled,
+        })
+    }
+
+    pub fn input(&self, name: &str) -> Option<&InputSpec> {
+        self.inputs.iter().find(|i| i.name == name)
+    }
+}
+
+/// How to read the input file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ParseOptions {
+    /// `--sequence`: perf_analyzer data are sequences.
+    pub sequence: bool,
+}
+
+/// The two input formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputFormat {
+    PerfAnalyzer,
+    JsonLines,
+}
+
+/// One request to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRequest {
+    /// The request's `id`, else its 0-based position in the input.
+    pub id: String,
+    /// 0-based position in the input.
+    pub index: usize,
+    /// Where it came from, for messages: `line 3` or `data[1][0]`.
+    pub origin: String,
+    /// Release time relative to the start of the run.
+    pub arrival_us: Option<u64>,
+    pub sequence_id: Option<CorrId>,
+    pub start: bool,
+    pub end: bool,
+    /// 0 = not set.
+    pub priority: u32,
+    /// 0 = none.
+    pub timeout_us: u64,
+    /// Named inputs, converted and shaped (batch dimension included when
+    /// the model batches).
+    pub inputs: BTreeMap<String, Tensor>,
+}
+
+impl RunRequest {
+    /// The request's batch size: the first dimension of its inputs for a
+    /// batching model, else 1.
+    pub fn batch_size(&self, max_batch_size: i64) -> u32 {
+        if max_batch_size <= 0 {
+            return 1;
+        }
+        self.inputs
+            .values()
+            .find_map(|t| t.shape.first())
+            .map_or(1, |&d| u32::try_from(d).unwrap_or(u32::MAX))
+    }
+}
+
+/// The requests of an input file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedInput {
+    pub format: InputFormat,
+    pub requests: Vec<RunRequest>,
+    /// `file:line: ...` or `file: path: ...` notes (unknown fields, ignored
+    /// sections, duplicate ids).
+    pub warnings: Vec<String>,
+}
+
+/// Why the input cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    pub file: String,
+    /// 1-based line (JSON Lines, JSON syntax errors).
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    /// JSON path of the offending value, e.g. `data[1][0].INPUT0[3]`
+    /// (perf_analyzer format) or `inputs.INPUT0[3]` (JSON Lines).
+    pub path: Option<String>,
+    /// The request: its id (quoted) or its index.
+    pub request: Option<String>,
+    /// The input tensor concerned.
+    pub input: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(col) = self.column {
+                write!(f, ":{col}")?;
+            }
+        }
+        if let Some(path) = &self.path {
+            write!(f, ": at {path}")?;
+        }
+        f.write_str(": ")?;
+        match (&self.request, &self.input) {
+            (Some(r), Some(i)) => write!(f, "request {r}, input '{i}': ")?,
+            (Some(r), None) => write!(f, "request {r}: ")?,
+            (None, Some(i)) => write!(f, "input '{i}': ")?,
+            (None, None) => {}
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+impl InputError {
+    fn new(file: &str, message: impl Into<String>) -> Box<Self> {
+        Box::new(InputError {
+            file: file.to_string(),
+            line: None,
+            column: None,
+            path: None,
+            request: None,
+            input: None,
+            message: message.into(),
+        })
+    }
+}
+
+/// A problem inside one tensor value: `path` is relative to the value
+/// (`[3]`, `.content[1][0]`, `.shape`), empty for the value itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueError {
+    pub path: String,
+    pub message: String,
+}
+
+impl ValueError {
+    fn at(path: impl Into<String>, message: impl Into<String>) -> Self {
+        ValueError {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Reads an input file, telling the two formats apart: a JSON object with
+/// a `data` member is perf_analyzer's format, anything else JSON Lines.
+pub fn parse_input(
+    text: &str,
+    file: &str,
+    schema: &InputSchema,
+    opts: &ParseOptions,
+) -> Result<ParsedInput, Box<InputError>> {
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if body.trim().is_empty() {
+        return Err(InputError::new(file, "the input holds no requests"));
+    }
+    if body.trim_start().starts_with('{') {
+        match serde_json::from_str::<Value>(body) {
+            Ok(Value::Object(obj)) if obj.contains_key("data") => {
+                return parse_perf_analyzer(&Value::Object(obj), file, schema, opts);
+            }
+            Ok(single @ Value::Object(_)) if body.trim().lines().count() > 1 => {
+                // One request written over several lines.
+                let line = body.lines().position(|l| !l.trim().is_empty()).unwrap_or(0) + 1;
+                let mut warnings = Vec::new();
+                let compact = single.to_string();
+                let req = parse_request_line(&compact, line, 0, file, schema, &mut warnings)?;
+                return Ok(ParsedInput {
+                    format: InputFormat::JsonLines,
+                    requests: req.into_iter().collect(),
+                    warnings,
+                });
+            }
+            Ok(_) => {}
+            Err(e) => {
+                // JSON Lines fail here with "trailing characters"; a broken
+                // single document is reported where serde found the problem
+                // unless its first line is a complete request on its own.
+                let first = body.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                if serde_json::from_str::<Value>(first).is_err() && e.line() > 1 {
+                    let mut err = InputError::new(file, format!("malformed JSON: {e}"));
+                    err.line = Some(e.line());
+                    err.column = Some(e.column());
+                    return Err(err);
+                }
+            }
+        }
+    }
+    parse_json_lines(body, file, schema)
+}
+
+/// One perf_analyzer entry: its JSON path, its sequence (id, START, END)
+/// and its tensors.
+type Step<'a> = (String, Option<(u64, bool, bool)>, &'a Map<String, Value>);
+
+/// perf_analyzer's input-data JSON, already parsed.
+pub fn parse_perf_analyzer(
+    doc: &Value,
+    file: &str,
+    schema: &InputSchema,
+    opts: &ParseOptions,
+) -> Result<ParsedInput, Box<InputError>> {
+    let at = |path: String, message: String| {
+        let mut e = InputError::new(file, message);
+        e.path = Some(path);
+        e
+    };
+    let Value::Object(top) = doc else {
+        return Err(InputError::new(
+            file,
+            format!(
+                "expected perf_analyzer's {{\"data\": [...]}}, found {}",
+                kind(doc)
+            ),
+        ));
+    };
+    let mut warnings = Vec::new();
+    for key in top.keys() {
+        match key.as_str() {
+            "data" => {}
+            "validation_data" => warnings.push(format!(
+                "{file}: \"validation_data\" is ignored: tritonctl run does not check outputs"
+            )),
+            other => warnings.push(format!("{file}: unknown member \"{other}\" is ignored")),
+        }
+    }
+    let data = match top.get("data") {
+        Some(Value::Array(a)) => a,
+        Some(v) => {
+            return Err(at(
+                "data".into(),
+                format!("expected an array of requests, found {}", kind(v)),
+            ))
+        }
+        None => return Err(InputError::new(file, "missing member \"data\"")),
+    };
+    if data.is_empty() {
+        return Err(at("data".into(), "holds no requests".into()));
+    }
+    let streams = data[0].is_array();
+    for (i, e) in data.iter().enumerate() {
+        let ok = if streams { e.is_array() } else { e.is_object() };
+        if !ok {
+            return Err(at(
+                format!("data[{i}]"),
+                format!(
+                    "expected {} like data[0], found {}; entries are either all requests \
+                     (objects) or all sequences (arrays of requests)",
+                    if streams {
+                        "an array of steps"
+                    } else {
+                        "an object"
+                    },
+                    kind(e)
+                ),
+            ));
+        }
+    }
+    if streams && !opts.sequence {
+        return Err(at(
+            "data[0]".into(),
+            "the data holds sequences (arrays of steps); run with --sequence".into(),
+        ));
+    }
+    let mut steps: Vec<Step> = Vec::new();
+    if streams {
+        for (s, stream) in data.iter().enumerate() {
+            let Value::Array(items) = stream else {
+                unreachable!("checked above")
+            };
+            if items.is_empty() {
+                return Err(at(format!("data[{s}]"), "is an empty sequence".into()));
+            }
+            for (k, item) in items.iter().enumerate() {
+                let Value::Object(obj) = item else {
+                    return Err(at(
+                        format!("data[{s}][{k}]"),
+                        format!("expected a request (an object), found {}", kind(item)),
+                    ));
+                };
+                let flags = (s as u64 + 1, k == 0, k + 1 == items.len());
+                steps.push((format!("data[{s}][{k}]"), Some(flags), obj));
+            }
+        }
+    } else {
+        let n = data.len();
+        for (k, item) in data.iter().enumerate() {
+            let Value::Object(obj) = item else {
+                unreachable!("checked above")
+            };
+            let flags = opts.sequence.then_some((1, k == 0, k + 1 == n));
+            steps.push((format!("data[{k}]"), flags, obj));
+        }
+    }
+    let mut requests = Vec::with_capacity(steps.len());
+    for (index, (path, flags, obj)) in steps.into_iter().enumerate() {
+        let inputs = inputs_from_object(obj, schema).map_err(|e| {
+            let mut err = at(format!("{path}{}", e.path), e.message);
+            err.request = Some(index.to_string());
+            err.input = e.input;
+            err
+        })?;
+        let (sequence_id, start, end) = match flags {
+            Some((id, start, end)) => (Some(CorrId::Int(id)), start, end),
+            None => (None, false, false),
+        };
+        requests.push(RunRequest {
+            id: index.to_string(),
+            index,
+            origin: path,
+            arrival_us: None,
+            sequence_id,
+            start,
+            end,
+            priority: 0,
+            timeout_us: 0,
+            inputs,
+        });
+    }
+    Ok(ParsedInput {
+        format: InputFormat::PerfAnalyzer,
+        requests,
+        warnings,
+    })
+}
+
+/// JSON Lines of requests. Blank lines are skipped.
+pub fn parse_json_lines(
+    text: &str,
+    file: &str,
+    schema: &InputSchema,
+) -> Result<ParsedInput, Box<InputError>> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut requests: Vec<RunRequest> = Vec::new();
+    let mut warnings = Vec::new();
+    let mut last_arrival: Option<(u64, usize)> = None;
+    let mut ids = HashSet::new();
+    for (n, line) in text.lines().enumerate() {
+        let line_no = n + 1;
+        let Some(req) =
+            parse_request_line(line, line_no, requests.len(), file, schema, &mut warnings)?
+        else {
+            continue;
+        };
+        if let Some(t) = req.arrival_us {
+            if let Some((prev, prev_line)) = last_arrival {
+                if t < prev {
+                    let mut e = InputError::new(
+                        file,
+                        format!(
+                            "arrival_us {t} is earlier than {prev} on line {prev_line}; \
+                             requests must be in arrival order"
+                        ),
+                    );
+                    e.line = Some(line_no);
+                    e.request = Some(request_label(&req));
+                    return Err(e);
+                }
+            }
+            last_arrival = Some((t, line_no));
+        }
+        if !ids.insert(req.id.clone()) {
+            warnings.push(format!(
+                "{file}:{line_no}: request id '{}' is used more than once",
+                req.id
+            ));
+        }
+        requests.push(req);
+    }
+    if requests.is_empty() {
+        return Err(InputError::new(file, "the input holds no requests"));
+    }
+    Ok(ParsedInput {
+        format: InputFormat::JsonLines,
+        requests,
+        warnings,
+    })
+}
+
+fn request_label(r: &RunRequest) -> String {
+    if r.id == r.index.to_string() {
+        r.id.clone()
+    } else {
+        format!("'{}'", r.id)
+    }
+}
+
+/// One line of JSON Lines input: `None` for a blank line. `index` is the
+/// request's 0-based position (its default id); `warnings` receives notes
+/// about unknown fields.
+pub fn parse_request_line(
+    text: &str,
+    line: usize,
+    index: usize,
+    file: &str,
+    schema: &InputSchema,
+    warnings: &mut Vec<String>,
+) -> Result<Option<RunRequest>, Box<InputError>> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let err = |message: String| {
+        let mut e = InputError::new(file, message);
+        e.line = Some(line);
+        e
+    };
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        let mut x = err(format!("malformed JSON: {e}"));
+        x.column = Some(e.column());
+        x
+    })?;
+    let Value::Object(obj) = value else {
+        return Err(err(format!(
+            "expected a JSON object (one request per line), found {}",
+            kind(&value)
+        )));
+    };
+    for key in obj.keys() {
+        if !REQUEST_FIELDS.contains(&key.as_str()) {
+            let near = crate::commands::suggestions(key, REQUEST_FIELDS.iter().copied());
+            let hint = match near.first() {
+                Some(s) => format!("; did you mean '{s}'?"),
+                None if key == "batch_size" => {
+                    "; the batch size is the first dimension of the inputs".to_string()
+                }
+                None => String::new(),
+            };
+            warnings.push(format!(
+                "{file}:{line}: unknown field '{key}' is ignored{hint}"
+            ));
+        }
+    }
+    let id = match obj.get("id") {
+        None | Some(Value::Null) => index.to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) if n.is_u64() => n.to_string(),
+        Some(v) => {
+            return Err(err(format!(
+                "field 'id' must be a string or a non-negative integer, found {}",
+                kind(v)
+            )))
+        }
+    };
+    let label = if obj.get("id").is_some_and(|v| !v.is_null()) {
+        format!("'{id}'")
+    } else {
+        id.clone()
+    };
+    let with_request = |mut e: Box<InputError>| {
+        e.request = Some(label.clone());
+        e
+    };
+    let time = |field: &str| -> Result<Option<u64>, Box<InputError>> {
+        match obj.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) if n.as_u64().is_some() => {
+                let u = n.as_u64().unwrap_or_default();
+                if u > MAX_TIME_US {
+                    return Err(with_request(err(format!(
+                        "field '{field}' is too large: {u} (at most {MAX_TIME_US})"
+                    ))));
+                }
+                Ok(Some(u))
+            }
+            Some(v) => Err(with_request(err(format!(
+                "field '{field}' must be a non-negative integer number of microseconds, found {}",
+                kind(v)
+            )))),
+        }
+    };
+    let flag = |field: &str| -> Result<bool, Box<InputError>> {
+        match obj.get(field) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(v) => Err(with_request(err(format!(
+                "field '{field}' must be true or false, found {}",
+                kind(v)
+            )))),
+        }
+    };
+    let arrival_us = time("arrival_us")?;
+    let timeout_us = time("timeout_us")?.unwrap_or(0);
+    let start = flag("start")?;
+    let end = flag("end")?;
+    let sequence_id = match obj.get("sequence_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(CorrId::Str(s.clone())),
+        Some(Value::Number(n)) if n.is_u64() => n.as_u64().map(CorrId::Int),
+        Some(v) => {
+            return Err(with_request(err(format!(
+                "field 'sequence_id' must be a non-negative integer or a string, found {}",
+                kind(v)
+            ))))
+        }
+    };
+    let priority = match obj.get("priority") {
+        None | Some(Value::Null) => 0,
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|p| p <= u64::from(u32::MAX)) => {
+            n.as_u64().unwrap_or_default() as u32
+        }
+        Some(v) => {
+            return Err(with_request(err(format!(
+                "field 'priority' must be a non-negative 32-bit integer, found {}",
+                kind(v)
+            ))))
+        }
+    };
+    let empty = Map::new();
+    let inputs_obj = match obj.get("inputs") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(o)) => o,
+        Some(v) => {
+            return Err(with_request(err(format!(
+                "field 'inputs' must be an object of named tensors, found {}",
+                kind(v)
+            ))))
+        }
+    };
+    let inputs = inputs_from_object(inputs_obj, schema).map_err(|e| {
+        let mut x = with_request(err(e.message));
+        x.path = Some(format!("inputs{}", e.path));
+        x.input = e.input;
+        x
+    })?;
+    Ok(Some(RunRequest {
+        id,
+        index,
+        origin: format!("line {line}"),
+        arrival_us,
+        sequence_id,
+        start,
+        end,
+        priority,
+        timeout_us,
+        inputs,
+    }))
+}
+
+/// An error in a request's inputs: `path` relative to the inputs object
+/// (`.INPUT0[3]`), the input concerned.
+struct InputsError {
+    path: String,
+    input: Option<String>,
+    message: String,
+}
+
+fn inputs_from_object(
+    obj: &Map<String, Value>,
+    schema: &InputSchema,
+) -> Result<BTreeMap<String, Tensor>, InputsError> {
+    let mut out = BTreeMap::new();
+    for (name, value) in obj {
+        let fail = |path: String, message: String| InputsError {
+            path,
+            input: Some(name.clone()),
+            message,
+        };
+        let member = json_member(name);
+        if let Some(what) = schema.runner_filled.get(name) {
+            return Err(fail(
+                member,
+                format!("'{name}' is {what}; the runner fills it, leave it out of the input"),
+            ));
+        }
+        let Some(spec) = schema.input(name) else {
+            let names: Vec<&str> = schema.inputs.iter().map(|i| i.name.as_str()).collect();
+            let near = crate::commands::suggestions(name, names.iter().copied());
+            let hint = match near.first() {
+                Some(s) => format!("did you mean '{s}'? "),
+                None => String::new(),
+            };
+            return Err(fail(
+                member,
+                format!(
+                    "unknown input '{name}'; {hint}the model's inputs are: {}",
+                    if names.is_empty() {
+                        "(none)".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+            ));
+        };
+        let t = tensor_from_json(value, spec, schema.max_batch_size)
+            .map_err(|e| fail(format!("{member}{}", e.path), e.message))?;
+        out.insert(name.clone(), t);
+    }
+    for spec in &schema.inputs {
+        if !spec.optional && !out.contains_key(&spec.name) {
+            return Err(InputsError {
+                path: String::new(),
+                input: Some(spec.name.clone()),
+                message: format!("missing input '{}'", spec.name),
+            });
+        }
+    }
+    if schema.max_batch_size > 0 {
+        let mut batch: Option<(&str, i64)> = None;
+        for (name, t) in &out {
+            let b = t.shape.first().copied().unwrap_or(1);
+            match batch {
+                None => batch = Some((name, b)),
+                Some((first, fb)) if fb != b => {
+                    return Err(InputsError {
+                        path: json_member(name),
+                        input: Some(name.clone()),
+                        message: format!(
+                            "batch size {b} differs from the batch size {fb} of input '{first}'"
+                        ),
+                    })
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `.name`, or `["name"]` when the name is not a plain identifier.
+fn json_member(name: &str) -> String {
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == ':');
+    if plain {
+        format!(".{name}")
+    } else {
+        format!("[{}]", Value::String(name.to_string()))
+    }
+}
+
+/// Converts one JSON tensor value to the input's data type and shape (see
+/// the module documentation for the accepted forms).
+pub fn tensor_from_json(
+    value: &Value,
+    spec: &InputSpec,
+    max_batch_size: i64,
+) -> Result<Tensor, ValueError> {
+    let (content, given, prefix) = match value {
+        Value::Object(o) if o.contains_key("content") => {
+            if let Some(k) = o.keys().find(|k| *k != "content" && *k != "shape") {
+                return Err(ValueError::at(
+                    "",
+                    format!("unknown member \"{k}\" (expected \"content\" and \"shape\")"),
+                ));
+            }
+            let shape = o
+                .get("shape")
+                .map(|s| parse_shape(s).map_err(|m| ValueError::at(".shape", m)))
+                .transpose()?;
+            (&o["content"], shape, ".content")
+        }
+        other => (other, None, ""),
+    };
+    let (data, nested) = match content {
+        Value::Object(o) => {
+            let b64 = match (o.get("b64"), o.len()) {
+                (Some(Value::String(s)), 1) => s,
+                _ => {
+                    return Err(ValueError::at(
+                        prefix,
+                        "expected an array of values, {\"b64\": \"...\"} or \
+                         {\"content\": ..., \"shape\": [...]}",
+                    ))
+                }
+            };
+            let bytes = b64_decode(b64).map_err(|m| ValueError::at(format!("{prefix}.b64"), m))?;
+            let data = decode_le(spec.dtype, &bytes)
+                .map_err(|m| ValueError::at(format!("{prefix}.b64"), m))?;
+            (data, None)
+        }
+        _ => {
+            let mut data = TensorData::empty(spec.dtype);
+            let shape = flatten(content, spec.dtype, &mut data)
+                .map_err(|e| ValueError::at(format!("{prefix}{}", e.path), e.message))?;
+            // Nested arrays give the shape; a flat list is reshaped.
+            (data, shape.filter(|s| s.len() > 1))
+        }
+    };
+    let shape = resolve_shape(data.len(), given.or(nested), spec, max_batch_size)
+        .map_err(|m| ValueError::at("", m))?;
+    Tensor::new(shape, data).map_err(|e| ValueError::at("", e.to_string()))
+}
+
+fn parse_shape(v: &Value) -> Result<Vec<i64>, String> {
+    let Value::Array(items) = v else {
+        return Err(format!(
+            "expected an array of dimensions, found {}",
+            kind(v)
+        ));
+    };
+    items
+        .iter()
+        .map(|d| match d.as_u64().and_then(|u| i64::try_from(u).ok()) {
+            Some(u) => Ok(u),
+            None => Err(format!(
+                "dimensions must be non-negative integers, found {}",
+                kind(d)
+            )),
+        })
+        .collect()
+}
+
+/// Appends the scalars of a (possibly nested) JSON array to `data`;
+/// returns the nesting shape (`None` for a lone scalar).
+fn flatten(
+    v: &Value,
+    dtype: DataType,
+    data: &mut TensorData,
+) -> Result<Option<Vec<i64>>, ValueError> {
+    if !v.is_array() {
+        push_scalar(data, v, dtype).map_err(|m| ValueError::at("", m))?;
+        return Ok(None);
+    }
+    // The shape from the first element at every depth.
+    let mut shape = Vec::new();
+    let mut probe = v;
+    while let Value::Array(items) = probe {
+        shape.push(items.len() as i64);
+        match items.first() {
+            Some(first) => probe = first,
+            None => break,
+        }
+    }
+    let mut path = String::new();
+    walk(v, 0, &shape, dtype, data, &mut path)?;
+    Ok(Some(shape))
+}
+
+fn walk(
+    v: &Value,
+    depth: usize,
+    shape: &[i64],
+    dtype: DataType,
+    data: &mut TensorData,
+    path: &mut String,
+) -> Result<(), ValueError> {
+    match v {
+        Value::Array(items) => {
+            if depth >= shape.len() || items.len() as i64 != shape[depth] {
+                return Err(ValueError::at(
+                    path.clone(),
+                    format!(
+                        "nested arrays are not rectangular: expected {}, found an array of {}",
+                        if depth >= shape.len() {
+                            "a value".to_string()
+                        } else {
+                            format!("{} elements", shape[depth])
+                        },
+                        items.len()
+                    ),
+                ));
+            }
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                walk(item, depth + 1, shape, dtype, data, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        scalar => {
+            if depth != shape.len() {
+                return Err(ValueError::at(
+                    path.clone(),
+                    format!(
+                        "nested arrays are not rectangular: expected an array of {} elements, \
+                         found {}",
+                        shape[depth],
+                        kind(scalar)
+                    ),
+                ));
+            }
+            push_scalar(data, scalar, dtype).map_err(|m| ValueError::at(path.clone(), m))
+        }
+    }
+}
+
+/// Converts one JSON scalar to `dtype` and appends it.
+fn push_scalar(data: &mut TensorData, v: &Value, dtype: DataType) -> Result<(), String> {
+    macro_rules! int {
+        ($vec:expr, $t:ty) => {{
+            let i = integer(v, dtype)?;
+            let x = <$t>::try_from(i).map_err(|_| {
+                format!("{i} does not fit {dtype} ({} to {})", <$t>::MIN, <$t>::MAX)
+            })?;
+            $vec.push(x);
+        }};
+    }
+    match data {
+        TensorData::Bool(vec) => vec.push(match v {
+            Value::Bool(b) => *b,
+            Value::Number(n) if n.as_u64() == Some(0) => false,
+            Value::Number(n) if n.as_u64() == Some(1) => true,
+            other => {
+                return Err(format!(
+                    "expected true or false for BOOL, found {}",
+                    kind(other)
+                ))
+            }
+        }),
+        TensorData::U8(vec) => int!(vec, u8),
+        TensorData::U16(vec) => int!(vec, u16),
+        TensorData::U32(vec) => int!(vec, u32),
+        TensorData::U64(vec) => int!(vec, u64),
+        TensorData::I8(vec) => int!(vec, i8),
+        TensorData::I16(vec) => int!(vec, i16),
+        TensorData::I32(vec) => int!(vec, i32),
+        TensorData::I64(vec) => int!(vec, i64),
+        TensorData::F64(vec) => vec.push(float(v, dtype)?),
+        TensorData::F32(vec) => vec.push(narrow(v, float(v, dtype)?, dtype)?),
+        TensorData::F16(vec) => {
+            let x = float(v, dtype)?;
+            let h = f32_to_f16(x as f32);
+            if x.is_finite() && h & 0x7fff == 0x7c00 {
+                return Err(format!(
+                    "{v} does not fit FP16 (largest finite value 65504)"
+                ));
+            }
+            vec.push(h);
+        }
+        TensorData::Bf16(vec) => {
+            let x = narrow(v, float(v, dtype)?, dtype)?;
+            let b = f32_to_bf16(x);
+            if x.is_finite() && b & 0x7fff == 0x7f80 {
+                return Err(format!("{v} does not fit BF16"));
+            }
+            vec.push(b);
+        }
+        TensorData::Bytes(vec) => vec.push(match v {
+            Value::String(s) => s.as_bytes().to_vec(),
+            Value::Object(o) if o.len() == 1 && o.get("b64").is_some_and(Value::is_string) => {
+                b64_decode(o["b64"].as_str().unwrap_or_default())?
+            }
+            other => {
+                return Err(format!(
+                    "expected a string (or {{\"b64\": \"...\"}}) for BYTES, found {}",
+                    kind(other)
+                ))
+            }
+        }),
+    }
+    Ok(())
+}
+
+fn integer(v: &Value, dtype: DataType) -> Result<i128, String> {
+    let Value::Number(n) = v else {
+        return Err(format!(
+            "expected an integer for {dtype}, found {}",
+            kind(v)
+        ));
+    };
+    if let Some(i) = n.as_i64() {
+        return Ok(i128::from(i));
+    }
+    if let Some(u) = n.as_u64() {
+        return Ok(i128::from(u));
+    }
+    match n.as_f64() {
+        Some(f) if f.fract() == 0.0 && f.abs() < 1e38 => Ok(f as i128),
+        _ => Err(format!("{n} is not an integer ({dtype})")),
+    }
+}
+
+fn float(v: &Value, dtype: DataType) -> Result<f64, String> {
+    match v {
+        Value::Number(n) => n
+            .as_f64()
+            .ok_or_else(|| format!("{n} is not a number ({dtype})")),
+        Value::String(s) => match s.to_ascii_lowercase().as_str() {
+            "nan" => Ok(f64::NAN),
+            "inf" | "+inf" | "infinity" | "+infinity" => Ok(f64::INFINITY),
+            "-inf" | "-infinity" => Ok(f64::NEG_INFINITY),
+            _ => Err(format!(
+                "expected a number for {dtype}, found the string {s:?} \
+                 (\"nan\", \"inf\" and \"-inf\" are accepted as strings)"
+            )),
+        },
+        other => Err(format!(
+            "expected a number for {dtype}, found {}",
+            kind(other)
+        )),
+    }
+}
+
+/// `x` (the value of `v`) as an f32, refusing finite values beyond its
+/// range.
+fn narrow(v: &Value, x: f64, dtype: DataType) -> Result<f32, String> {
+    let f = x as f32;
+    if x.is_finite() && f.is_infinite() {
+        return Err(format!("{v} does not fit {dtype}"));
+    }
+    Ok(f)
+}
+
+/// The request tensor's shape for `count` values: `given` (from "shape" or
+/// nested arrays) checked against the dims, or the dims with one `-1`
+/// resolved; a batching model's batch dimension of 1 prepended unless
+/// `given` has it.
+fn resolve_shape(
+    count: usize,
+    given: Option<Vec<i64>>,
+    spec: &InputSpec,
+    max_batch_size: i64,
+) -> Result<Vec<i64>, String> {
+    let dims = &spec.dims;
+    let batching = max_batch_size > 0;
+    let shape = match given {
+        None => {
+            let mut shape = dims.clone();
+            let unknown: Vec<usize> = (0..dims.len()).filter(|&i| dims[i] < 0).collect();
+            match unknown.as_slice() {
+                [] => {}
+                [u] => {
+                    let known = element_count(
+                        &dims
+                            .iter()
+                            .filter(|&&d| d >= 0)
+                            .copied()
+                            .collect::<Vec<_>>(),
+                    )
+                    .unwrap_or(0);
+                    if known == 0 || !count.is_multiple_of(known) {
+                        return Err(format!(
+                            "{count} values cannot fill dims {dims:?}{}; give the shape as \
+                             {{\"content\": [...], \"shape\": [...]}} or as nested arrays",
+                            if known == 0 {
+                                String::new()
+                            } else {
+                                format!(" ({count} is not a multiple of {known})")
+                            }
+                        ));
+                    }
+                    shape[*u] = (count / known) as i64;
+                }
+                _ => {
+                    return Err(format!(
+                        "dims {dims:?} have {} variable dimensions, so a flat list of {count} \
+                         values has no unique shape; give the shape as {{\"content\": [...], \
+                         \"shape\": [...]}} or as nested arrays",
+                        unknown.len()
+                    ))
+                }
+            }
+            if batching {
+                shape.insert(0, 1);
+            }
+            shape
+        }
+        Some(s) => {
+            let (body, with_batch) = if s.len() == dims.len() {
+                (&s[..], false)
+            } else if batching && s.len() == dims.len() + 1 {
+                (&s[1..], true)
+            } else {
+                return Err(format!(
+                    "shape {s:?} does not match dims {dims:?}{}",
+                    if batching {
+                        " (with or without a leading batch dimension)"
+                    } else {
+                        ""
+                    }
+                ));
+            };
+            for (i, (&g, &d)) in body.iter().zip(dims).enumerate() {
+                if d >= 0 && g != d {
+                    return Err(format!(
+                        "shape {s:?} does not match dims {dims:?}: dimension {} is {g}, \
+                         expected {d}",
+                        i + usize::from(with_batch)
+                    ));
+                }
+            }
+            if with_batch && s[0] == 0 {
+                return Err(format!("shape {s:?} has a batch dimension of 0"));
+            }
+            let mut shape = s.clone();
+            if batching && !with_batch {
+                shape.insert(0, 1);
+            }
+            shape
+        }
+    };
+    let need = element_count(&shape).ok_or_else(|| format!("shape {shape:?} is too large"))?;
+    if need != count {
+        return Err(format!(
+            "expected {need} values for shape {shape:?}, found {count}"
+        ));
+    }
+    Ok(shape)
+}
+
+fn kind(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) => format!("the string {s:?}"),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ParsedConfig;
+
+    fn config(text: &str) -> ModelConfig {
+        ParsedConfig::parse(text.to_string())
+            .config
+            .expect("valid config")
+    }
+
+    /// `INPUT0` FP32 [4] and optional `MASK` BOOL [-1] at max_batch_size 8.
+    fn schema() -> InputSchema {
+        InputSchema::from_config(&config(
+            "name: \"m\" max_batch_size: 8
+             input [ { name: \"INPUT0\" data_type: TYPE_FP32 dims: [ 4 ] },
+                     { name: \"MASK\" data_type: TYPE_BOOL dims: [ -1 ] optional: true } ]",
+        ))
+        .unwrap()
+    }
+
+    fn spec(dtype: DataType, dims: &[i64]) -> InputSpec {
+        InputSpec {
+            name: "X".into(),
+            dtype,
+            dims: dims.to_vec(),
+            optional: false,
+        }
+    }
+
+    fn convert(v: &str, dtype: DataType, dims: &[i64], mbs: i64) -> Result<Tensor, ValueError> {
+        tensor_from_json(&serde_json::from_str(v).unwrap(), &spec(dtype, dims), mbs)
+    }
+
+    fn parse(text: &str, s: &InputSchema, sequence: bool) -> Result<ParsedInput, Box<InputError>> {
+        parse_input(text, "in.json", s, &ParseOptions { sequence })
+    }
+
+    fn err(text: &str, s: &InputSchema, sequence: bool) -> String {
+        parse(text, s, sequence).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn perf_analyzer_flat_data() {
+        let p = parse(
+            r#"{"data": [{"INPUT0": [1, 2, 3, 4]},
+                         {"INPUT0": {"content": [5, 6, 7, 8], "shape": [4]}, "MASK": [true, false]},
+                         {"INPUT0": {"content": [[1, 2, 3, 4], [5, 6, 7, 8]], "shape": [2, 4]}}]}"#,
+            &schema(),
+            false,
+        )
+        .unwrap();
+        assert_eq!(p.format, InputFormat::PerfAnalyzer);
+        let r = &p.requests;
+        assert_eq!(r.len(), 3);
+        assert_eq!((r[0].id.as_str(), r[2].id.as_str()), ("0", "2"));
+        assert_eq!(r[0].origin, "data[0]");
+        assert_eq!(
+            r[0].inputs["INPUT0"],
+            Tensor::new(vec![1, 4], TensorData::F32(vec![1.0, 2.0, 3.0, 4.0])).unwrap()
+        );
+        assert!(!r[0].inputs.contains_key("MASK"));
+        assert_eq!(r[1].inputs["MASK"].shape, vec![1, 2]);
+        assert_eq!(
+            r[1].inputs["MASK"].data,
+            TensorData::Bool(vec![true, false])
+        );
+        // A shape with the batch dimension is taken as it is.
+        assert_eq!(r[2].inputs["INPUT0"].shape, vec![2, 4]);
+        assert_eq!(r[2].batch_size(8), 2);
+        assert!(r
+            .iter()
+            .all(|q| q.sequence_id.is_none() && !q.start && !q.end));
+        assert!(p.warnings.is_empty());
+    }
+
+    #[test]
+    fn perf_analyzer_sequences() {
+        let text = r#"{"data": [[{"INPUT0": [1, 1, 1, 1]}, {"INPUT0": [2, 2, 2, 2]}, {"INPUT0": [3, 3, 3, 3]}],
+                                 [{"INPUT0": [4, 4, 4, 4]}]],
+                       "validation_data": []}"#;
+        let p = parse(text, &schema(), true).unwrap();
+        let flags: Vec<(String, Option<CorrId>, bool, bool)> = p
+            .requests
+            .iter()
+            .map(|r| (r.id.clone(), r.sequence_id.clone(), r.start, r.end))
+            .collect();
+        let s = |n| Some(CorrId::Int(n));
+        assert_eq!(
+            flags,
+            vec![
+                ("0".into(), s(1), true, false),
+                ("1".into(), s(1), false, false),
+                ("2".into(), s(1), false, true),
+                ("3".into(), s(2), true, true),
+            ]
+        );
+        assert_eq!(p.requests[3].origin, "data[1][0]");
+        assert_eq!(p.warnings.len(), 1, "validation_data is mentioned");
+        // Sequences need --sequence.
+        let e = err(text, &schema(), false);
+        assert!(e.contains("at data[0]") && e.contains("--sequence"), "{e}");
+        // A flat list with --sequence is one sequence.
+        let p = parse(
+            r#"{"data": [{"INPUT0": [1, 1, 1, 1]}, {"INPUT0": [2, 2, 2, 2]}]}"#,
+            &schema(),
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            p.requests
+                .iter()
+                .map(|r| (r.start, r.end))
+                .collect::<Vec<_>>(),
+            vec![(true, false), (false, true)]
+        );
+        assert!(p.requests.iter().all(|r| r.sequence_id == s(1)));
+    }
+
+    #[test]
+    fn perf_analyzer_b64_values() {
+        let bytes: Vec<u8> = [1.5f32, -2.0, 0.0, 8.0]
+            .iter()
+            .flat_map(|f| f.to_le_bytes())
+            .collect();
+        let b64 = super::super::codec::b64_encode(&bytes);
+        let text = format!(
+            r#"{{"data": [{{"INPUT0": {{"b64": "{b64}"}}}}, {{"INPUT0": {{"content": {{"b64": "{b64}"}}, "shape": [4]}}}}]}}"#
+        );
+        let p = parse(&text, &schema(), false).unwrap();
+        for r in &p.requests {
+            assert_eq!(
+                r.inputs["INPUT0"],
+                Tensor::new(vec![1, 4], TensorData::F32(vec![1.5, -2.0, 0.0, 8.0])).unwrap()
+            );
+        }
+        // Three floats do not fill [4].
+        let short = super::super::codec::b64_encode(&bytes[..12]);
+        let e = err(
+            &format!(r#"{{"data": [{{"INPUT0": {{"b64": "{short}"}}}}]}}"#),
+            &schema(),
+            false,
+        );
+        assert!(
+            e.contains("request 0, input 'INPUT0'") && e.contains("expected 4 values"),
+            "{e}"
+        );
+        // BYTES elements carry their length prefixes.
+        let words = super::super::codec::b64_encode(&[2, 0, 0, 0, b'h', b'i', 0, 0, 0, 0]);
+        let t = convert(
+            &format!(r#"{{"b64": "{words}"}}"#),
+            DataType::Bytes,
+            &[-1],
+            0,
+        )
+        .unwrap();
+        assert_eq!(t.shape, vec![2]);
+        assert_eq!(t.data, TensorData::Bytes(vec![b"hi".to_vec(), vec![]]));
+    }
+
+    #[test]
+    fn json_lines_requests() {
+        let text = "{\"id\": \"r1\", \"arrival_us\": 0, \"sequence_id\": 7, \"start\": true, \"inputs\": {\"INPUT0\": [1, 2, 3, 4]}}\n\
+                    \n\
+                    {\"arrival_us\": 10, \"sequence_id\": \"user-b\", \"end\": true, \"priority\": 2, \"timeout_us\": 5, \"inputs\": {\"INPUT0\": [[1, 2, 3, 4]]}}\n\
+                    {\"id\": 12, \"inputs\": {\"INPUT0\": [0, 0, 0, 0]}}\n";
+        let p = parse(text, &schema(), false).unwrap();
+        assert_eq!(p.format, InputFormat::JsonLines);
+        let r = &p.requests;
+        assert_eq!(r.len(), 3);
+        assert_eq!(
+            (
+                r[0].id.as_str(),
+                r[0].arrival_us,
+                r[0].sequence_id.clone(),
+                r[0].start,
+                r[0].end
+            ),
+            ("r1", Some(0), Some(CorrId::Int(7)), true, false)
+        );
+        assert_eq!(r[1].id, "1", "default id is the position in the input");
+        assert_eq!(r[1].origin, "line 3");
+        assert_eq!(r[1].sequence_id, Some(CorrId::Str("user-b".into())));
+        assert_eq!((r[1].priority, r[1].timeout_us, r[1].end), (2, 5, true));
+        assert_eq!(r[1].inputs["INPUT0"].shape, vec![1, 4]);
+        assert_eq!((r[2].id.as_str(), r[2].arrival_us), ("12", None));
+        // A lone pretty-printed request is one request too.
+        let one = parse(
+            "{\n \"inputs\": {\"INPUT0\": [1, 2, 3, 4]}\n}\n",
+            &schema(),
+            false,
+        );
+        let one = one.unwrap();
+        assert_eq!(one.requests.len(), 1);
+        assert_eq!(one.requests[0].inputs["INPUT0"].shape, vec![1, 4]);
+    }
+
+    #[test]
+    fn json_lines_errors_name_line_request_and_input() {
+        let s = schema();
+        let cases = [
+            (
+                "{\"inputs\": {\"INPUT0\": [1, 2, 3, 4]}}\n{\"id\": \"r2\", \"inputs\": {\"INPUT0\": [1, 2, \"x\", 4]}}",
+                "in.json:2: at inputs.INPUT0[2]: request 'r2', input 'INPUT0': expected a number for FP32, found the string \"x\"",
+            ),
+            (
+                "{\"inputs\": {\"INPUT1\": [1, 2, 3, 4]}}",
+                "in.json:1: at inputs.INPUT1: request 0, input 'INPUT1': unknown input 'INPUT1'; did you mean 'INPUT0'?",
+            ),
+            (
+                "{\"id\": \"a\", \"inputs\": {}}",
+                "in.json:1: at inputs: request 'a', input 'INPUT0': missing input 'INPUT0'",
+            ),
+            (
+                "{\"inputs\": {\"INPUT0\": [1, 2, 3]}}",
+                "in.json:1: at inputs.INPUT0: request 0, input 'INPUT0': expected 4 values for shape [1, 4], found 3",
+            ),
+            (
+                "{\"arrival_us\": 5, \"inputs\": {\"INPUT0\": [1, 2, 3, 4]}}\n{\"arrival_us\": 4, \"inputs\": {\"INPUT0\": [1, 2, 3, 4]}}",
+                "in.json:2: request 1: arrival_us 4 is earlier than 5 on line 1",
+            ),
+            ("{\"inputs\": [1]}", "in.json:1: request 0: field 'inputs' must be an object"),
+            ("{\"start\": 1}", "in.json:1: request 0: field 'start' must be true or false"),
+            ("{\"sequence_id\": -3}", "in.json:1: request 0: field 'sequence_id' must be"),
+            ("{\"arrival_us\": 1.5}", "in.json:1: request 0: field 'arrival_us' must be"),
+            (
+                "{\"inputs\": {\"INPUT0\": [1, 2, 3, 4]}}\n{oops",
+                "in.json:2:2: malformed JSON",
+            ),
+            ("[1, 2]", "in.json:1: expected a JSON object"),
+            ("", "in.json: the input holds no requests"),
+            (
+                "{\"inputs\": {\"INPUT0\": [1, 2, 3, 4], \"MASK\": [[true], [false]]}}",
+                "input 'MASK': batch size 2 differs from the batch size 1 of input 'INPUT0'",
+            ),
+        ];
+        for (text, want) in cases {
+            let got = err(text, &s, false);
+            assert!(got.contains(want), "{got}\n  does not contain\n{want}");
+        }
+    }
+
+    #[test]
+    fn perf_analyzer_errors_name_the_json_path() {
+        let s = schema();
+        let cases = [
+            (r#"{"data": [{"INPUT0": [1, 2, 3, 4]}, {"INPUT0": [1, 2, 3, 1e40]}]}"#, "in.json: at data[1].INPUT0[3]: request 1, input 'INPUT0': 1e+40 does not fit FP32"),
+            (r#"{"data": []}"#, "at data: holds no requests"),
+            (r#"{"data": {}}"#, "at data: expected an array of requests"),
+            (r#"{"data": [{"INPUT0": [1, 2, 3, 4]}, [{"INPUT0": [1, 2, 3, 4]}]]}"#, "at data[1]: expected an object like data[0]"),
+            (r#"{"data": [[]]}"#, "at data[0]: is an empty sequence"),
+            (r#"{"data": [{"INPUT0": {"content": [1, 2, 3, 4], "shape": [2, 2]}}]}"#, "shape [2, 2] does not match dims [4]"),
+            (r#"{"data": [{"INPUT0": {"content": [1, 2, 3, 4], "shape": [4], "type": "x"}}]}"#, "unknown member \"type\""),
+            (r#"{"data": [{"INPUT0": {"content": [1, 2, 3, 4], "shape": [-4]}}]}"#, "at data[0].INPUT0.shape: request 0, input 'INPUT0': dimensions must be non-negative"),
+            (r#"{"data": [{"INPUT0": {"b64": "!!"}}]}"#, "at data[0].INPUT0.b64: request 0, input 'INPUT0': invalid base64"),
+            (r#"{"data": [{"INPUT0": [[1, 2], [3]]}]}"#, "at data[0].INPUT0[1]: request 0, input 'INPUT0': nested arrays are not rectangular"),
+            ("{\n  \"data\": [\n  {\"INPUT0\": [1, 2, 3, 4]\n  ]\n}", "in.json:4:3: malformed JSON"),
+        ];
+        for (text, want) in cases {
+            let got = err(text, &s, true);
+            assert!(got.contains(want), "{got}\n  does not contain\n{want}");
+        }
+    }
+
+    #[test]
+    fn values_must_fit_the_data_type() {
+        let bad = [
+            ("[300]", DataType::U8, "300 does not fit UINT8 (0 to 255)"),
+            ("[-1]", DataType::U32, "-1 does not fit UINT32"),
+            ("[1.5]", DataType::I32, "1.5 is not an integer (INT32)"),
+            (
+                "[\"7\"]",
+                DataType::I64,
+                "expected an integer for INT64, found the string \"7\"",
+            ),
+            (
+                "[\"abc\"]",
+                DataType::F32,
+                "expected a number for FP32, found the string \"abc\"",
+            ),
+            (
+                "[true]",
+                DataType::F64,
+                "expected a number for FP64, found true",
+            ),
+            ("[2]", DataType::Bool, "expected true or false for BOOL"),
+            ("[70000]", DataType::F16, "70000 does not fit FP16"),
+            ("[1e39]", DataType::Bf16, "does not fit BF16"),
+            ("[3]", DataType::Bytes, "expected a string"),
+            ("[128]", DataType::I8, "128 does not fit INT8 (-128 to 127)"),
+        ];
+        for (v, dtype, want) in bad {
+            let e = convert(v, dtype, &[1], 0).unwrap_err();
+            assert!(e.message.contains(want), "{v} as {dtype}: {}", e.message);
+            assert_eq!(e.path, "[0]");
+        }
+        let ok = [
+            ("[255]", DataType::U8, TensorData::U8(vec![255])),
+            ("[-128]", DataType::I8, TensorData::I8(vec![-128])),
+            (
+                "[18446744073709551615]",
+                DataType::U64,
+                TensorData::U64(vec![u64::MAX]),
+            ),
+            ("[3.0]", DataType::I32, TensorData::I32(vec![3])),
+            ("[1]", DataType::Bool, TensorData::Bool(vec![true])),
+            ("[1.0]", DataType::F16, TensorData::F16(vec![0x3c00])),
+            ("[-2]", DataType::Bf16, TensorData::Bf16(vec![0xc000])),
+            (
+                "[\"-inf\"]",
+                DataType::F32,
+                TensorData::F32(vec![f32::NEG_INFINITY]),
+            ),
+            ("[0.1]", DataType::F64, TensorData::F64(vec![0.1])),
+            (
+                "[\"héllo\"]",
+                DataType::Bytes,
+                TensorData::Bytes(vec!["héllo".as_bytes().to_vec()]),
+            ),
+            (
+                "[{\"b64\": \"AP8=\"}]",
+                DataType::Bytes,
+                TensorData::Bytes(vec![vec![0, 255]]),
+            ),
+        ];
+        for (v, dtype, want) in ok {
+            assert_eq!(
+                convert(v, dtype, &[1], 0).unwrap().data,
+                want,
+                "{v} as {dtype}"
+            );
+        }
+        assert!(matches!(
+            convert("[\"nan\"]", DataType::F32, &[1], 0).unwrap().data,
+            TensorData::F32(ref v) if v[0].is_nan()
+        ));
+    }
+
+    #[test]
+    fn shapes_follow_the_dims() {
+        let shape =
+            |v: &str, dims: &[i64], mbs: i64| convert(v, DataType::I32, dims, mbs).map(|t| t.shape);
+        assert_eq!(shape("[1, 2, 3, 4, 5, 6]", &[2, 3], 0).unwrap(), vec![2, 3]);
+        assert_eq!(
+            shape("[1, 2, 3, 4, 5, 6]", &[2, 3], 4).unwrap(),
+            vec![1, 2, 3]
+        );
+        // One -1 is resolved from the element count.
+        assert_eq!(
+            shape("[1, 2, 3, 4, 5, 6]", &[-1, 3], 4).unwrap(),
+            vec![1, 2, 3]
+        );
+        assert_eq!(
+            shape("[1, 2, 3, 4, 5, 6]", &[2, -1], 0).unwrap(),
+            vec![2, 3]
+        );
+        // The stateful backend's stacking axis in the middle.
+        let v: Vec<String> = (0..20).map(|i| i.to_string()).collect();
+        assert_eq!(
+            shape(&format!("[{}]", v.join(",")), &[4, -1, 5], 16).unwrap(),
+            vec![1, 4, 1, 5]
+        );
+        // Nested arrays give the shape, with or without the batch dimension.
+        assert_eq!(
+            shape("[[1, 2, 3], [4, 5, 6]]", &[-1, 3], 4).unwrap(),
+            vec![1, 2, 3]
+        );
+        assert_eq!(
+            shape("[[1, 2, 3], [4, 5, 6]]", &[3], 4).unwrap(),
+            vec![2, 3]
+        );
+        assert_eq!(
+            shape("[[[1, 2, 3]], [[4, 5, 6]]]", &[-1, 3], 4).unwrap(),
+            vec![2, 1, 3]
+        );
+        // Errors: not a multiple, two unknowns, wrong fixed dim, wrong rank.
+        assert!(shape("[1, 2, 3, 4, 5]", &[-1, 3], 4)
+            .unwrap_err()
+            .message
+            .contains("not a multiple of 3"));
+        assert!(shape("[1, 2, 3, 4]", &[-1, -1], 0)
+            .unwrap_err()
+            .message
+            .contains("2 variable dimensions"));
+        assert!(shape("[[1, 2], [3, 4]]", &[2, 3], 0)
+            .unwrap_err()
+            .message
+            .contains("dimension 1 is 2, expected 3"));
+        assert!(shape("[[1, 2], [3, 4]]", &[4], 0)
+            .unwrap_err()
+            .message
+            .contains("does not match dims [4]"));
+        assert!(shape("[1, 2, 3]", &[2, 2], 0)
+            .unwrap_err()
+            .message
+            .contains("expected 4 values"));
+        // Content + shape; a zero batch is refused.
+        assert_eq!(
+            shape(
+                "{\"content\": [1, 2, 3, 4], \"shape\": [2, 2]}",
+                &[-1, -1],
+                4
+            )
+            .unwrap(),
+            vec![1, 2, 2]
+        );
+        assert!(shape("{\"content\": [], \"shape\": [0, 3]}", &[3], 4).is_err());
+        // A scalar is one value.
+        assert_eq!(shape("5", &[1], 0).unwrap(), vec![1]);
+        assert_eq!(shape("[]", &[0], 0).unwrap(), vec![0]);
+    }
+
+    #[test]
+    fn runner_filled_inputs_are_refused() {
+        let implicit = InputSchema::from_config(&config(
+            "name: \"acc\" max_batch_size: 4
+             input [ { name: \"Input\" data_type: TYPE_FP32 dims: [ 4 ] } ]
+             sequence_batching {
+               control_input [ { name: \"START\" control [ { kind: CONTROL_SEQUENCE_START bool_false_true: [ false, true ] } ] },
+                               { name: \"CORRID\" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 } ] } ]
+               state [ { input_name: \"S_IN\" output_name: \"S_OUT\" data_type: TYPE_FP32 dims: [ 1 ] } ] }",
+        ))
+        .unwrap();
+        let e = err(
+            "{\"inputs\": {\"Input\": [1, 2, 3, 4], \"START\": [1]}}",
+            &implicit,
+            false,
+        );
+        assert!(e.contains("input 'START': 'START' is a control input of the sequence batcher (CONTROL_SEQUENCE_START); the runner fills it"), "{e}");
+        let e = err(
+            "{\"inputs\": {\"Input\": [1, 2, 3, 4], \"CORRID\": [1]}}",
+            &implicit,
+            false,
+        );
+        assert!(e.contains("CONTROL_SEQUENCE_CORRID"), "{e}");
+        let e = err(
+            "{\"inputs\": {\"Input\": [1, 2, 3, 4], \"S_IN\": [0]}}",
+            &implicit,
+            false,
+        );
+        assert!(e.contains("a state input (sequence_batching.state)"), "{e}");
+
+        let stateful = InputSchema::from_config(&config(
+            "name: \"acc\" backend: \"stateful\" max_batch_size: 4
+             input [ { name: \"Input\" data_type: TYPE_FP32 dims: [ 4, -1, 5 ] } ]
+             sequence_batching {
+               control_input [ { name: \"ResetSequence\" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ] }
+             parameters { key: \"state_pairs\" value { string_value: \"<<<Accumulate_In, Accumulate_Out>>>\" } }",
+        ))
+        .unwrap();
+        let e = err(
+            r#"{"data": [{"Input": [0], "Accumulate_In": [0]}]}"#,
+            &stateful,
+            false,
+        );
+        assert!(
+            e.contains("input 'Accumulate_In'") && e.contains("state_pairs"),
+            "{e}"
+        );
+        let e = err(r#"{"data": [{"ResetSequence": [1]}]}"#, &stateful, false);
+        assert!(e.contains("the runner fills it"), "{e}");
+    }
+
+    #[test]
+    fn schema_from_config() {
+        let s = schema();
+        assert_eq!(s.model, "m");
+        assert_eq!(s.max_batch_size, 8);
+        assert_eq!(
+            s.inputs,
+            vec![
+                InputSpec {
+                    name: "INPUT0".into(),
+                    dtype: DataType::F32,
+                    dims: vec![4],
+                    optional: false
+                },
+                InputSpec {
+                    name: "MASK".into(),
+                    dtype: DataType::Bool,
+                    dims: vec![-1],
+                    optional: true
+                }
+            ]
+        );
+        assert!(s.runner_filled.is_empty());
+        assert!(InputSchema::from_config(&config(
+            "name: \"m\" input [ { name: \"X\" data_type: TYPE_INVALID dims: [ 1 ] } ]"
+        ))
+        .is_err());
+    }
+
+    #[test]
+    fn unknown_fields_and_duplicate_ids_warn() {
+        let p = parse(
+            "{\"id\": \"a\", \"arival_us\": 3, \"inputs\": {\"INPUT0\": [1, 2, 3, 4]}}\n\
+             {\"id\": \"a\", \"batch_size\": 2, \"inputs\": {\"INPUT0\": [1, 2, 3, 4]}}",
+            &schema(),
+            false,
+        )
+        .unwrap();
+        assert_eq!(p.warnings.len(), 3, "{:?}", p.warnings);
+        assert!(
+            p.warnings[0].contains("in.json:1: unknown field 'arival_us'")
+                && p.warnings[0].contains("did you mean 'arrival_us'")
+        );
+        assert!(p
+            .warnings
+            .iter()
+            .any(|w| w.contains("'batch_size'") && w.contains("first dimension")));
+        assert!(p
+            .warnings
+            .iter()
+            .any(|w| w.contains("in.json:2: request id 'a' is used more than once")));
+    }
+
+    #[test]
+    fn nothing_panics_on_odd_input() {
+        let s = schema();
+        let texts = [
+            "{",
+            "}",
+            "null",
+            "{\"data\": null}",
+            "{\"data\": [null]}",
+            "{\"data\": [[null]]}",
+            "{\"data\": [{\"INPUT0\": null}]}",
+            "{\"data\": [{\"INPUT0\": {}}]}",
+            "{\"data\": [{\"INPUT0\": {\"content\": null}}]}",
+            "{\"data\": [{\"INPUT0\": [[[]]]}]}",
+            "{\"inputs\": {\"INPUT0\": {\"content\": [1], \"shape\": [99999999999, 99999999999]}}}",
+            "\u{feff}{\"inputs\": {\"INPUT0\": [1,2,3,4]}}",
+            "{\"id\": null}",
+            "1",
+            "\"x\"",
+        ];
+        for t in texts {
+            let _ = parse(t, &s, true);
+            let _ = parse(t, &s, false);
+        }
+        assert!(parse("\u{feff}{\"inputs\": {\"INPUT0\": [1,2,3,4]}}", &s, false).is_ok());
+    }
+}

@@ -1,0 +1,16 @@
+//! Pieces of `tritonctl run` that need no ONNX Runtime: reading the
+//! requests of an input file ([`input`]), keeping per-sequence state
+//! ([`state`]), stacking tensors along any axis ([`stack`]) and printing
+//! results ([`output`]).
+//!
+//! The runner itself (scheduler core on a real clock + ONNX Runtime
+//! sessions) is assembled from these in the `run` command.
+
+pub mod codec;
+pub mod input;
+pub mod output;
+pub mod stack;
+pub mod state;
+
+#[cfg(test)]
+mod tests;

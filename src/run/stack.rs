@@ -1,0 +1,235 @@
+//! Concatenating and splitting host tensors along any axis.
+//!
+//! [`crate::tensor::Tensor::concat`] and `rows` work on the first axis,
+//! which is where Triton stacks requests. The stateful backend stacks
+//! requests along the config's `-1` axis, which may be any axis
+//! (`Input [4, -1, 5]`), and keeps states batched along the last dynamic
+//! dimension of the ONNX tensor; these helpers cover that.
+
+use crate::tensor::{element_count, Tensor, TensorData, TensorError};
+
+/// Appends `src[start..end]` to `dst` (same data type).
+pub(crate) fn extend_range(
+    dst: &mut TensorData,
+    src: &TensorData,
+    start: usize,
+    end: usize,
+) -> Result<(), TensorError> {
+    macro_rules! ext {
+        ($($var:ident),*) => {
+            match (dst, src) {
+                $((TensorData::$var(a), TensorData::$var(b)) => {
+                    a.extend_from_slice(&b[start..end]);
+                    Ok(())
+                })*
+                (a, b) => Err(TensorError::DataType {
+                    expected: a.dtype(),
+                    got: b.dtype(),
+                }),
+            }
+        };
+    }
+    ext!(Bool, U8, U16, U32, U64, I8, I16, I32, I64, F16, F32, F64, Bf16, Bytes)
+}
+
+fn dims_usize(shape: &[i64]) -> Result<Vec<usize>, TensorError> {
+    shape
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| TensorError::Shape(shape.to_vec())))
+        .collect()
+}
+
+/// Concatenates `parts` along `axis`: all parts have the same rank, data
+/// type and dimensions except along `axis`.
+pub fn concat_axis(parts: &[&Tensor], axis: usize) -> Result<Tensor, TensorError> {
+    let first = match parts.first() {
+        Some(t) => *t,
+        None => return Err(TensorError::Shape(Vec::new())),
+    };
+    if axis >= first.shape.len() {
+        return Err(TensorError::Shape(first.shape.clone()));
+    }
+    let mut total = 0i64;
+    for t in parts {
+        let same_rest = t.shape.len() == first.shape.len()
+            && t.shape[..axis] == first.shape[..axis]
+            && t.shape[axis + 1..] == first.shape[axis + 1..];
+        if !same_rest {
+            return Err(TensorError::Concat(first.shape.clone(), t.shape.clone()));
+        }
+        if t.dtype() != first.dtype() {
+            return Err(TensorError::DataType {
+                expected: first.dtype(),
+                got: t.dtype(),
+            });
+        }
+        total += t.shape[axis];
+    }
+    let outer = element_count(&first.shape[..axis])
+        .ok_or_else(|| TensorError::Shape(first.shape.clone()))?;
+    let inner = element_count(&first.shape[axis + 1..])
+        .ok_or_else(|| TensorError::Shape(first.shape.clone()))?;
+    let mut shape = first.shape.clone();
+    shape[axis] = total;
+    let mut data = TensorData::empty(first.dtype());
+    let chunks: Vec<usize> = parts
+        .iter()
+        .map(|t| t.shape[axis] as usize * inner)
+        .collect();
+    for o in 0..outer {
+        for (t, &chunk) in parts.iter().zip(&chunks) {
+            extend_range(&mut data, &t.data, o * chunk, (o + 1) * chunk)?;
+        }
+    }
+    Tensor::new(shape, data)
+}
+
+/// Splits `t` along `axis` into pieces of the given sizes (which must add
+/// up to the axis' length).
+pub fn split_axis(t: &Tensor, axis: usize, sizes: &[usize]) -> Result<Vec<Tensor>, TensorError> {
+    let dims = dims_usize(&t.shape)?;
+    if axis >= dims.len() {
+        return Err(TensorError::Shape(t.shape.clone()));
+    }
+    let total: usize = sizes.iter().sum();
+    if total != dims[axis] {
+        return Err(TensorError::Size {
+            shape: t.shape.clone(),
+            expected: dims[axis],
+            got: total,
+        });
+    }
+    let outer: usize = dims[..axis].iter().product();
+    let inner: usize = dims[axis + 1..].iter().product();
+    let row = dims[axis] * inner;
+    let mut out = Vec::with_capacity(sizes.len());
+    let mut offset = 0;
+    for &size in sizes {
+        let mut data = TensorData::empty(t.dtype());
+        for o in 0..outer {
+            let begin = o * row + offset * inner;
+            extend_range(&mut data, &t.data, begin, begin + size * inner)?;
+        }
+        let mut shape = t.shape.clone();
+        shape[axis] = size as i64;
+        out.push(Tensor { shape, data });
+        offset += size;
+    }
+    Ok(out)
+}
+
+/// Stacks tensors of equal shape along a new axis inserted at `axis`.
+pub fn stack(parts: &[&Tensor], axis: usize) -> Result<Tensor, TensorError> {
+    let expanded: Vec<Tensor> = parts
+        .iter()
+        .map(|t| insert_axis(t, axis))
+        .collect::<Result<_, _>>()?;
+    let refs: Vec<&Tensor> = expanded.iter().collect();
+    concat_axis(&refs, axis)
+}
+
+/// The inverse of [`stack`]: one tensor per index of `axis`, without it.
+pub fn unstack(t: &Tensor, axis: usize) -> Result<Vec<Tensor>, TensorError> {
+    let n = match t.shape.get(axis) {
+        Some(&d) => usize::try_from(d).map_err(|_| TensorError::Shape(t.shape.clone()))?,
+        None => return Err(TensorError::Shape(t.shape.clone())),
+    };
+    let mut parts = split_axis(t, axis, &vec![1; n])?;
+    for p in &mut parts {
+        p.shape.remove(axis);
+    }
+    Ok(parts)
+}
+
+fn insert_axis(t: &Tensor, axis: usize) -> Result<Tensor, TensorError> {
+    if axis > t.shape.len() {
+        return Err(TensorError::Shape(t.shape.clone()));
+    }
+    let mut shape = t.shape.clone();
+    shape.insert(axis, 1);
+    Ok(Tensor {
+        shape,
+        data: t.data.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::DataType;
+
+    fn t(shape: &[i64], v: &[i32]) -> Tensor {
+        Tensor::new(shape.to_vec(), TensorData::I32(v.to_vec())).unwrap()
+    }
+
+    #[test]
+    fn concat_along_a_middle_axis_interleaves_blocks() {
+        // a[i][j][k] = 100i + 10j + k; b has one column, c two.
+        let a = t(&[2, 1, 2], &[0, 1, 100, 101]);
+        let b = t(&[2, 2, 2], &[10, 11, 20, 21, 110, 111, 120, 121]);
+        let c = concat_axis(&[&a, &b], 1).unwrap();
+        assert_eq!(c.shape, vec![2, 3, 2]);
+        assert_eq!(
+            c.data,
+            TensorData::I32(vec![0, 1, 10, 11, 20, 21, 100, 101, 110, 111, 120, 121])
+        );
+        let back = split_axis(&c, 1, &[1, 2]).unwrap();
+        assert_eq!(back, vec![a, b]);
+    }
+
+    #[test]
+    fn axis_zero_agrees_with_tensor_concat() {
+        let a = t(&[1, 3], &[1, 2, 3]);
+        let b = t(&[2, 3], &[4, 5, 6, 7, 8, 9]);
+        assert_eq!(
+            concat_axis(&[&a, &b], 0).unwrap(),
+            Tensor::concat(&[&a, &b]).unwrap()
+        );
+    }
+
+    #[test]
+    fn last_axis_and_stack_round_trip() {
+        let a = t(&[2], &[1, 2]);
+        let b = t(&[2], &[3, 4]);
+        let s = stack(&[&a, &b], 1).unwrap();
+        assert_eq!(s.shape, vec![2, 2]);
+        assert_eq!(s.data, TensorData::I32(vec![1, 3, 2, 4]));
+        assert_eq!(unstack(&s, 1).unwrap(), vec![a.clone(), b.clone()]);
+        let s0 = stack(&[&a, &b], 0).unwrap();
+        assert_eq!(s0.data, TensorData::I32(vec![1, 2, 3, 4]));
+        assert_eq!(unstack(&s0, 0).unwrap(), vec![a, b]);
+    }
+
+    #[test]
+    fn mismatches_are_errors() {
+        let a = t(&[2, 2], &[0; 4]);
+        let b = t(&[3, 1], &[0; 3]);
+        assert!(concat_axis(&[&a, &b], 1).is_err());
+        let f = Tensor::zeros(DataType::F32, vec![2, 1]).unwrap();
+        assert!(matches!(
+            concat_axis(&[&a, &f], 1),
+            Err(TensorError::DataType { .. })
+        ));
+        assert!(concat_axis(&[&a], 2).is_err());
+        assert!(concat_axis(&[], 0).is_err());
+        assert!(split_axis(&a, 1, &[1]).is_err());
+        assert!(split_axis(&a, 2, &[1]).is_err());
+        assert!(unstack(&a, 2).is_err());
+    }
+
+    #[test]
+    fn bytes_and_empty_parts() {
+        let a = Tensor::new(
+            vec![1, 2],
+            TensorData::Bytes(vec![b"a".to_vec(), b"b".to_vec()]),
+        )
+        .unwrap();
+        let e = Tensor::new(vec![1, 0], TensorData::Bytes(vec![])).unwrap();
+        let c = concat_axis(&[&a, &e, &a], 1).unwrap();
+        assert_eq!(c.shape, vec![1, 4]);
+        assert_eq!(
+            split_axis(&c, 1, &[2, 0, 2]).unwrap(),
+            vec![a.clone(), e, a]
+        );
+    }
+}

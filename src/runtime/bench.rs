@@ -1,0 +1,204 @@
+//! A bare ONNX Runtime loop: the baseline for the runner's per-step
+//! overhead (the issue's target: `run --sequence` within 1.2x of this).
+//!
+//! [`bare_loop`] opens the model as [`ModelSession`] would (same options),
+//! turns the given tensors into ONNX Runtime values once, before the clock
+//! starts, and then only calls `Session::run` in a tight loop. State is fed
+//! back the cheapest way ONNX Runtime allows: each step's state output
+//! value becomes the next step's state input value (moved, not copied).
+//! The outputs are looked at (their data pointer), never copied. This is
+//! what a hand-written Rust program with preallocated tensors does; the
+//! gap between it and the runner is the runner's own cost (checks,
+//! conversions, copies out, scheduling).
+//!
+//! ```no_run
+//! use tritonctl::runtime::{bench, SessionOptions};
+//! use tritonctl::tensor::{Tensor, TensorData};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let x = Tensor::new(vec![1, 4], TensorData::F32(vec![1.0; 4]))?;
+//! let state = Tensor::new(vec![1, 1], TensorData::F32(vec![0.0]))?;
+//! let stats = bench::bare_loop(
+//!     "accumulate.onnx".as_ref(),
+//!     &SessionOptions::default(),
+//!     &[("INPUT", &x), ("STATE_IN", &state)],
+//!     &[("STATE_OUT", "STATE_IN")],
+//!     10_000,
+//! )?;
+//! println!("{:?} per step", stats.per_step());
+//! # Ok(())
+//! # }
+//! ```
+
+use std::time::{Duration, Instant};
+
+use ort::session::{Session, SessionInputValue};
+use ort::value::DynValue;
+
+use super::convert;
+use super::session::{ModelSession, RunError, SessionOptions};
+use crate::tensor::Tensor;
+
+/// What a loop measured.
+#[derive(Debug, Clone)]
+pub struct LoopStats {
+    pub steps: usize,
+    /// Wall time of all steps (not the set-up).
+    pub elapsed: Duration,
+    /// The outputs of the last step, copied to the host after the clock
+    /// stopped (to check the loop computed what it should).
+    pub last_outputs: Vec<(String, Tensor)>,
+}
+
+impl LoopStats {
+    pub fn per_step(&self) -> Duration {
+        if self.steps == 0 {
+            Duration::ZERO
+        } else {
+            self.elapsed / self.steps as u32
+        }
+    }
+}
+
+/// Runs `model` `steps` times with `inputs` (every model input, by name)
+/// prepared once; `feedback` lists `(output, input)` pairs whose output
+/// value replaces the input value for the next step.
+pub fn bare_loop(
+    model: &std::path::Path,
+    options: &SessionOptions,
+    inputs: &[(&str, &Tensor)],
+    feedback: &[(&str, &str)],
+    steps: usize,
+) -> Result<LoopStats, Box<dyn std::error::Error + Send + Sync>> {
+    let ms = ModelSession::open(model, options)?;
+    // Validate and order the inputs exactly as the runner would.
+    let names: Vec<String> = ms.inputs().iter().map(|t| t.name.clone()).collect();
+    let outputs: Vec<String> = ms.outputs().iter().map(|t| t.name.clone()).collect();
+    let mut values: Vec<Option<DynValue>> = Vec::new();
+    values.resize_with(names.len(), || None);
+    for (name, t) in inputs {
+        let i = names
+            .iter()
+            .position(|n| n == name)
+            .ok_or_else(|| RunError::UnknownInput {
+                name: name.to_string(),
+                known: names.clone(),
+            })?;
+        values[i] = Some(convert::owned_value(t).map_err(|message| RunError::Input {
+            name: name.to_string(),
+            message,
+        })?);
+    }
+    let mut values: Vec<DynValue> = values
+        .into_iter()
+        .zip(&names)
+        .map(|(v, n)| v.ok_or_else(|| RunError::MissingInput { name: n.clone() }))
+        .collect::<Result<_, _>>()?;
+    let mut routes = Vec::new();
+    for (out, inp) in feedback {
+        let o = outputs
+            .iter()
+            .position(|n| n == out)
+            .ok_or_else(|| format!("feedback: the model has no output '{out}'"))?;
+        let i = names
+            .iter()
+            .position(|n| n == inp)
+            .ok_or_else(|| format!("feedback: the model has no input '{inp}'"))?;
+        routes.push((o, i));
+    }
+    let mut session: Session = ms.into_session();
+    let mut sink = 0usize;
+    let mut last: Vec<DynValue> = Vec::new();
+    let start = Instant::now();
+    for _ in 0..steps {
+        let refs: Vec<SessionInputValue<'_>> = values.iter().map(SessionInputValue::from).collect();
+        let result = session.run(&refs[..])?;
+        drop(refs);
+        let mut outs: Vec<DynValue> = result.into_iter().map(|(_, v)| v).collect();
+        for v in &outs {
+            if let Ok(t) = v.view().downcast::<ort::value::DynTensorValueType>() {
+                sink = sink.wrapping_add(t.data_ptr() as usize);
+            }
+        }
+        for &(o, i) in &routes {
+            // The output value moves into the input slot; a placeholder of
+            // the old input takes its place among the outputs.
+            std::mem::swap(&mut values[i], &mut outs[o]);
+        }
+        last = outs;
+    }
+    let elapsed = start.elapsed();
+    std::hint::black_box(sink);
+    // After the loop, fed-back outputs sit in the input slots.
+    let mut last_outputs = Vec::new();
+    for (o, name) in outputs.iter().enumerate() {
+        let v = match routes.iter().find(|r| r.0 == o) {
+            Some(&(_, i)) => &values[i],
+            None => match last.get(o) {
+                Some(v) => v,
+                None => continue,
+            },
+        };
+        let t = convert::to_tensor(v).map_err(|message| RunError::Output {
+            name: name.clone(),
+            message,
+        })?;
+        last_outputs.push((name.clone(), t));
+    }
+    Ok(LoopStats {
+        steps,
+        elapsed,
+        last_outputs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::session::tests::{have_ort, write_model};
+    use crate::tensor::{DataType, TensorData};
+
+    #[test]
+    fn the_bare_loop_feeds_state_back() {
+        if !have_ort() {
+            return;
+        }
+        let (_d, path) = write_model(&crate::runtime::testmodel::accumulate());
+        let x = Tensor::new(vec![2, 4], TensorData::F32(vec![1.0; 8])).unwrap();
+        let zero = Tensor::zeros(DataType::F32, vec![2, 1]).unwrap();
+        let keep = Tensor::zeros(DataType::Bool, vec![2, 1]).unwrap();
+        let stats = bare_loop(
+            &path,
+            &SessionOptions::default(),
+            &[("INPUT", &x), ("STATE_IN", &zero), ("RESET", &keep)],
+            &[("STATE_OUT", "STATE_IN")],
+            10,
+        )
+        .unwrap();
+        assert_eq!(stats.steps, 10);
+        assert!(stats.per_step() > Duration::ZERO);
+        let want = Tensor::new(vec![2, 1], TensorData::F32(vec![40.0, 40.0])).unwrap();
+        assert_eq!(stats.last_outputs.len(), 2);
+        for (name, t) in &stats.last_outputs {
+            assert_eq!(t, &want, "{name}");
+        }
+        // Every input must be given; feedback must name real tensors.
+        let e = bare_loop(
+            &path,
+            &SessionOptions::default(),
+            &[("INPUT", &x), ("RESET", &keep)],
+            &[],
+            1,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("'STATE_IN' is missing"), "{e}");
+        let e = bare_loop(
+            &path,
+            &SessionOptions::default(),
+            &[("INPUT", &x), ("STATE_IN", &zero), ("RESET", &keep)],
+            &[("NOPE", "STATE_IN")],
+            1,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no output 'NOPE'"), "{e}");
+    }
+}

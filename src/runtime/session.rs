@@ -1,0 +1,1157 @@
+//! [`ModelSession`]: one ONNX Runtime session (one model instance) that
+//! runs host [`Tensor`]s.
+//!
+//! - [`ModelSession::run`] / [`ModelSession::run_into`]: inputs of
+//!   fixed-size types are handed to ONNX Runtime as views of the caller's
+//!   tensors (no copy in; BYTES are copied once), outputs are copied once
+//!   into host tensors; `run_into` reuses the vectors of the previous
+//!   result, so a steady loop allocates nothing for its outputs. Inputs are
+//!   checked first (names, data types, ranks, fixed dims, element counts),
+//!   and every error names the tensor.
+//! - [`ModelSession::run_bound`]: for stateful models, the state tensors
+//!   stay ONNX Runtime values between calls ([`BoundState`]): each call's
+//!   state outputs become the next call's state inputs without a copy to
+//!   the host (on CUDA they stay in device memory, through ONNX Runtime's
+//!   I/O binding). On the CPU this path is tested; on CUDA it is not (no
+//!   GPU on the test machines): there, only the memory placement differs.
+//!
+//! Sessions run on the CPU execution provider or, for [`Device::Cuda`],
+//! the CUDA execution provider on that device (registration failures are
+//! errors, never a silent CPU fallback). The CUDA branch is untested here.
+//!
+//! Threads: by default a session uses one intra-op thread, which suits
+//! Triton's model of one session per instance on a machine running several
+//! instances; [`SessionOptions::intra_threads`] raises it.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
+use ort::session::builder::GraphOptimizationLevel;
+use ort::session::{IoBinding, Session, SessionInputValue};
+use ort::value::DynValue;
+
+use super::convert::{self, onnx_type_name};
+use super::device::Device;
+use super::{panic_text, runtime, tensor, SessionError, SessionTensor};
+use crate::tensor::{element_count, DataType, Tensor};
+
+/// ONNX Runtime's graph optimization levels (Triton's
+/// `optimization { graph { level } }`: -1 basic, 0 default = all, 1 all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GraphOptimization {
+    Disable,
+    Basic,
+    Extended,
+    /// ONNX Runtime's and Triton's default.
+    #[default]
+    All,
+}
+
+impl GraphOptimization {
+    fn level(self) -> GraphOptimizationLevel {
+        match self {
+            GraphOptimization::Disable => GraphOptimizationLevel::Disable,
+            GraphOptimization::Basic => GraphOptimizationLevel::Level1,
+            GraphOptimization::Extended => GraphOptimizationLevel::Level2,
+            GraphOptimization::All => GraphOptimizationLevel::All,
+        }
+    }
+}
+
+/// How a session is set up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionOptions {
+    pub device: Device,
+    /// Threads ONNX Runtime may use inside one operator (at least 1).
+    pub intra_threads: usize,
+    pub graph_optimization: GraphOptimization,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            device: Device::Cpu,
+            intra_threads: 1,
+            graph_optimization: GraphOptimization::All,
+        }
+    }
+}
+
+/// Why a run failed. Every variant names the tensor it is about, or
+/// carries ONNX Runtime's own message (which names it when ONNX Runtime
+/// does).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RunError {
+    #[error("unknown input '{name}' (the model's inputs: {})", known.join(", "))]
+    UnknownInput { name: String, known: Vec<String> },
+    #[error("input '{name}' is given twice")]
+    DuplicateInput { name: String },
+    #[error("input '{name}' is missing")]
+    MissingInput { name: String },
+    #[error("input '{name}': data type {got} does not match the model's {expected}")]
+    DataType {
+        name: String,
+        expected: DataType,
+        got: DataType,
+    },
+    #[error(
+        "input '{name}': shape {got:?} does not match the model's {expected:?} (-1: any size)"
+    )]
+    Shape {
+        name: String,
+        expected: Vec<i64>,
+        got: Vec<i64>,
+    },
+    #[error("input '{name}': shape {shape:?} holds {expected} elements but the tensor has {got}")]
+    Size {
+        name: String,
+        shape: Vec<i64>,
+        expected: usize,
+        got: usize,
+    },
+    #[error("input '{name}': {message}")]
+    Input { name: String, message: String },
+    #[error("output '{name}': {message}")]
+    Output { name: String, message: String },
+    #[error("state '{name}': {message}")]
+    State { name: String, message: String },
+    #[error("ONNX Runtime failed: {message}")]
+    Ort { message: String },
+}
+
+/// One ONNX Runtime session.
+pub struct ModelSession {
+    session: Session,
+    model: PathBuf,
+    device: Device,
+    inputs: Vec<SessionTensor>,
+    input_types: Vec<DataType>,
+    outputs: Vec<SessionTensor>,
+    /// Per input: the view of the caller's tensor from the last run.
+    views: Vec<Option<convert::HostView>>,
+    host_memory: MemoryInfo<'static>,
+}
+
+impl std::fmt::Debug for ModelSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelSession")
+            .field("model", &self.model)
+            .field("device", &self.device)
+            .field("inputs", &self.inputs)
+            .field("outputs", &self.outputs)
+            .finish()
+    }
+}
+
+fn ort_err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Checks that a model input or output is a tensor of a Triton type.
+fn supported(kind: &str, t: &SessionTensor) -> Result<DataType, String> {
+    if !t.is_tensor {
+        return Err(format!(
+            "{kind} '{}' is not a tensor (a sequence, map or optional value), which tritonctl cannot pass",
+            t.name
+        ));
+    }
+    t.data_type().ok_or_else(|| {
+        format!(
+            "{kind} '{}' has element type {}, which has no Triton data type",
+            t.name,
+            onnx_type_name(t.elem_type)
+        )
+    })
+}
+
+impl ModelSession {
+    /// Opens `model` (an `.onnx` file) on `options.device`. Fails when ONNX
+    /// Runtime is missing, refuses the model, cannot register the CUDA
+    /// execution provider, or when an input or output is not a tensor of
+    /// a Triton data type.
+    pub fn open(model: &Path, options: &SessionOptions) -> Result<ModelSession, SessionError> {
+        let rt = runtime()?;
+        let load_error = |message: String| SessionError::Load {
+            library: rt.library.clone(),
+            model: model.to_path_buf(),
+            message,
+        };
+        let opened = catch_unwind(AssertUnwindSafe(|| -> Result<Session, String> {
+            let mut b = Session::builder(&rt.env)
+                .map_err(ort_err)?
+                .with_optimization_level(options.graph_optimization.level())
+                .map_err(ort_err)?
+                .with_intra_threads(options.intra_threads.max(1))
+                .map_err(ort_err)?
+                .with_inter_threads(1)
+                .map_err(ort_err)?
+                .with_parallel_execution(false)
+                .map_err(ort_err)?
+                .with_log_level(ort::logging::LogLevel::Fatal)
+                .map_err(ort_err)?;
+            if let Device::Cuda(n) = options.device {
+                // Untested here: no GPU on the test machines.
+                let ep = ort::ep::CUDA::default()
+                    .with_device_id(n as i32)
+                    .build()
+                    .error_on_failure();
+                b = b.with_execution_providers([ep]).map_err(|e| {
+                    format!("cannot use the CUDA execution provider on cuda:{n}: {e}")
+                })?;
+            }
+            b.commit_from_file(model).map_err(ort_err)
+        }));
+        let session = match opened {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return Err(load_error(e)),
+            Err(p) => return Err(load_error(panic_text(p.as_ref()))),
+        };
+        let inputs: Vec<SessionTensor> = session
+            .inputs()
+            .iter()
+            .map(|o| tensor(o.name(), o.dtype()))
+            .collect();
+        let outputs: Vec<SessionTensor> = session
+            .outputs()
+            .iter()
+            .map(|o| tensor(o.name(), o.dtype()))
+            .collect();
+        let input_types = inputs
+            .iter()
+            .map(|t| supported("input", t))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(load_error)?;
+        for t in &outputs {
+            supported("output", t).map_err(load_error)?;
+        }
+        let host_memory = memory_info(Device::Cpu).map_err(load_error)?;
+        Ok(ModelSession {
+            session,
+            model: model.to_path_buf(),
+            device: options.device,
+            views: inputs.iter().map(|_| None).collect(),
+            inputs,
+            input_types,
+            outputs,
+            host_memory,
+        })
+    }
+
+    pub fn model(&self) -> &Path {
+        &self.model
+    }
+
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The model's inputs, in ONNX Runtime's order (all are tensors of a
+    /// Triton data type).
+    pub fn inputs(&self) -> &[SessionTensor] {
+        &self.inputs
+    }
+
+    /// The model's outputs, in ONNX Runtime's order (the order of every
+    /// result).
+    pub fn outputs(&self) -> &[SessionTensor] {
+        &self.outputs
+    }
+
+    /// The ONNX Runtime session inside (for the bare benchmark loop).
+    pub(super) fn into_session(self) -> Session {
+        self.session
+    }
+
+    /// Runs the model; the outputs come in [`Self::outputs`] order.
+    pub fn run(&mut self, inputs: &[(&str, &Tensor)]) -> Result<Vec<(String, Tensor)>, RunError> {
+        let mut out = Vec::with_capacity(self.outputs.len());
+        self.run_into(inputs, &mut out)?;
+        Ok(out)
+    }
+
+    /// Runs the model and writes the outputs into `outputs`, reusing the
+    /// tensors it holds from a previous call (same names in the same
+    /// order: their vectors are refilled without allocating when large
+    /// enough).
+    pub fn run_into(
+        &mut self,
+        inputs: &[(&str, &Tensor)],
+        outputs: &mut Vec<(String, Tensor)>,
+    ) -> Result<(), RunError> {
+        let ordered = self.order_inputs(inputs, &[])?;
+        // Views of the caller's tensors (kept from the last run when the
+        // tensors are the same), copies for BYTES.
+        let mut owned: Vec<Option<DynValue>> = Vec::new();
+        for (i, t) in ordered.iter().enumerate() {
+            let t = t.expect("every input is present");
+            let input_error = |message: String| RunError::Input {
+                name: self.inputs[i].name.clone(),
+                message,
+            };
+            if !convert::refresh_view(&mut self.views[i], t, &self.host_memory)
+                .map_err(input_error)?
+            {
+                if owned.is_empty() {
+                    owned.resize_with(ordered.len(), || None);
+                }
+                owned[i] = convert::bytes_value(t).map_err(input_error)?;
+            }
+        }
+        let mut values: Vec<SessionInputValue<'_>> = Vec::with_capacity(ordered.len());
+        for (i, view) in self.views.iter().enumerate() {
+            let v = match (view, owned.get(i).and_then(Option::as_ref)) {
+                (_, Some(v)) => v,
+                (Some(view), None) => view.value(),
+                (None, None) => unreachable!("every input has a value"),
+            };
+            values.push(SessionInputValue::from(v));
+        }
+        let output_names = &self.outputs;
+        let session = &mut self.session;
+        let ran = catch_unwind(AssertUnwindSafe(|| -> Result<(), RunError> {
+            let result = session.run(&values[..]).map_err(|e| RunError::Ort {
+                message: e.to_string(),
+            })?;
+            let mut n = 0;
+            for (i, (name, value)) in result.into_iter().enumerate() {
+                store_output(outputs, i, name, &value)?;
+                n = i + 1;
+            }
+            debug_assert_eq!(n, output_names.len());
+            outputs.truncate(n);
+            Ok(())
+        }));
+        match ran {
+            Ok(r) => r,
+            Err(p) => Err(RunError::Ort {
+                message: panic_text(p.as_ref()),
+            }),
+        }
+    }
+
+    /// Runs a stateful model whose state inputs and outputs are kept in
+    /// `state` (see [`BoundState`]): `inputs` are the other inputs; the
+    /// outputs other than the state outputs are written into `outputs` as
+    /// in [`Self::run_into`]; the state outputs replace the state for the
+    /// next call, without a copy (and, on CUDA, without leaving the
+    /// device). Untested on CUDA.
+    pub fn run_bound(
+        &mut self,
+        inputs: &[(&str, &Tensor)],
+        state: &mut BoundState,
+        outputs: &mut Vec<(String, Tensor)>,
+    ) -> Result<(), RunError> {
+        state.check(self)?;
+        let state_inputs: Vec<&str> = state.pairs.iter().map(|p| p.input.as_str()).collect();
+        let ordered = self.order_inputs(inputs, &state_inputs)?;
+        // Host inputs are copied into ONNX Runtime values: a binding keeps
+        // its inputs beyond the call, so it must own them.
+        let mut host = Vec::with_capacity(ordered.len());
+        for (i, t) in ordered.iter().enumerate() {
+            if let Some(t) = t {
+                let v = convert::owned_value(t).map_err(|message| RunError::Input {
+                    name: self.inputs[i].name.clone(),
+                    message,
+                })?;
+                host.push((i, v));
+            }
+        }
+        if state.binding.is_none() {
+            let mut binding = self.session.create_binding().map_err(|e| RunError::Ort {
+                message: e.to_string(),
+            })?;
+            let host_mem = memory_info(Device::Cpu).map_err(|message| RunError::Ort { message })?;
+            let device_mem =
+                memory_info(self.device).map_err(|message| RunError::Ort { message })?;
+            for o in &self.outputs {
+                let mem = if state.pairs.iter().any(|p| p.output == o.name) {
+                    &device_mem
+                } else {
+                    &host_mem
+                };
+                binding
+                    .bind_output_to_device(o.name.clone(), mem)
+                    .map_err(|e| RunError::Output {
+                        name: o.name.clone(),
+                        message: e.to_string(),
+                    })?;
+            }
+            state.binding = Some(binding);
+        }
+        let binding = state.binding.as_mut().expect("bound above");
+        binding.clear_inputs();
+        for (i, v) in &host {
+            let name = &self.inputs[*i].name;
+            binding
+                .bind_input(name.clone(), v)
+                .map_err(|e| RunError::Input {
+                    name: name.clone(),
+                    message: e.to_string(),
+                })?;
+        }
+        for (p, v) in state.pairs.iter().zip(&state.values) {
+            let v = v.as_ref().ok_or_else(|| RunError::State {
+                name: p.input.clone(),
+                message: "no value: set it before the first run".into(),
+            })?;
+            binding
+                .bind_input(p.input.clone(), v)
+                .map_err(|e| RunError::State {
+                    name: p.input.clone(),
+                    message: e.to_string(),
+                })?;
+        }
+        let session = &mut self.session;
+        let pairs = &state.pairs;
+        let values = &mut state.values;
+        let binding = &*binding;
+        let ran = catch_unwind(AssertUnwindSafe(|| -> Result<(), RunError> {
+            let result = session.run_binding(binding).map_err(|e| RunError::Ort {
+                message: e.to_string(),
+            })?;
+            let mut n = 0;
+            for (name, value) in result.into_iter() {
+                if let Some(j) = pairs.iter().position(|p| p.output == name) {
+                    values[j] = Some(value);
+                } else {
+                    store_output(outputs, n, name, &value)?;
+                    n += 1;
+                }
+            }
+            outputs.truncate(n);
+            Ok(())
+        }));
+        // The host copies are dropped here; the state values stay.
+        let r = match ran {
+            Ok(r) => r,
+            Err(p) => Err(RunError::Ort {
+                message: panic_text(p.as_ref()),
+            }),
+        };
+        if let Some(b) = state.binding.as_mut() {
+            b.clear_inputs();
+        }
+        r
+    }
+
+    /// The given inputs in session order, checked (`skip`: inputs that
+    /// come from elsewhere, left `None`).
+    fn order_inputs<'t>(
+        &self,
+        inputs: &[(&str, &'t Tensor)],
+        skip: &[&str],
+    ) -> Result<Vec<Option<&'t Tensor>>, RunError> {
+        let mut ordered: Vec<Option<&Tensor>> = vec![None; self.inputs.len()];
+        for (name, t) in inputs {
+            let Some(i) = self.inputs.iter().position(|s| s.name == *name) else {
+                return Err(RunError::UnknownInput {
+                    name: name.to_string(),
+                    known: self.inputs.iter().map(|s| s.name.clone()).collect(),
+                });
+            };
+            if ordered[i].is_some() || skip.contains(name) {
+                return Err(RunError::DuplicateInput {
+                    name: name.to_string(),
+                });
+            }
+            ordered[i] = Some(t);
+        }
+        for (i, spec) in self.inputs.iter().enumerate() {
+            match ordered[i] {
+                None if skip.contains(&spec.name.as_str()) => {}
+                None => {
+                    return Err(RunError::MissingInput {
+                        name: spec.name.clone(),
+                    })
+                }
+                Some(t) => check_input(spec, self.input_types[i], t)?,
+            }
+        }
+        Ok(ordered)
+    }
+}
+
+fn check_input(spec: &SessionTensor, expected: DataType, t: &Tensor) -> Result<(), RunError> {
+    let name = || spec.name.clone();
+    if t.dtype() != expected {
+        return Err(RunError::DataType {
+            name: name(),
+            expected,
+            got: t.dtype(),
+        });
+    }
+    let shape_ok = spec.dims.is_empty()
+        || (spec.dims.len() == t.shape.len()
+            && spec
+                .dims
+                .iter()
+                .zip(&t.shape)
+                .all(|(&d, &g)| d < 0 || d == g));
+    if !shape_ok || t.shape.iter().any(|&d| d < 0) {
+        return Err(RunError::Shape {
+            name: name(),
+            expected: spec.dims.clone(),
+            got: t.shape.clone(),
+        });
+    }
+    let n = element_count(&t.shape).ok_or_else(|| RunError::Shape {
+        name: name(),
+        expected: spec.dims.clone(),
+        got: t.shape.clone(),
+    })?;
+    if n != t.data.len() {
+        return Err(RunError::Size {
+            name: name(),
+            shape: t.shape.clone(),
+            expected: n,
+            got: t.data.len(),
+        });
+    }
+    Ok(())
+}
+
+/// Writes output `name` into slot `i` of `outputs`, reusing the tensor
+/// there when it is the same output.
+fn store_output(
+    outputs: &mut Vec<(String, Tensor)>,
+    i: usize,
+    name: &str,
+    value: &DynValue,
+) -> Result<(), RunError> {
+    let err = |message: String| RunError::Output {
+        name: name.to_string(),
+        message,
+    };
+    match outputs.get_mut(i) {
+        Some((n, t)) if n == name => convert::read_value(value, t).map_err(err),
+        _ => {
+            let t = convert::to_tensor(value).map_err(err)?;
+            outputs.truncate(i);
+            outputs.push((name.to_string(), t));
+            Ok(())
+        }
+    }
+}
+
+/// Where ONNX Runtime should put values for `device`.
+fn memory_info(device: Device) -> Result<MemoryInfo<'static>, String> {
+    match device {
+        Device::Cpu => MemoryInfo::new(
+            AllocationDevice::CPU,
+            0,
+            AllocatorType::Device,
+            MemoryType::Default,
+        ),
+        // Untested here.
+        Device::Cuda(n) => MemoryInfo::new(
+            AllocationDevice::CUDA,
+            n as i32,
+            AllocatorType::Device,
+            MemoryType::Default,
+        ),
+    }
+    .map_err(|e| e.to_string())
+}
+
+/// A host copy of a tensor in device memory (ONNX Runtime copies it with
+/// a one-node session of its own). Used on CUDA only (untested there; the
+/// CPU-to-CPU copy is tested).
+fn copy_to_host(v: &DynValue) -> Result<Tensor, String> {
+    let t = v
+        .view()
+        .downcast::<ort::value::DynTensorValueType>()
+        .map_err(|e| e.to_string())?;
+    let host = t.to(AllocationDevice::CPU, 0).map_err(|e| e.to_string())?;
+    convert::to_tensor(&host.into_dyn())
+}
+
+/// One state input/output pair of a [`BoundState`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct StatePair {
+    input: String,
+    output: String,
+}
+
+/// The state of a stateful model between [`ModelSession::run_bound`]
+/// calls: for each (state input, state output) pair, the value the next
+/// call feeds to the input, kept as an ONNX Runtime value where the
+/// session's device keeps it (device memory on CUDA).
+///
+/// Set every state before the first run ([`Self::set`], a copy from the
+/// host); after each run the state outputs take their place. [`Self::get`]
+/// copies a state back to the host (for example to reset the rows of
+/// sequences that ended, then [`Self::set`] it again). A `BoundState`
+/// belongs to the session it first ran with.
+pub struct BoundState {
+    pairs: Vec<StatePair>,
+    values: Vec<Option<DynValue>>,
+    binding: Option<IoBinding>,
+    checked: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for BoundState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BoundState")
+            .field("pairs", &self.pairs)
+            .field(
+                "set",
+                &self.values.iter().map(Option::is_some).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl BoundState {
+    /// State for `(input, output)` pairs: each call's `output` is fed to
+    /// `input` on the next call.
+    pub fn new(pairs: &[(&str, &str)]) -> BoundState {
+        BoundState {
+            pairs: pairs
+                .iter()
+                .map(|(i, o)| StatePair {
+                    input: i.to_string(),
+                    output: o.to_string(),
+                })
+                .collect(),
+            values: pairs.iter().map(|_| None).collect(),
+            binding: None,
+            checked: None,
+        }
+    }
+
+    fn index(&self, input: &str) -> Result<usize, RunError> {
+        self.pairs
+            .iter()
+            .position(|p| p.input == input)
+            .ok_or_else(|| RunError::State {
+                name: input.to_string(),
+                message: "not a state input".into(),
+            })
+    }
+
+    /// Sets the state that feeds `input` on the next run (a copy of `t`;
+    /// ONNX Runtime moves it to the device).
+    pub fn set(&mut self, input: &str, t: &Tensor) -> Result<(), RunError> {
+        let j = self.index(input)?;
+        let v = convert::owned_value(t).map_err(|message| RunError::State {
+            name: input.to_string(),
+            message,
+        })?;
+        self.values[j] = Some(v);
+        Ok(())
+    }
+
+    /// A host copy of the state that feeds `input` (`None` before it is
+    /// set). Copies from the device on CUDA (untested).
+    pub fn get(&self, input: &str) -> Result<Option<Tensor>, RunError> {
+        let j = self.index(input)?;
+        let Some(v) = &self.values[j] else {
+            return Ok(None);
+        };
+        let on_host = v
+            .view()
+            .downcast::<ort::value::DynTensorValueType>()
+            .map(|t| t.memory_info().is_cpu_accessible())
+            .unwrap_or(false);
+        let read = if on_host {
+            convert::to_tensor(v)
+        } else {
+            copy_to_host(v)
+        };
+        read.map(Some).map_err(|message| RunError::State {
+            name: input.to_string(),
+            message,
+        })
+    }
+
+    /// Checks the pairs against the session (once).
+    fn check(&mut self, s: &ModelSession) -> Result<(), RunError> {
+        if self.checked.as_deref() == Some(s.model.as_path()) {
+            return Ok(());
+        }
+        for p in &self.pairs {
+            let input = s.inputs.iter().find(|t| t.name == p.input);
+            let output = s.outputs.iter().find(|t| t.name == p.output);
+            let Some(input) = input else {
+                return Err(RunError::State {
+                    name: p.input.clone(),
+                    message: "the model has no such input".into(),
+                });
+            };
+            let Some(output) = output else {
+                return Err(RunError::State {
+                    name: p.input.clone(),
+                    message: format!("the model has no output '{}'", p.output),
+                });
+            };
+            if input.elem_type != output.elem_type {
+                return Err(RunError::State {
+                    name: p.input.clone(),
+                    message: format!(
+                        "its type {} differs from the type {} of output '{}'",
+                        onnx_type_name(input.elem_type),
+                        onnx_type_name(output.elem_type),
+                        p.output
+                    ),
+                });
+            }
+        }
+        self.checked = Some(s.model.clone());
+        self.binding = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::tensor::TensorData;
+
+    /// True when ONNX Runtime is there; otherwise says so and skips, unless
+    /// `TRITONCTL_REQUIRE_ORT=1`, which makes its absence a failure.
+    pub(crate) fn have_ort() -> bool {
+        match super::super::probe() {
+            Ok(_) => true,
+            Err(e) => {
+                if std::env::var_os("TRITONCTL_REQUIRE_ORT").is_some_and(|v| v == "1") {
+                    panic!("TRITONCTL_REQUIRE_ORT=1 but ONNX Runtime is not available: {e}");
+                }
+                eprintln!("skipped: ONNX Runtime is not available: {e}");
+                false
+            }
+        }
+    }
+
+    pub(crate) fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata/onnx")
+            .join(name)
+    }
+
+    fn open(name: &str) -> ModelSession {
+        ModelSession::open(&fixture(name), &SessionOptions::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    fn t(shape: &[i64], data: TensorData) -> Tensor {
+        Tensor::new(shape.to_vec(), data).unwrap()
+    }
+
+    /// A [3, 2] tensor of distinctive values of every data type.
+    fn sample(d: DataType) -> Tensor {
+        let data = match d {
+            DataType::Bool => TensorData::Bool(vec![true, false, false, true, true, true]),
+            DataType::U8 => TensorData::U8(vec![0, 1, 127, 128, 254, 255]),
+            DataType::U16 => TensorData::U16(vec![0, 1, 300, 40000, 65534, 65535]),
+            DataType::U32 => TensorData::U32(vec![0, 1, 70000, 1 << 31, u32::MAX - 1, u32::MAX]),
+            DataType::U64 => TensorData::U64(vec![0, 1, 1 << 40, 1 << 63, u64::MAX - 1, u64::MAX]),
+            DataType::I8 => TensorData::I8(vec![i8::MIN, -1, 0, 1, 100, i8::MAX]),
+            DataType::I16 => TensorData::I16(vec![i16::MIN, -300, 0, 1, 300, i16::MAX]),
+            DataType::I32 => TensorData::I32(vec![i32::MIN, -70000, 0, 1, 70000, i32::MAX]),
+            DataType::I64 => TensorData::I64(vec![i64::MIN, -(1 << 40), 0, 1, 1 << 40, i64::MAX]),
+            // 1.0, -2.0, max finite, smallest subnormal, -0.0, +inf.
+            DataType::F16 => TensorData::F16(vec![0x3C00, 0xC000, 0x7BFF, 0x0001, 0x8000, 0x7C00]),
+            DataType::F32 => {
+                TensorData::F32(vec![1.5, -2.25, f32::MAX, f32::MIN_POSITIVE, -0.0, 1e-30])
+            }
+            DataType::F64 => {
+                TensorData::F64(vec![1.5, -2.25, f64::MAX, f64::MIN_POSITIVE, -0.0, 1e-300])
+            }
+            DataType::Bf16 => {
+                TensorData::Bf16(vec![0x3F80, 0xC000, 0x7F7F, 0x0001, 0x8000, 0x7F80])
+            }
+            DataType::Bytes => TensorData::Bytes(vec![
+                Vec::new(),
+                b"a".to_vec(),
+                b"\0nul\0inside".to_vec(),
+                vec![0xff, 0xfe, 0x00, 0x80],
+                "unicod\u{e9}".as_bytes().to_vec(),
+                vec![b'x'; 1000],
+            ]),
+        };
+        t(&[3, 2], data)
+    }
+
+    fn onnx_name(d: DataType) -> &'static str {
+        match d {
+            DataType::Bool => "BOOL",
+            DataType::U8 => "UINT8",
+            DataType::U16 => "UINT16",
+            DataType::U32 => "UINT32",
+            DataType::U64 => "UINT64",
+            DataType::I8 => "INT8",
+            DataType::I16 => "INT16",
+            DataType::I32 => "INT32",
+            DataType::I64 => "INT64",
+            DataType::F16 => "FLOAT16",
+            DataType::F32 => "FLOAT",
+            DataType::F64 => "DOUBLE",
+            DataType::Bf16 => "BFLOAT16",
+            DataType::Bytes => "STRING",
+        }
+    }
+
+    #[test]
+    fn every_data_type_goes_through_an_identity_model_unchanged() {
+        if !have_ort() {
+            return;
+        }
+        let mut s = open("all_types.onnx");
+        assert_eq!(s.inputs().len(), DataType::ALL.len());
+        let names: Vec<String> = DataType::ALL
+            .iter()
+            .map(|d| format!("IN_{}", onnx_name(*d)))
+            .collect();
+        let tensors: Vec<Tensor> = DataType::ALL.iter().map(|d| sample(*d)).collect();
+        for (name, d) in names.iter().zip(DataType::ALL) {
+            let spec = s.inputs().iter().find(|i| &i.name == name).unwrap();
+            assert_eq!(spec.data_type(), Some(d), "{name}");
+        }
+        let inputs: Vec<(&str, &Tensor)> = names
+            .iter()
+            .map(String::as_str)
+            .zip(tensors.iter())
+            .collect();
+        let out = s.run(&inputs).unwrap();
+        let out_names: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
+        let want_names: Vec<&str> = s.outputs().iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(out_names, want_names);
+        for (d, t) in DataType::ALL.iter().zip(&tensors) {
+            let name = format!("OUT_{}", onnx_name(*d));
+            let (_, got) = out.iter().find(|(n, _)| *n == name).unwrap();
+            assert_eq!(got, t, "{name}");
+        }
+
+        // Again into the same buffers: same values, and the output vectors
+        // are refilled in place (no new allocation).
+        let mut again = out.clone();
+        let before: Vec<usize> = again.iter().map(|(_, t)| data_ptr(&t.data)).collect();
+        s.run_into(&inputs, &mut again).unwrap();
+        assert_eq!(again, out);
+        let after: Vec<usize> = again.iter().map(|(_, t)| data_ptr(&t.data)).collect();
+        assert_eq!(before, after);
+
+        // Zero rows are fine too.
+        let empty: Vec<Tensor> = DataType::ALL
+            .iter()
+            .map(|d| Tensor::zeros(*d, vec![0, 2]).unwrap())
+            .collect();
+        let inputs: Vec<(&str, &Tensor)> =
+            names.iter().map(String::as_str).zip(empty.iter()).collect();
+        let out = s.run(&inputs).unwrap();
+        for (_, t) in &out {
+            assert_eq!(t.shape, vec![0, 2]);
+            assert!(t.data.is_empty());
+        }
+    }
+
+    fn data_ptr(d: &TensorData) -> usize {
+        match d {
+            TensorData::Bool(v) => v.as_ptr() as usize,
+            TensorData::U8(v) => v.as_ptr() as usize,
+            TensorData::U16(v) | TensorData::F16(v) | TensorData::Bf16(v) => v.as_ptr() as usize,
+            TensorData::U32(v) => v.as_ptr() as usize,
+            TensorData::U64(v) => v.as_ptr() as usize,
+            TensorData::I8(v) => v.as_ptr() as usize,
+            TensorData::I16(v) => v.as_ptr() as usize,
+            TensorData::I32(v) => v.as_ptr() as usize,
+            TensorData::I64(v) => v.as_ptr() as usize,
+            TensorData::F32(v) => v.as_ptr() as usize,
+            TensorData::F64(v) => v.as_ptr() as usize,
+            TensorData::Bytes(v) => v.as_ptr() as usize,
+        }
+    }
+
+    #[test]
+    fn a_model_computes() {
+        if !have_ort() {
+            return;
+        }
+        // Y = X + W with W = [1, 1, 1] (an initializer).
+        let mut s = open("init_input_ir8.onnx");
+        assert_eq!(s.device(), Device::Cpu);
+        assert_eq!(s.inputs()[0].dims, vec![-1, 3]);
+        let x = t(
+            &[2, 3],
+            TensorData::F32(vec![1.0, 2.0, 3.0, -4.0, 0.5, 0.0]),
+        );
+        let out = s.run(&[("X", &x)]).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, "Y");
+        assert_eq!(
+            out[0].1,
+            t(
+                &[2, 3],
+                TensorData::F32(vec![2.0, 3.0, 4.0, -3.0, 1.5, 1.0])
+            )
+        );
+    }
+
+    #[test]
+    fn bad_inputs_name_the_tensor() {
+        if !have_ort() {
+            return;
+        }
+        let mut s = open("init_input_ir8.onnx");
+        let good = t(&[1, 3], TensorData::F32(vec![0.0; 3]));
+        let err = |inputs: &[(&str, &Tensor)], s: &mut ModelSession| s.run(inputs).unwrap_err();
+
+        let e = err(&[("X", &good), ("Z", &good)], &mut s);
+        assert!(
+            matches!(&e, RunError::UnknownInput { name, .. } if name == "Z"),
+            "{e}"
+        );
+        assert_eq!(e.to_string(), "unknown input 'Z' (the model's inputs: X)");
+
+        let e = err(&[], &mut s);
+        assert_eq!(e.to_string(), "input 'X' is missing");
+
+        let e = err(&[("X", &good), ("X", &good)], &mut s);
+        assert_eq!(e.to_string(), "input 'X' is given twice");
+
+        let ints = t(&[1, 3], TensorData::I32(vec![0; 3]));
+        let e = err(&[("X", &ints)], &mut s);
+        assert_eq!(
+            e.to_string(),
+            "input 'X': data type INT32 does not match the model's FP32"
+        );
+
+        let rank3 = t(&[1, 3, 1], TensorData::F32(vec![0.0; 3]));
+        let e = err(&[("X", &rank3)], &mut s);
+        assert!(
+            matches!(&e, RunError::Shape { name, .. } if name == "X"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("[1, 3, 1]"), "{e}");
+
+        let wide = t(&[1, 4], TensorData::F32(vec![0.0; 4]));
+        let e = err(&[("X", &wide)], &mut s);
+        assert!(
+            e.to_string()
+                .starts_with("input 'X': shape [1, 4] does not match the model's [-1, 3]"),
+            "{e}"
+        );
+
+        let short = Tensor {
+            shape: vec![2, 3],
+            data: TensorData::F32(vec![0.0; 5]),
+        };
+        let e = err(&[("X", &short)], &mut s);
+        assert_eq!(
+            e.to_string(),
+            "input 'X': shape [2, 3] holds 6 elements but the tensor has 5"
+        );
+
+        // The session still works after refusing inputs.
+        assert!(s.run(&[("X", &good)]).is_ok());
+    }
+
+    /// Writes a hand-made model into a temporary directory.
+    pub(crate) fn write_model(bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("model.onnx");
+        std::fs::write(&p, bytes).unwrap();
+        (d, p)
+    }
+
+    #[test]
+    fn onnx_runtime_errors_carry_its_message() {
+        if !have_ort() {
+            return;
+        }
+        // No declared shapes: ONNX Runtime is the one to refuse
+        // mismatched inner dims.
+        let (_d, path) = write_model(&super::super::testmodel::matmul_unknown_shapes());
+        let mut s = ModelSession::open(&path, &SessionOptions::default()).unwrap();
+        assert!(s.inputs()[0].dims.is_empty());
+        let a = t(&[2, 3], TensorData::F32(vec![1.0; 6]));
+        let b = t(&[4, 5], TensorData::F32(vec![1.0; 20]));
+        let e = s.run(&[("A", &a), ("B", &b)]).unwrap_err();
+        assert!(matches!(e, RunError::Ort { .. }), "{e}");
+        assert!(e.to_string().contains("MatMul"), "{e}");
+        // And it still runs good inputs.
+        let b = t(&[3, 1], TensorData::F32(vec![1.0, 2.0, 3.0]));
+        let out = s.run(&[("A", &a), ("B", &b)]).unwrap();
+        assert_eq!(out[0].1, t(&[2, 1], TensorData::F32(vec![6.0, 6.0])));
+    }
+
+    #[test]
+    fn the_accumulate_model_keeps_a_running_sum() {
+        if !have_ort() {
+            return;
+        }
+        let (_d, path) = write_model(&super::super::testmodel::accumulate());
+        let mut s = ModelSession::open(&path, &SessionOptions::default()).unwrap();
+        let x = t(
+            &[2, 4],
+            TensorData::F32(vec![1.0, 2.0, 3.0, 4.0, 0.5, 0.5, 0.5, 0.5]),
+        );
+        let mut state = BoundState::new(&[("STATE_IN", "STATE_OUT")]);
+        state
+            .set(
+                "STATE_IN",
+                &Tensor::zeros(DataType::F32, vec![2, 1]).unwrap(),
+            )
+            .unwrap();
+        let keep = t(&[2, 1], TensorData::Bool(vec![false, false]));
+        let reset_second = t(&[2, 1], TensorData::Bool(vec![false, true]));
+        let mut out = Vec::new();
+        for _ in 0..3 {
+            s.run_bound(&[("INPUT", &x), ("RESET", &keep)], &mut state, &mut out)
+                .unwrap();
+        }
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            out[0],
+            (
+                "OUTPUT".to_string(),
+                t(&[2, 1], TensorData::F32(vec![30.0, 6.0]))
+            )
+        );
+        s.run_bound(
+            &[("INPUT", &x), ("RESET", &reset_second)],
+            &mut state,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(out[0].1, t(&[2, 1], TensorData::F32(vec![40.0, 2.0])));
+        // The same with host state through `run`.
+        let st = state.get("STATE_IN").unwrap().unwrap();
+        let r = s
+            .run(&[("INPUT", &x), ("STATE_IN", &st), ("RESET", &keep)])
+            .unwrap();
+        assert_eq!(r[0].1, t(&[2, 1], TensorData::F32(vec![50.0, 4.0])));
+        assert_eq!(r[1].0, "STATE_OUT");
+        assert_eq!(r[1].1, r[0].1);
+    }
+
+    #[test]
+    fn models_tritonctl_cannot_feed_are_refused_at_open() {
+        if !have_ort() {
+            return;
+        }
+        let o = SessionOptions::default();
+        let e = ModelSession::open(&fixture("sequence_output.onnx"), &o).unwrap_err();
+        assert!(e.to_string().contains("output 'Y' is not a tensor"), "{e}");
+        // ONNX Runtime refuses COMPLEX64 itself.
+        let e = ModelSession::open(&fixture("complex64.onnx"), &o).unwrap_err();
+        assert!(e.to_string().contains("complex64"), "{e}");
+        // A corrupt file: ONNX Runtime's message.
+        let d = tempfile::tempdir().unwrap();
+        let junk = d.path().join("model.onnx");
+        std::fs::write(&junk, b"this is not a protobuf").unwrap();
+        let e = ModelSession::open(&junk, &o).unwrap_err();
+        assert!(
+            matches!(&e, SessionError::Load { model, .. } if *model == junk),
+            "{e}"
+        );
+        assert!(!e.to_string().is_empty());
+        let e = ModelSession::open(&d.path().join("missing.onnx"), &o).unwrap_err();
+        assert!(matches!(e, SessionError::Load { .. }), "{e}");
+    }
+
+    #[test]
+    fn bound_state_feeds_each_output_to_the_next_run() {
+        if !have_ort() {
+            return;
+        }
+        // Y = X + 1 with Y fed back to X: after k runs the state is k.
+        let mut s = open("init_input_ir8.onnx");
+        let mut state = BoundState::new(&[("X", "Y")]);
+        assert_eq!(state.get("X"), Ok(None));
+        let mut out = Vec::new();
+        let e = s.run_bound(&[], &mut state, &mut out).unwrap_err();
+        assert!(
+            matches!(&e, RunError::State { name, .. } if name == "X"),
+            "{e}"
+        );
+        state
+            .set("X", &Tensor::zeros(DataType::F32, vec![2, 3]).unwrap())
+            .unwrap();
+        for _ in 0..5 {
+            s.run_bound(&[], &mut state, &mut out).unwrap();
+            assert!(out.is_empty(), "Y is a state output: {out:?}");
+        }
+        assert_eq!(
+            state.get("X").unwrap().unwrap(),
+            t(&[2, 3], TensorData::F32(vec![5.0; 6]))
+        );
+        // Resetting one row from the host, then going on.
+        let mut x = state.get("X").unwrap().unwrap();
+        if let TensorData::F32(v) = &mut x.data {
+            v[..3].fill(0.0);
+        }
+        state.set("X", &x).unwrap();
+        s.run_bound(&[], &mut state, &mut out).unwrap();
+        assert_eq!(
+            state.get("X").unwrap().unwrap(),
+            t(&[2, 3], TensorData::F32(vec![1.0, 1.0, 1.0, 6.0, 6.0, 6.0]))
+        );
+        // Host inputs may not name a state input.
+        let x = Tensor::zeros(DataType::F32, vec![2, 3]).unwrap();
+        let e = s.run_bound(&[("X", &x)], &mut state, &mut out).unwrap_err();
+        assert_eq!(e.to_string(), "input 'X' is given twice");
+        assert!(state.set("Q", &x).is_err());
+
+        let mut wrong = BoundState::new(&[("X", "NOPE")]);
+        let e = s.run_bound(&[], &mut wrong, &mut out).unwrap_err();
+        assert!(e.to_string().contains("no output 'NOPE'"), "{e}");
+    }
+
+    #[test]
+    fn bound_state_passes_other_outputs_to_the_host() {
+        if !have_ort() {
+            return;
+        }
+        // Identity per type: BOOL's output feeds its input back; every
+        // other input is given and comes back unchanged.
+        let mut s = open("all_types.onnx");
+        let mut state = BoundState::new(&[("IN_BOOL", "OUT_BOOL")]);
+        state.set("IN_BOOL", &sample(DataType::Bool)).unwrap();
+        let tensors: Vec<(String, Tensor)> = DataType::ALL[1..]
+            .iter()
+            .map(|d| (format!("IN_{}", onnx_name(*d)), sample(*d)))
+            .collect();
+        let inputs: Vec<(&str, &Tensor)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let mut out = Vec::new();
+        for _ in 0..3 {
+            s.run_bound(&inputs, &mut state, &mut out).unwrap();
+            assert_eq!(out.len(), DataType::ALL.len() - 1);
+            for (name, got) in &out {
+                let input = name.replace("OUT_", "IN_");
+                let (_, want) = tensors.iter().find(|(n, _)| *n == input).unwrap();
+                assert_eq!(got, want, "{name}");
+            }
+        }
+        assert_eq!(
+            state.get("IN_BOOL").unwrap().unwrap(),
+            sample(DataType::Bool)
+        );
+    }
+
+    #[test]
+    fn the_device_to_host_copy_works_on_host_values() {
+        if !have_ort() {
+            return;
+        }
+        // The copy `BoundState::get` makes of CUDA values, tried on a CPU
+        // value (the only device here).
+        let mut state = BoundState::new(&[("X", "Y")]);
+        let x = sample(DataType::F32);
+        state.set("X", &x).unwrap();
+        let v = state.values[0].as_ref().unwrap();
+        assert_eq!(copy_to_host(v).unwrap(), x);
+    }
+}
+
+#[cfg(test)]
+mod send {
+    // Sessions and their state move to the instance threads that run them.
+    fn send<T: Send>() {}
+    #[test]
+    fn sessions_and_state_are_send() {
+        send::<super::ModelSession>();
+        send::<super::BoundState>();
+    }
+}

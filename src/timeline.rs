@@ -1,0 +1,973 @@
+//! `simulate --timeline`: a picture of a simulated run as an SVG document,
+//! in the manner of the sequence-batcher figures of Triton's documentation.
+//!
+//! * Sequence batching (Direct, Oldest): one lane per instance × slot
+//!   (candidate slot for Oldest), time to the right, one rectangle per
+//!   request execution in the lane of its slot, filled with the colour of
+//!   its sequence and labelled with the request id (or its step in the
+//!   sequence) when the label fits. Direct padding entries are not drawn.
+//! * Dynamic batcher and default scheduler: one lane per instance, one
+//!   rectangle per execution, shaded by batch size and labelled with it.
+//! * Optionally every executed request's queue wait (arrival to start of
+//!   its execution) as a thin bar under the execution, in the same lane.
+//!
+//! Memory stays bounded on long runs: [`Collector`] is a [`Sink`] that
+//! keeps only executions overlapping a time window, at most
+//! [`Options::max_batches`] of them (the first ones), and the requests they
+//! ran; the picture says when executions were left out. [`render`] is a pure
+//! function of the collected records and the settings: the same input gives
+//! the same bytes. Colours come from a fixed palette, chosen for a sequence
+//! by a hash of its correlation id, so a sequence keeps its colour across
+//! runs and windows.
+
+use crate::batching::{BatchRecord, CorrId, RequestRecord, SchedulerKind, Settings, Sink, Status};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fmt::Write as _;
+
+/// Executions drawn at most unless told otherwise.
+pub const DEFAULT_MAX_BATCHES: usize = 2000;
+
+/// Lanes drawn when every lane is shown; with more lanes only the ones
+/// used in the drawn window appear.
+pub const MAX_LANES: usize = 128;
+
+/// Sequences named in the legend at most.
+pub const MAX_LEGEND: usize = 32;
+
+/// A time range in µs: `[start_us, end_us)`, `end_us: None` = open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub start_us: u64,
+    pub end_us: Option<u64>,
+}
+
+impl Window {
+    /// Parses `START_US:END_US`; either side may be left empty
+    /// (`:5000`, `1000:`).
+    pub fn parse(text: &str) -> Result<Window, String> {
+        let (a, b) = text
+            .split_once(':')
+            .ok_or_else(|| format!("expected START_US:END_US, got '{text}'"))?;
+        let num = |s: &str, what: &str| -> Result<Option<u64>, String> {
+            let s = s.trim();
+            if s.is_empty() {
+                return Ok(None);
+            }
+            s.parse::<u64>()
+                .map(Some)
+                .map_err(|_| format!("{what} '{s}' is not a whole number of microseconds"))
+        };
+        let start_us = num(a, "start")?.unwrap_or(0);
+        let end_us = num(b, "end")?;
+        if let Some(e) = end_us {
+            if e <= start_us {
+                return Err(format!(
+                    "the end ({e}) must be later than the start ({start_us})"
+                ));
+            }
+        }
+        Ok(Window { start_us, end_us })
+    }
+
+    /// Whether an execution `[s, e)` is (partly) inside; an execution of
+    /// no duration counts when its instant is.
+    pub fn overlaps(&self, s: u64, e: u64) -> bool {
+        let before_end = self.end_us.is_none_or(|end| s < end);
+        before_end && (e > self.start_us || s >= self.start_us)
+    }
+}
+
+/// What to draw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Only executions overlapping this range; `None` = all.
+    pub window: Option<Window>,
+    /// At most this many executions (the first ones in the window).
+    pub max_batches: usize,
+    /// Draw each request's queue wait as a thin bar.
+    pub queue_waits: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            window: None,
+            max_batches: DEFAULT_MAX_BATCHES,
+            queue_waits: false,
+        }
+    }
+}
+
+/// The records a picture is drawn from.
+#[derive(Debug, Clone, Default)]
+pub struct Timeline {
+    pub options: Options,
+    /// The executions drawn.
+    pub batches: Vec<BatchRecord>,
+    /// The executed requests of those batches.
+    pub requests: Vec<RequestRecord>,
+    /// Executions overlapping the window, drawn or not.
+    pub total_batches: u64,
+    /// Requests rejected or timed out inside the window (not drawn).
+    pub failed: u64,
+}
+
+/// A [`Sink`] that keeps what [`render`] needs and nothing more.
+#[derive(Debug, Default)]
+pub struct Collector {
+    tl: Timeline,
+    kept: HashSet<u64>,
+    /// Executed requests whose batch record has not come yet.
+    pending: Vec<RequestRecord>,
+}
+
+impl Collector {
+    pub fn new(options: Options) -> Self {
+        Collector {
+            tl: Timeline {
+                options,
+                ..Timeline::default()
+            },
+            kept: HashSet::new(),
+            pending: Vec::new(),
+        }
+    }
+
+    fn window(&self) -> Window {
+        self.tl.options.window.unwrap_or(Window {
+            start_us: 0,
+            end_us: None,
+        })
+    }
+
+    fn full(&self) -> bool {
+        self.tl.batches.len() >= self.tl.options.max_batches
+    }
+
+    pub fn observe_request(&mut self, r: &RequestRecord) {
+        let w = self.window();
+        if r.status != Status::Ok {
+            let at = r.end_us.unwrap_or(r.arrival_us);
+            if w.overlaps(at, at) {
+                self.tl.failed += 1;
+            }
+            return;
+        }
+        let (Some(batch), Some(s)) = (r.batch, r.start_us) else {
+            return;
+        };
+        if self.kept.contains(&batch) {
+            self.tl.requests.push(r.clone());
+        } else if !self.full() && w.overlaps(s, r.end_us.unwrap_or(s)) {
+            self.pending.push(r.clone());
+        }
+    }
+
+    pub fn observe_batch(&mut self, b: &BatchRecord) {
+        let keep = if self.window().overlaps(b.start_us, b.end_us) {
+            self.tl.total_batches += 1;
+            !self.full()
+        } else {
+            false
+        };
+        if keep {
+            self.kept.insert(b.id);
+            self.tl.batches.push(b.clone());
+        }
+        if !self.pending.is_empty() {
+            let pending = std::mem::take(&mut self.pending);
+            for r in pending {
+                if r.batch != Some(b.id) {
+                    self.pending.push(r);
+                } else if keep {
+                    self.tl.requests.push(r);
+                }
+            }
+        }
+    }
+
+    pub fn finish(self) -> Timeline {
+        self.tl
+    }
+}
+
+impl Sink for Collector {
+    fn request(&mut self, r: RequestRecord) {
+        self.observe_request(&r);
+    }
+    fn batch(&mut self, b: BatchRecord) {
+        self.observe_batch(&b);
+    }
+}
+
+/// Fill colours for sequences (light enough for dark labels).
+pub const PALETTE: &[&str] = &[
+    "#5b8fd6", "#f0a35e", "#e06c6c", "#6cc3b8", "#7cbf5a", "#e8cf52", "#b58ac9", "#f2a7c0",
+    "#a98467", "#9fb0c2", "#c9d65b", "#5fc6e8", "#d98cf0", "#8fd6a0", "#e89f8f", "#8a96e8",
+    "#d4a017", "#4fa3a5", "#c46b9b", "#b0b86a",
+];
+
+/// The palette colour of a sequence: a hash of its id (integers and
+/// strings hashed apart, so `7` and `"7"` may differ).
+pub fn sequence_colour(id: &CorrId) -> &'static str {
+    // FNV-1a over a tagged encoding of the id.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |b: u8| {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    };
+    match id {
+        CorrId::Int(v) => {
+            eat(0);
+            v.to_le_bytes().into_iter().for_each(&mut eat);
+        }
+        CorrId::Str(s) => {
+            eat(1);
+            s.bytes().for_each(&mut eat);
+        }
+    }
+    // splitmix64's finalizer, then the high bits pick the colour.
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
+    PALETTE[(((h >> 32) * PALETTE.len() as u64) >> 32) as usize]
+}
+
+/// Fill for a batch of `size` on a light-to-dark blue scale up to `max`,
+/// and whether a label on it should be white.
+pub fn size_colour(size: u32, max: u32) -> (String, bool) {
+    let max = max.max(1);
+    let t = if max == 1 {
+        1.0
+    } else {
+        f64::from(size.clamp(1, max) - 1) / f64::from(max - 1)
+    };
+    let lo = [0xd6, 0xe6, 0xf5];
+    let hi = [0x16, 0x4a, 0x8a];
+    let c: Vec<u8> = (0..3)
+        .map(|i| (f64::from(lo[i]) + (f64::from(hi[i]) - f64::from(lo[i])) * t).round() as u8)
+        .collect();
+    (format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2]), t > 0.55)
+}
+
+/// Text for XML content and attribute values: markup characters escaped,
+/// characters XML 1.0 does not allow replaced by U+FFFD.
+pub fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Axis ticks for `[t0, t1]` µs: the step (1, 2 or 5 × a power of ten, about
+/// eight ticks), the unit name, its size in µs and the decimals a label
+/// needs.
+pub fn tick_step(t0: u64, t1: u64) -> (u64, &'static str, u64, usize) {
+    let span = t1.saturating_sub(t0).max(1);
+    let target = span as f64 / 8.0;
+    let mut step = 1u64;
+    let mut k = 0u32;
+    'outer: loop {
+        for m in [1u64, 2, 5] {
+            let s = m.saturating_mul(10u64.saturating_pow(k));
+            if s as f64 >= target || s == u64::MAX {
+                step = s;
+                break 'outer;
+            }
+        }
+        k += 1;
+        if k > 19 {
+            break;
+        }
+    }
+    let (unit, div, d) = if step < 1_000 {
+        ("µs", 1, 0)
+    } else if step < 1_000_000 {
+        ("ms", 1_000, 3)
+    } else {
+        ("s", 1_000_000, 6)
+    };
+    // step = m·10^k: a label needs d − k decimals.
+    let decimals = (d as u32).saturating_sub(k) as usize;
+    (step, unit, div, decimals)
+}
+
+fn format_time(t: u64, div: u64, decimals: usize) -> String {
+    if div == 1 {
+        return t.to_string();
+    }
+    let whole = t / div;
+    if decimals == 0 {
+        return whole.to_string();
+    }
+    let frac = t % div;
+    let digits = format!("{frac:0width$}", width = div.ilog10() as usize);
+    format!("{whole}.{}", &digits[..decimals.min(digits.len())])
+}
+
+/// A duration for captions: `850 µs`, `12.5 ms`, `3.2 s`.
+fn human_time(us: u64) -> String {
+    if us < 1_000 {
+        format!("{us} µs")
+    } else if us < 1_000_000 {
+        trim_float(us as f64 / 1e3, "ms")
+    } else {
+        trim_float(us as f64 / 1e6, "s")
+    }
+}
+
+fn trim_float(v: f64, unit: &str) -> String {
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s} {unit}")
+}
+
+fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// Approximate width in px of `text` at font size `size`.
+fn text_width(text: &str, size: f64) -> f64 {
+    text.chars().count() as f64 * size * 0.6
+}
+
+const WIDTH: f64 = 1200.0;
+const LEFT: f64 = 130.0;
+const RIGHT: f64 = 24.0;
+const PLOT_W: f64 = WIDTH - LEFT - RIGHT;
+const BAR_H: f64 = 16.0;
+const LABEL_SIZE: f64 = 10.0;
+
+/// One drawn lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct Lane {
+    instance: usize,
+    /// `None` for instance lanes (dynamic batcher, default scheduler).
+    slot: Option<usize>,
+}
+
+struct Geometry {
+    t0: u64,
+    t1: u64,
+}
+
+impl Geometry {
+    fn x(&self, t: u64) -> f64 {
+        let t = t.clamp(self.t0, self.t1);
+        LEFT + (t - self.t0) as f64 / (self.t1 - self.t0) as f64 * PLOT_W
+    }
+}
+
+fn scheduler_name(kind: &SchedulerKind) -> &'static str {
+    match kind {
+        SchedulerKind::Default => "default scheduler (no batching)",
+        SchedulerKind::Dynamic(_) => "dynamic batching",
+        SchedulerKind::Direct(_) => "sequence batching (direct)",
+        SchedulerKind::Oldest(_) => "sequence batching (oldest)",
+    }
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Draws `tl` for the model of `settings` as a standalone SVG document.
+pub fn render(settings: &Settings, tl: &Timeline) -> String {
+    let sequence_slots = match &settings.kind {
+        SchedulerKind::Direct(_) => Some(settings.max_batch_size.max(1) as usize),
+        SchedulerKind::Oldest(o) => Some(o.max_candidate_sequences.max(1)),
+        _ => None,
+    };
+    let mut batches: Vec<&BatchRecord> = tl.batches.iter().collect();
+    batches.sort_by_key(|b| (b.start_us, b.id));
+    let requests: HashMap<&str, &RequestRecord> =
+        tl.requests.iter().map(|r| (r.id.as_str(), r)).collect();
+
+    // Lanes: every one, unless there are too many.
+    let instances = settings.instances.max(1);
+    let per_instance = sequence_slots.unwrap_or(1);
+    let all_lanes = instances.saturating_mul(per_instance);
+    let lane_of_entry = |inst: usize, slot: usize| Lane {
+        instance: inst,
+        slot: sequence_slots.map(|_| slot),
+    };
+    let lanes: Vec<Lane> = if all_lanes <= MAX_LANES {
+        (0..instances)
+            .flat_map(|i| (0..per_instance).map(move |s| (i, s)))
+            .map(|(i, s)| lane_of_entry(i, s))
+            .collect()
+    } else {
+        let mut used = BTreeSet::new();
+        for b in &batches {
+            if sequence_slots.is_some() {
+                for e in b.slots.iter().filter(|e| e.request.is_some()) {
+                    used.insert(lane_of_entry(b.instance, e.slot));
+                }
+            } else {
+                used.insert(lane_of_entry(b.instance, 0));
+            }
+        }
+        used.into_iter().collect()
+    };
+    let lane_index: HashMap<Lane, usize> = lanes.iter().enumerate().map(|(i, &l)| (l, i)).collect();
+
+    // Time range.
+    let window = tl.options.window;
+    let waits = tl.options.queue_waits;
+    let first = batches.iter().map(|b| b.start_us).min();
+    let earliest_arrival = if waits {
+        tl.requests.iter().map(|r| r.arrival_us).min()
+    } else {
+        None
+    };
+    let t0 = match (window, first, earliest_arrival) {
+        (Some(w), ..) => w.start_us,
+        (None, Some(a), Some(b)) => a.min(b),
+        (None, Some(a), None) => a,
+        (None, None, _) => 0,
+    };
+    let last = batches.iter().map(|b| b.end_us.max(b.start_us)).max();
+    let t1 = match window.and_then(|w| w.end_us) {
+        Some(e) => e,
+        None => last.unwrap_or(t0),
+    };
+    let t1 = if t1 <= t0 { t0 + 1_000 } else { t1 };
+    let g = Geometry { t0, t1 };
+
+    // Header.
+    let title = format!(
+        "model '{}': {}",
+        settings.model,
+        scheduler_name(&settings.kind)
+    );
+    let mut sub = format!(
+        "max_batch_size {}, {}",
+        settings.max_batch_size,
+        plural(instances as u64, "instance", "instances")
+    );
+    if let Some(n) = sequence_slots {
+        let _ = write!(sub, " × {}", plural(n as u64, "slot", "slots"));
+    }
+    let _ = write!(
+        sub,
+        "; {} from {} to {}",
+        plural(batches.len() as u64, "execution", "executions"),
+        human_time(t0),
+        human_time(t1)
+    );
+    let mut notes = Vec::new();
+    if (batches.len() as u64) < tl.total_batches {
+        notes.push(format!(
+            "Only the first {} of {} executions{} are drawn (the cap on drawn executions was reached).",
+            batches.len(),
+            tl.total_batches,
+            if window.is_some() { " in the window" } else { "" }
+        ));
+    }
+    if lanes.len() < all_lanes {
+        notes.push(format!(
+            "{} of {} lanes are drawn: the ones used in this picture.",
+            lanes.len(),
+            all_lanes
+        ));
+    }
+    if tl.failed > 0 {
+        notes.push(format!(
+            "{} rejected or timed out (not drawn).",
+            plural(tl.failed, "request was", "requests were")
+        ));
+    }
+
+    let lane_h = if waits { 28.0 } else { 24.0 };
+    let gap = if sequence_slots.is_some() { 8.0 } else { 0.0 };
+    let top = 58.0 + 16.0 * notes.len() as f64;
+    let mut lane_y = Vec::with_capacity(lanes.len());
+    let mut y = top;
+    for (i, l) in lanes.iter().enumerate() {
+        if i > 0 && lanes[i - 1].instance != l.instance {
+            y += gap;
+        }
+        lane_y.push(y);
+        y += lane_h;
+    }
+    let plot_bottom = y;
+
+    // Legend entries: sequences in order of first appearance, or sizes.
+    let mut legend: Vec<(String, String)> = Vec::new();
+    let mut legend_more = 0usize;
+    let max_size = settings
+        .max_batch_size
+        .max(batches.iter().map(|b| b.size).max().unwrap_or(1));
+    if sequence_slots.is_some() {
+        let mut seen = HashSet::new();
+        for b in &batches {
+            for e in &b.slots {
+                if let (Some(_), Some(id)) = (&e.request, &e.sequence_id) {
+                    if seen.insert(id.clone()) {
+                        if legend.len() < MAX_LEGEND {
+                            legend.push((
+                                sequence_colour(id).to_string(),
+                                format!("sequence {}", cut(&id.to_string(), 14)),
+                            ));
+                        } else {
+                            legend_more += 1;
+                        }
+                    }
+                }
+            }
+        }
+    } else {
+        let sizes: BTreeSet<u32> = batches.iter().map(|b| b.size).collect();
+        for s in sizes {
+            if legend.len() < MAX_LEGEND {
+                legend.push((size_colour(s, max_size).0, format!("batch size {s}")));
+            } else {
+                legend_more += 1;
+            }
+        }
+    }
+    let per_row = 7usize;
+    let legend_top = plot_bottom + 56.0;
+    let legend_rows = legend.len().div_ceil(per_row) + usize::from(legend_more > 0);
+    let height = (legend_top + 18.0 * legend_rows as f64 + 14.0).ceil();
+
+    let mut o = String::with_capacity(4096 + batches.len() * 256);
+    let _ = writeln!(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>");
+    let _ = writeln!(
+        o,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" viewBox=\"0 0 {WIDTH} {height}\" font-family=\"sans-serif\">"
+    );
+    let _ = writeln!(o, "<title>{}</title>", xml_escape(&title));
+    let _ = writeln!(
+        o,
+        "<rect class=\"background\" x=\"0\" y=\"0\" width=\"{WIDTH}\" height=\"{height}\" fill=\"#ffffff\"/>"
+    );
+    let _ = writeln!(
+        o,
+        "<text class=\"title\" x=\"{LEFT}\" y=\"24\" font-size=\"16\" font-weight=\"bold\">{}</text>",
+        xml_escape(&title)
+    );
+    let _ = writeln!(
+        o,
+        "<text class=\"subtitle\" x=\"{LEFT}\" y=\"42\" font-size=\"12\" fill=\"#444444\">{}</text>",
+        xml_escape(&sub)
+    );
+    for (i, n) in notes.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "<text class=\"note\" x=\"{LEFT}\" y=\"{}\" font-size=\"12\" fill=\"#b03a2e\">{}</text>",
+            58 + 16 * i,
+            xml_escape(n)
+        );
+    }
+
+    // Lane backgrounds and names.
+    let _ = writeln!(o, "<g class=\"lanes-background\">");
+    for (i, l) in lanes.iter().enumerate() {
+        let fill = if i % 2 == 0 { "#f4f5f7" } else { "#fafbfc" };
+        let _ = writeln!(
+            o,
+            "<rect x=\"{LEFT}\" y=\"{:.1}\" width=\"{PLOT_W}\" height=\"{lane_h}\" fill=\"{fill}\"/>",
+            lane_y[i]
+        );
+        let name = match l.slot {
+            Some(s) => format!("instance {} · slot {s}", l.instance),
+            None => format!("instance {}", l.instance),
+        };
+        let _ = writeln!(
+            o,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\" fill=\"#333333\">{}</text>",
+            LEFT - 8.0,
+            lane_y[i] + 3.0 + BAR_H * 0.75,
+            xml_escape(&name)
+        );
+    }
+    let _ = writeln!(o, "</g>");
+
+    // Grid and axis.
+    let (step, unit, div, decimals) = tick_step(t0, t1);
+    let first_tick = t0.div_ceil(step).saturating_mul(step);
+    let axis_y = plot_bottom + 6.0;
+    let _ = writeln!(o, "<g class=\"axis\" font-size=\"11\" fill=\"#333333\">");
+    let _ = writeln!(
+        o,
+        "<line x1=\"{LEFT}\" y1=\"{axis_y:.1}\" x2=\"{:.1}\" y2=\"{axis_y:.1}\" stroke=\"#333333\" stroke-width=\"1\"/>",
+        LEFT + PLOT_W
+    );
+    let mut t = first_tick;
+    let mut ticks = 0;
+    while t <= t1 && ticks < 64 {
+        let x = g.x(t);
+        let _ = writeln!(
+            o,
+            "<line x1=\"{x:.1}\" y1=\"{top:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#d0d4da\" stroke-width=\"0.5\"/>",
+            axis_y + 4.0
+        );
+        let _ = writeln!(
+            o,
+            "<text class=\"tick\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            axis_y + 17.0,
+            format_time(t, div, decimals)
+        );
+        ticks += 1;
+        match t.checked_add(step) {
+            Some(n) => t = n,
+            None => break,
+        }
+    }
+    let _ = writeln!(
+        o,
+        "<text class=\"axis-title\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">time ({unit})</text>",
+        LEFT + PLOT_W / 2.0,
+        axis_y + 34.0
+    );
+    let _ = writeln!(o, "</g>");
+
+    // Executions (and waits), lane by lane.
+    let mut per_lane: Vec<String> = vec![String::new(); lanes.len()];
+    let mut step_of: HashMap<&CorrId, u64> = HashMap::new();
+    for b in &batches {
+        let x0 = g.x(b.start_us);
+        let x1 = g.x(b.end_us.max(b.start_us));
+        let w = (x1 - x0).max(0.8);
+        let span = format!("{}–{} µs", b.start_us, b.end_us);
+        if sequence_slots.is_some() {
+            for e in &b.slots {
+                let Some(req) = &e.request else { continue };
+                let lane = lane_of_entry(b.instance, e.slot);
+                let Some(&li) = lane_index.get(&lane) else {
+                    continue;
+                };
+                let y = lane_y[li] + 3.0;
+                let out = &mut per_lane[li];
+                let step = e.sequence_id.as_ref().map(|id| {
+                    let n = step_of.entry(id).or_insert(0);
+                    *n = if e.start { 1 } else { *n + 1 };
+                    *n
+                });
+                if waits {
+                    if let Some(r) = requests.get(req.as_str()) {
+                        push_wait(out, &g, r.arrival_us, b.start_us, y + BAR_H + 2.0);
+                    }
+                }
+                let fill = e.sequence_id.as_ref().map_or("#cccccc", sequence_colour);
+                let seq = e
+                    .sequence_id
+                    .as_ref()
+                    .map_or(String::new(), ToString::to_string);
+                let mut flags = String::new();
+                if e.start {
+                    flags.push_str(" · START");
+                }
+                if e.end {
+                    flags.push_str(" · END");
+                }
+                let _ = write!(
+                    out,
+                    "<rect class=\"exec\" data-batch=\"{}\" data-request=\"{}\" data-sequence=\"{}\" x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{BAR_H}\" fill=\"{fill}\" stroke=\"#ffffff\" stroke-width=\"0.5\">",
+                    b.id,
+                    xml_escape(req),
+                    xml_escape(&seq)
+                );
+                let _ = writeln!(
+                    out,
+                    "<title>{}</title></rect>",
+                    xml_escape(&format!(
+                        "request {req} · sequence {seq}{} · {span}{flags}",
+                        step.map_or(String::new(), |n| format!(" step {n}"))
+                    ))
+                );
+                let label = [Some(req.clone()), step.map(|n| n.to_string())]
+                    .into_iter()
+                    .flatten()
+                    .find(|l| text_width(l, LABEL_SIZE) + 4.0 <= w);
+                if let Some(l) = label {
+                    push_label(out, x0 + w / 2.0, y, &l, "#1a1a1a");
+                }
+            }
+        } else {
+            let lane = lane_of_entry(b.instance, 0);
+            let Some(&li) = lane_index.get(&lane) else {
+                continue;
+            };
+            let y = lane_y[li] + 3.0;
+            let out = &mut per_lane[li];
+            if waits {
+                for id in &b.requests {
+                    if let Some(r) = requests.get(id.as_str()) {
+                        push_wait(out, &g, r.arrival_us, b.start_us, y + BAR_H + 2.0);
+                    }
+                }
+            }
+            let (fill, dark) = size_colour(b.size, max_size);
+            let mut ids: Vec<&str> = b.requests.iter().take(16).map(String::as_str).collect();
+            if b.requests.len() > 16 {
+                ids.push("…");
+            }
+            let _ = write!(
+                out,
+                "<rect class=\"exec\" data-batch=\"{}\" data-size=\"{}\" x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{BAR_H}\" fill=\"{fill}\" stroke=\"#ffffff\" stroke-width=\"0.5\">",
+                b.id, b.size
+            );
+            let _ = writeln!(
+                out,
+                "<title>{}</title></rect>",
+                xml_escape(&format!(
+                    "batch {} · size {} · {span} · {}",
+                    b.id,
+                    b.size,
+                    ids.join(" ")
+                ))
+            );
+            let l = b.size.to_string();
+            if text_width(&l, LABEL_SIZE) + 4.0 <= w {
+                push_label(
+                    out,
+                    x0 + w / 2.0,
+                    y,
+                    &l,
+                    if dark { "#ffffff" } else { "#1a1a1a" },
+                );
+            }
+        }
+    }
+    for (i, l) in lanes.iter().enumerate() {
+        let _ = write!(o, "<g class=\"lane\" data-instance=\"{}\"", l.instance);
+        if let Some(s) = l.slot {
+            let _ = write!(o, " data-slot=\"{s}\"");
+        }
+        let _ = writeln!(o, ">");
+        o.push_str(&per_lane[i]);
+        let _ = writeln!(o, "</g>");
+    }
+
+    // Legend.
+    let _ = writeln!(o, "<g class=\"legend\" font-size=\"11\" fill=\"#333333\">");
+    let col_w = PLOT_W / per_row as f64;
+    for (i, (fill, label)) in legend.iter().enumerate() {
+        let x = LEFT + (i % per_row) as f64 * col_w;
+        let y = legend_top + (i / per_row) as f64 * 18.0;
+        let _ = writeln!(
+            o,
+            "<rect class=\"key\" x=\"{x:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{fill}\"/>",
+            y - 9.0
+        );
+        let _ = writeln!(
+            o,
+            "<text x=\"{:.1}\" y=\"{y:.1}\">{}</text>",
+            x + 14.0,
+            xml_escape(label)
+        );
+    }
+    if legend_more > 0 {
+        let y = legend_top + legend.len().div_ceil(per_row) as f64 * 18.0;
+        let what = if sequence_slots.is_some() {
+            "sequences"
+        } else {
+            "batch sizes"
+        };
+        let _ = writeln!(
+            o,
+            "<text class=\"legend-more\" x=\"{LEFT}\" y=\"{y:.1}\">… and {legend_more} more {what}</text>"
+        );
+    }
+    let _ = writeln!(o, "</g>");
+    let _ = writeln!(o, "</svg>");
+    o
+}
+
+fn push_wait(out: &mut String, g: &Geometry, arrival: u64, start: u64, y: f64) {
+    if start <= arrival {
+        return;
+    }
+    let x0 = g.x(arrival);
+    let x1 = g.x(start);
+    if x1 <= x0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<rect class=\"wait\" x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"3\" fill=\"#8a8f98\" fill-opacity=\"0.6\"><title>queued {} µs</title></rect>",
+        x1 - x0,
+        start - arrival
+    );
+}
+
+fn push_label(out: &mut String, x: f64, y: f64, text: &str, fill: &str) {
+    let _ = writeln!(
+        out,
+        "<text class=\"label\" x=\"{x:.1}\" y=\"{:.1}\" font-size=\"{LABEL_SIZE}\" text-anchor=\"middle\" fill=\"{fill}\">{}</text>",
+        y + BAR_H * 0.72,
+        xml_escape(text)
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batching::{simulate, Latency, Request, SlotRecord};
+
+    fn settings(cfg: &str) -> Settings {
+        let parsed = crate::config::ParsedConfig::parse(cfg.to_string());
+        let mut c = parsed.config.expect("config binds");
+        crate::config::normalize::normalize(&mut c);
+        Settings::from_config(&c).unwrap()
+    }
+
+    #[test]
+    fn windows_parse_and_overlap() {
+        let w = Window::parse("100:200").unwrap();
+        assert_eq!(
+            w,
+            Window {
+                start_us: 100,
+                end_us: Some(200)
+            }
+        );
+        assert!(w.overlaps(50, 150));
+        assert!(w.overlaps(150, 150));
+        assert!(!w.overlaps(200, 300));
+        assert!(!w.overlaps(0, 100));
+        assert!(w.overlaps(100, 100));
+        assert_eq!(Window::parse(":5").unwrap().start_us, 0);
+        assert_eq!(Window::parse("5:").unwrap().end_us, None);
+        for bad in ["", "5", "a:b", "10:10", "10:5", "-1:5"] {
+            assert!(Window::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ticks_use_round_steps_and_fitting_units() {
+        assert_eq!(tick_step(0, 800), (100, "µs", 1, 0));
+        assert_eq!(tick_step(0, 10_000), (2_000, "ms", 1_000, 0));
+        assert_eq!(tick_step(0, 4_000), (500, "µs", 1, 0));
+        assert_eq!(tick_step(0, 12_000), (2_000, "ms", 1_000, 0));
+        assert_eq!(tick_step(0, 3_000_000), (500_000, "ms", 1_000, 0));
+        assert_eq!(tick_step(0, 30_000_000), (5_000_000, "s", 1_000_000, 0));
+        assert_eq!(tick_step(0, 12_000_000), (2_000_000, "s", 1_000_000, 0));
+        assert_eq!(format_time(2_500, 1_000, 1), "2.5");
+        assert_eq!(format_time(1_500_000, 1_000_000, 1), "1.5");
+        assert_eq!(format_time(7, 1, 0), "7");
+        // 0.1 s steps: 1 decimal.
+        let (step, unit, div, dec) = tick_step(0, 800_000);
+        assert_eq!((step, unit, dec), (100_000, "ms", 0));
+        assert_eq!(format_time(300_000, div, dec), "300");
+        let (step, unit, _, dec) = tick_step(1_000, 1_000_000_000);
+        assert_eq!((step, unit, dec), (200_000_000, "s", 0));
+    }
+
+    #[test]
+    fn colours_are_stable_and_spread() {
+        assert_eq!(
+            sequence_colour(&CorrId::Int(7)),
+            sequence_colour(&CorrId::Int(7))
+        );
+        let distinct: HashSet<&str> = (1..=40).map(|i| sequence_colour(&CorrId::Int(i))).collect();
+        assert!(distinct.len() >= 12, "{distinct:?}");
+        let (light, dark_label) = size_colour(1, 8);
+        let (dark, white_label) = size_colour(8, 8);
+        assert_ne!(light, dark);
+        assert!(!dark_label && white_label);
+    }
+
+    #[test]
+    fn escaping_keeps_the_document_well_formed() {
+        assert_eq!(xml_escape("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&apos;");
+        assert_eq!(xml_escape("x\u{0}y\u{1b}"), "x\u{fffd}y\u{fffd}");
+    }
+
+    #[test]
+    fn the_collector_keeps_the_first_batches_of_the_window() {
+        let s = settings(
+            "name: \"m\" max_batch_size: 4 dynamic_batching { } instance_group [ { count: 1 kind: KIND_CPU } ]",
+        );
+        let trace: Vec<Request> = (0..100)
+            .map(|i| Request::new(format!("r{i}"), i * 1_000))
+            .collect();
+        let mut c = Collector::new(Options {
+            window: Some(Window {
+                start_us: 10_000,
+                end_us: Some(60_000),
+            }),
+            max_batches: 20,
+            queue_waits: true,
+        });
+        simulate(&s, &Latency::constant(500), trace, &mut c);
+        let tl = c.finish();
+        // One execution per request, 500 µs each, at 0, 1000, ...: those
+        // starting at 10000..=59000 overlap the window: 50 of them.
+        assert_eq!(tl.total_batches, 50);
+        assert_eq!(tl.batches.len(), 20);
+        assert_eq!(tl.batches[0].start_us, 10_000);
+        assert_eq!(tl.requests.len(), 20);
+        let svg = render(&s, &tl);
+        assert!(svg.contains("Only the first 20 of 50 executions"), "{svg}");
+        assert_eq!(svg.matches("class=\"exec\"").count(), 20);
+        assert_eq!(render(&s, &tl), svg, "deterministic");
+    }
+
+    #[test]
+    fn padding_entries_are_not_drawn() {
+        let s = settings(
+            "name: \"m\" max_batch_size: 2 sequence_batching { direct { } } instance_group [ { count: 1 kind: KIND_CPU } ]",
+        );
+        let pad = |slot| SlotRecord {
+            slot,
+            request: None,
+            sequence_id: None,
+            start: false,
+            end: false,
+            ready: false,
+            corrid: CorrId::Int(0),
+        };
+        let tl = Timeline {
+            batches: vec![BatchRecord {
+                id: 0,
+                instance: 0,
+                start_us: 0,
+                end_us: 10,
+                size: 2,
+                requests: vec!["a".into()],
+                slots: vec![
+                    pad(0),
+                    SlotRecord {
+                        slot: 1,
+                        request: Some("a".into()),
+                        sequence_id: Some(CorrId::Str("s<1>".into())),
+                        start: true,
+                        end: false,
+                        ready: true,
+                        corrid: CorrId::Str("s<1>".into()),
+                    },
+                ],
+            }],
+            total_batches: 1,
+            ..Timeline::default()
+        };
+        let svg = render(&s, &tl);
+        assert_eq!(svg.matches("class=\"exec\"").count(), 1);
+        assert!(
+            svg.contains("data-slot=\"1\">\n<rect class=\"exec\""),
+            "{svg}"
+        );
+        assert!(svg.contains("s&lt;1&gt;"));
+    }
+}

@@ -1,0 +1,222 @@
+//! `tritonctl doctor`: what it finds, its exit status and its JSON fields.
+
+use crate::common::tritonctl;
+use std::ffi::OsStr;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn doctor(args: &[&str], env: &[(&str, &OsStr)]) -> Run {
+    let mut c = tritonctl();
+    c.arg("doctor").args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().expect("runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The fields documented in the module docs of `commands::doctor`.
+const FIELDS: &[&str] = &[
+    "tritonctl_version",
+    "run_feature",
+    "can_run",
+    "onnxruntime",
+    "execution_providers",
+    "cuda_execution_provider",
+    "cuda_driver",
+    "devices",
+    "default_device",
+    "hints",
+];
+
+fn json(r: &Run) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("doctor --format json: {e}\n{}", r.stdout));
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut want = FIELDS.to_vec();
+    want.sort_unstable();
+    let mut got = keys.clone();
+    got.sort_unstable();
+    assert_eq!(got, want, "{}", r.stdout);
+    for (object, fields) in [
+        ("onnxruntime", &["found", "path", "version", "error"][..]),
+        (
+            "cuda_execution_provider",
+            &["available", "status", "library", "error"][..],
+        ),
+        ("cuda_driver", &["found", "version", "error"][..]),
+    ] {
+        let mut got: Vec<&str> = v[object]
+            .as_object()
+            .unwrap_or_else(|| panic!("{object} is an object"))
+            .keys()
+            .map(String::as_str)
+            .collect();
+        got.sort_unstable();
+        let mut want = fields.to_vec();
+        want.sort_unstable();
+        assert_eq!(got, want, "{object}");
+    }
+    assert!(v["hints"].is_array() && v["devices"].is_array());
+    assert!(v["execution_providers"].is_array());
+    assert_eq!(v["tritonctl_version"], env!("CARGO_PKG_VERSION"));
+    v
+}
+
+/// The doctor of a machine without ONNX Runtime: exit 1, and it says what
+/// to install.
+#[test]
+fn without_onnx_runtime_it_exits_1_and_says_what_to_install() {
+    let no_ort = [("TRITONCTL_NO_ORT", OsStr::new("1"))];
+    let r = doctor(&[], &no_ort);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("cannot run models"), "{}", r.stdout);
+    if cfg!(feature = "run") {
+        assert!(r.stdout.contains("pip install onnxruntime"), "{}", r.stdout);
+        assert!(r.stdout.contains("ORT_DYLIB_PATH"), "{}", r.stdout);
+    }
+
+    let r = doctor(&["--format", "json"], &no_ort);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let v = json(&r);
+    assert_eq!(v["can_run"], false);
+    assert_eq!(v["onnxruntime"]["found"], false);
+    assert_eq!(v["onnxruntime"]["path"], serde_json::Value::Null);
+    assert_eq!(v["default_device"], serde_json::Value::Null);
+    assert_eq!(v["cuda_execution_provider"]["available"], false);
+    let hints = v["hints"].to_string();
+    assert!(!v["hints"].as_array().unwrap().is_empty());
+    if cfg!(feature = "run") {
+        assert!(hints.contains("pip install onnxruntime"), "{hints}");
+        assert_eq!(v["run_feature"], true);
+        let e = v["onnxruntime"]["error"].as_str().unwrap();
+        assert!(e.contains("TRITONCTL_NO_ORT is set"), "{e}");
+        assert_eq!(v["cuda_execution_provider"]["status"], "no_onnxruntime");
+        assert!(hints.contains("unset TRITONCTL_NO_ORT"), "{hints}");
+    }
+}
+
+#[cfg(feature = "run")]
+#[test]
+fn a_library_path_that_does_not_exist_is_reported() {
+    let missing = std::env::temp_dir().join("tritonctl-no-such-dir/libonnxruntime.so");
+    let r = doctor(
+        &["--format", "json"],
+        &[("ORT_DYLIB_PATH", missing.as_os_str())],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let v = json(&r);
+    let e = v["onnxruntime"]["error"].as_str().unwrap();
+    assert!(
+        e.contains("ORT_DYLIB_PATH") && e.contains("does not exist"),
+        "{e}"
+    );
+}
+
+#[cfg(not(feature = "run"))]
+#[test]
+fn a_binary_without_the_run_feature_says_so() {
+    let r = doctor(&[], &[]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stdout.contains("without the `run` feature"),
+        "{}",
+        r.stdout
+    );
+    let r = doctor(&["--format", "json"], &[]);
+    assert_eq!(r.code, 1);
+    let v = json(&r);
+    assert_eq!(v["run_feature"], false);
+    assert_eq!(v["can_run"], false);
+}
+
+/// The ONNX Runtime library for the tests: skipped without it, unless
+/// `TRITONCTL_REQUIRE_ORT=1` (scripts/test), which makes it a failure.
+#[cfg(feature = "run")]
+fn ort_library() -> Option<tritonctl::runtime::OrtLibrary> {
+    match tritonctl::runtime::probe() {
+        Ok(lib) => Some(lib),
+        Err(e) if std::env::var_os("TRITONCTL_REQUIRE_ORT").is_some_and(|v| v == "1") => {
+            panic!("TRITONCTL_REQUIRE_ORT=1 but ONNX Runtime is not available: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipped: ONNX Runtime is not available: {e}");
+            None
+        }
+    }
+}
+
+#[cfg(feature = "run")]
+#[test]
+fn with_onnx_runtime_it_exits_0_and_reports_the_library() {
+    let Some(lib) = ort_library() else {
+        return;
+    };
+    let env = [("ORT_DYLIB_PATH", lib.path.as_os_str())];
+    let r = doctor(&[], &env);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains(&lib.path.display().to_string()),
+        "{}",
+        r.stdout
+    );
+    if let Some(v) = &lib.version {
+        assert!(r.stdout.contains(v.as_str()), "{}", r.stdout);
+    }
+    assert!(r.stdout.contains("CPUExecutionProvider"), "{}", r.stdout);
+    assert!(r.stdout.contains("can run models"), "{}", r.stdout);
+    assert!(!r.stdout.contains("cannot run"), "{}", r.stdout);
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+
+    let r = doctor(&["--format", "json"], &env);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v = json(&r);
+    assert_eq!(v["run_feature"], true);
+    assert_eq!(v["can_run"], true);
+    assert_eq!(v["onnxruntime"]["found"], true);
+    assert_eq!(
+        v["onnxruntime"]["path"].as_str(),
+        Some(lib.path.display().to_string().as_str())
+    );
+    assert_eq!(v["onnxruntime"]["version"].as_str(), lib.version.as_deref());
+    assert_eq!(v["onnxruntime"]["error"], serde_json::Value::Null);
+    let providers: Vec<&str> = v["execution_providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(providers.contains(&"CPUExecutionProvider"), "{providers:?}");
+    // The CUDA provider is available exactly when the library lists it
+    // and the default device follows from it and the driver.
+    let cuda_ep = &v["cuda_execution_provider"];
+    if !providers.contains(&"CUDAExecutionProvider") {
+        assert_eq!(cuda_ep["status"], "not_built");
+        assert_eq!(cuda_ep["available"], false);
+        assert!(v["hints"].to_string().contains("onnxruntime-gpu"));
+    }
+    let gpu = cuda_ep["available"] == true
+        && v["cuda_driver"]["found"] == true
+        && !v["devices"].as_array().unwrap().is_empty();
+    assert_eq!(v["default_device"], if gpu { "cuda:0" } else { "cpu" });
+
+    // Without the CUDA driver: the CPU, and the driver hint.
+    let r = doctor(
+        &["--format", "json"],
+        &[env[0], ("TRITONCTL_NO_CUDA", OsStr::new("1"))],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v = json(&r);
+    assert_eq!(v["cuda_driver"]["found"], false);
+    assert_eq!(v["cuda_driver"]["error"], "TRITONCTL_NO_CUDA is set");
+    assert_eq!(v["devices"], serde_json::json!([]));
+    assert_eq!(v["default_device"], "cpu");
+}
