@@ -41,6 +41,7 @@ complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "simulate" -d 'R
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "trace" -d 'Make request traces for `simulate`'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "doctor" -d 'Report what this machine offers the local runner: ONNX Runtime, execution providers, CUDA driver and devices'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "run" -d 'Run a model locally with ONNX Runtime, batched by the same scheduler code as `simulate`, on a real clock'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "perf" -d 'Load-test a model on a running KServe v2 / Triton server (closed or open loop, latency from the intended send time)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l format -d 'Output format' -r -f -a "human\t'rustc-style messages with the source line (default)'
 json\t'One JSON document (see schemas/validate.schema.json)'
 github\t'GitHub Actions workflow commands (annotations)'
@@ -180,3 +181,42 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s q -l quiet -
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s v -l verbose -d 'Also report what was checked (on standard error)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s m -l model -d 'Model name' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s x -l model-version -d 'Model version (default: the server\'s choice)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s u -l url -d 'Server address, HOST:PORT or http://HOST:PORT' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s i -l protocol -d 'Protocol' -r -f -a "http\t'HTTP/1.1 with keep-alive connections'
+grpc\t'gRPC (not available yet)'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s H -l header -d 'Extra HTTP header `Name:Value` on every request (repeatable)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l concurrency-range -d 'Closed loop: keep N requests outstanding, for N from START to END by STEP (`START[:END[:STEP]]`). The default load is concurrency 1' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l request-rate-range -d 'Open loop: send at R requests per second, for R from START to END by STEP; latency counts from the scheduled send time' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l request-distribution -d 'Gaps between open-loop sends' -r -f -a "constant\t'Evenly spaced sends'
+poisson\t'Exponential gaps (a Poisson arrival process), seeded by `--seed`'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l seed -d 'Seed of the Poisson schedule and of random input data' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l max-concurrency -d 'Open loop: at most N requests in flight; a send that has to wait for a free slot is late' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s p -l measurement-interval -d 'Length of the measurement window in milliseconds' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l duration -d 'Length of the measurement window in seconds (overrides `--measurement-interval`)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l request-count -d 'Measure exactly N requests per level instead of a time window' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l warmup -d 'Seconds of load before each level\'s measurement starts (not counted)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l timeout -d 'Per-request timeout in milliseconds (a timed-out request is an error of kind `timeout`)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l input-data -d 'Input values: `random` (seeded) or `zero`' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l shape -d 'Shape of an input without the batch dimension, `NAME:D1,D2` (needed for variable dims; repeatable)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s b -l batch-size -d 'Batch size of every request' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l input-tensor-format -d 'Input tensor encoding over HTTP' -r -f -a "binary\t'The binary tensor data extension (`Inference-Header-Content-Length`)'
+json\t'Tensors as JSON arrays'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l output-tensor-format -d 'Output tensor encoding requested over HTTP' -r -f -a "binary\t'The binary tensor data extension (`Inference-Header-Content-Length`)'
+json\t'Tensors as JSON arrays'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l max-error-rate -d 'Exit with status 1 when the share of failed requests in any level is above this (0 to 1)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l format -d 'Output format' -r -f -a "human\t'A table per load level (default)'
+json\t'One JSON document (see schemas/perf.schema.json)'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s f -l csv -d 'Also write perf_analyzer\'s CSV columns to FILE (Model Analyzer reads it)' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l sequence-length -d 'Sequence models (detected from the config): requests per sequence' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l sequence-id-range -d 'Sequence ids `START[:END]` (END exclusive; ids wrap around). The default starts at a random base so that two runs do not collide' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l num-of-sequences -d 'Open loop, sequence models: sequences live at once (each has at most one request in flight)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l batched -d 'Model without the config endpoint (plain KServe v2 servers): the first metadata dim is a batch dim'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s V -l version -d 'Print version'

@@ -14,6 +14,8 @@ pub mod diagnostics;
 pub mod lint;
 pub mod onnx;
 pub mod pbtxt;
+#[cfg(feature = "perf")]
+pub mod perf;
 pub mod repo;
 pub mod run;
 #[cfg(feature = "run")]

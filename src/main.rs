@@ -65,5 +65,6 @@ fn dispatch(cli: &Cli) -> Result<ExitStatus, CommandError> {
         Command::Trace(a) => commands::trace::run(a, &mut out),
         Command::Doctor(a) => commands::doctor::run(a, &ctx, &mut out),
         Command::Run(a) => commands::run::run(a, &ctx, &mut out),
+        Command::Perf(a) => commands::perf::run(a, &ctx, &mut out),
     }
 }

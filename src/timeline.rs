@@ -16,9 +16,10 @@
 //! [`Options::max_batches`] of them (the first ones), and the requests they
 //! ran; the picture says when executions were left out. [`render`] is a pure
 //! function of the collected records and the settings: the same input gives
-//! the same bytes. Colours come from a fixed palette, chosen for a sequence
-//! by a hash of its correlation id, so a sequence keeps its colour across
-//! runs and windows.
+//! the same bytes. Colours come from a fixed palette, given to sequences in
+//! the order they first appear in the picture, so sequences drawn near each
+//! other never share a colour unless more than the palette's size are
+//! drawn.
 
 use crate::batching::{BatchRecord, CorrId, RequestRecord, SchedulerKind, Settings, Sink, Status};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -207,32 +208,21 @@ pub const PALETTE: &[&str] = &[
     "#d4a017", "#4fa3a5", "#c46b9b", "#b0b86a",
 ];
 
-/// The palette colour of a sequence: a hash of its id (integers and
-/// strings hashed apart, so `7` and `"7"` may differ).
-pub fn sequence_colour(id: &CorrId) -> &'static str {
-    // FNV-1a over a tagged encoding of the id.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |b: u8| {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    };
-    match id {
-        CorrId::Int(v) => {
-            eat(0);
-            v.to_le_bytes().into_iter().for_each(&mut eat);
-        }
-        CorrId::Str(s) => {
-            eat(1);
-            s.bytes().for_each(&mut eat);
+/// Palette colours for the sequences of `batches`, in order of first
+/// appearance (the palette repeats after [`PALETTE`]`.len()` sequences).
+pub fn sequence_colours<'a>(
+    batches: impl IntoIterator<Item = &'a BatchRecord>,
+) -> HashMap<CorrId, &'static str> {
+    let mut colours = HashMap::new();
+    for b in batches {
+        for e in &b.slots {
+            if let (Some(_), Some(id)) = (&e.request, &e.sequence_id) {
+                let next = PALETTE[colours.len() % PALETTE.len()];
+                colours.entry(id.clone()).or_insert(next);
+            }
         }
     }
-    // splitmix64's finalizer, then the high bits pick the colour.
-    h ^= h >> 30;
-    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    h ^= h >> 27;
-    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
-    h ^= h >> 31;
-    PALETTE[(((h >> 32) * PALETTE.len() as u64) >> 32) as usize]
+    colours
 }
 
 /// Fill for a batch of `size` on a light-to-dark blue scale up to `max`,
@@ -516,6 +506,7 @@ pub fn render(settings: &Settings, tl: &Timeline) -> String {
     let max_size = settings
         .max_batch_size
         .max(batches.iter().map(|b| b.size).max().unwrap_or(1));
+    let colours = sequence_colours(batches.iter().copied());
     if sequence_slots.is_some() {
         let mut seen = HashSet::new();
         for b in &batches {
@@ -524,7 +515,7 @@ pub fn render(settings: &Settings, tl: &Timeline) -> String {
                     if seen.insert(id.clone()) {
                         if legend.len() < MAX_LEGEND {
                             legend.push((
-                                sequence_colour(id).to_string(),
+                                colours[id].to_string(),
                                 format!("sequence {}", cut(&id.to_string(), 14)),
                             ));
                         } else {
@@ -668,7 +659,11 @@ pub fn render(settings: &Settings, tl: &Timeline) -> String {
                         push_wait(out, &g, r.arrival_us, b.start_us, y + BAR_H + 2.0);
                     }
                 }
-                let fill = e.sequence_id.as_ref().map_or("#cccccc", sequence_colour);
+                let fill = e
+                    .sequence_id
+                    .as_ref()
+                    .and_then(|id| colours.get(id).copied())
+                    .unwrap_or("#cccccc");
                 let seq = e
                     .sequence_id
                     .as_ref()
@@ -876,12 +871,44 @@ mod tests {
 
     #[test]
     fn colours_are_stable_and_spread() {
+        let slot = |id: u64| crate::batching::SlotRecord {
+            slot: 0,
+            request: Some(format!("r{id}")),
+            sequence_id: Some(CorrId::Int(id)),
+            start: false,
+            end: false,
+            ready: true,
+            corrid: CorrId::Int(id),
+        };
+        let batch = |ids: &[u64]| BatchRecord {
+            id: 0,
+            instance: 0,
+            start_us: 0,
+            end_us: 1,
+            size: ids.len() as u32,
+            requests: Vec::new(),
+            slots: ids.iter().map(|&i| slot(i)).collect(),
+        };
+        let bs = [
+            batch(&[9, 3]),
+            batch(&[3, 40]),
+            batch(&(100..130).collect::<Vec<_>>()),
+        ];
+        let c = sequence_colours(&bs);
+        // First appearance order: 9, 3, 40, then 100.. .
+        assert_eq!(c[&CorrId::Int(9)], PALETTE[0]);
+        assert_eq!(c[&CorrId::Int(3)], PALETTE[1]);
+        assert_eq!(c[&CorrId::Int(40)], PALETTE[2]);
+        let first: HashSet<&str> = [9, 3, 40]
+            .into_iter()
+            .chain(100..100 + PALETTE.len() as u64 - 3)
+            .map(|i| c[&CorrId::Int(i)])
+            .collect();
         assert_eq!(
-            sequence_colour(&CorrId::Int(7)),
-            sequence_colour(&CorrId::Int(7))
+            first.len(),
+            PALETTE.len(),
+            "the first sequences never share"
         );
-        let distinct: HashSet<&str> = (1..=40).map(|i| sequence_colour(&CorrId::Int(i))).collect();
-        assert!(distinct.len() >= 12, "{distinct:?}");
         let (light, dark_label) = size_colour(1, 8);
         let (dark, white_label) = size_colour(8, 8);
         assert_ne!(light, dark);

@@ -19,7 +19,7 @@ use super::{
     BatchRecord, CorrId, QueuePolicy, Request, RequestRecord, SchedulerKind, Settings, Sink,
     SlotRecord, Status, TimeoutAction,
 };
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 const MSG_TIMEOUT: &str = "Request timeout expired";
@@ -460,6 +460,90 @@ impl DynQueue {
         Decision::Wait(due)
     }
 
+    fn is_empty(&self) -> bool {
+        self.levels
+            .iter()
+            .all(|l| l.live.is_empty() && l.delayed.is_empty())
+    }
+
+    /// Triton's batch decision when the batch may join a payload of `p`
+    /// batch elements already built and waiting for an instance (`rep`:
+    /// the shape of that payload's first request). Unlike [`DynQueue::scan`]
+    /// (`p = 0`, idle dispatch), it also reports whether the payload is
+    /// saturated (the next requests start a new one) and the next preferred
+    /// size Triton stores to decide whether an arrival wakes the batcher.
+    fn pipe_scan(&self, now: u64, p: u32, rep: Option<&Option<String>>, jobs: &Slab) -> PipeScan {
+        let (mut n, mut sum) = (0usize, 0u32);
+        // The prefix Triton would send, as (requests, batch elements);
+        // a size of 0 means "none" (also when it was set at position 0).
+        let (mut best_n, mut best) = (0usize, 0u32);
+        let mut out = PipeScan::default();
+        let mut send_now = false;
+        let mut earliest = u64::MAX;
+        let mut first = rep;
+        'scan: for l in &self.levels {
+            for &j in l.live.iter().chain(l.delayed.iter()) {
+                let q = jobs.get(j);
+                let b = self.size_of(&q.req);
+                if p == 0 && n == 0 {
+                    first = Some(&q.req.shape);
+                } else {
+                    let next = p.saturating_add(sum).saturating_add(b);
+                    if next > self.maxp && best == 0 {
+                        (best_n, best) = (n, sum);
+                        out.saturated = true;
+                    }
+                    if next > self.mbs {
+                        send_now = true;
+                        break 'scan;
+                    }
+                    if self.shapes && first != Some(&q.req.shape) {
+                        out.shape_break = true;
+                        send_now = true;
+                        break 'scan;
+                    }
+                }
+                n += 1;
+                sum = sum.saturating_add(b);
+                earliest = earliest.min(q.enq);
+                if self.pref.contains(&p.saturating_add(sum)) {
+                    (best_n, best) = (n, sum);
+                }
+            }
+        }
+        let total = p.saturating_add(sum);
+        let expired = self.delay > 0 && n > 0 && now >= earliest.saturating_add(self.delay);
+        if best != 0 && !expired {
+            if self.delay == 0 {
+                out.saturated = true;
+            }
+            out.take = best_n;
+            return out;
+        }
+        out.take = n;
+        if n == 0 {
+            return out;
+        }
+        if send_now || total >= self.maxp {
+            out.saturated = true;
+            return out;
+        }
+        if expired || self.delay == 0 {
+            return out;
+        }
+        let next = self.pref.iter().copied().find(|&v| v > total);
+        let next = next.or_else(|| self.pref.first().copied()).unwrap_or(0);
+        out.next_pref = Some(next.saturating_sub(p));
+        // A payload that is waiting for an instance and has no preferred
+        // size yet takes whatever fits now.
+        if !out.saturated && p != 0 && !self.pref.contains(&p) {
+            return out;
+        }
+        out.take = 0;
+        out.wait = Some(earliest.saturating_add(self.delay));
+        out
+    }
+
     /// Removes the first `n` requests in scan order into `out`.
     fn take(&mut self, mut n: usize, out: &mut Vec<u32>) {
         self.version += 1;
@@ -471,6 +555,91 @@ impl DynQueue {
                 out.push(j);
                 n -= 1;
             }
+        }
+    }
+}
+
+/// What [`DynQueue::pipe_scan`] decided.
+#[derive(Default)]
+struct PipeScan {
+    /// Requests (in scan order) that join the payload now.
+    take: usize,
+    /// Nothing joins; look again at this time.
+    wait: Option<u64>,
+    /// The payload can not grow any more: the next requests start a new one.
+    saturated: bool,
+    /// A request with another shape ended the scan (the payload is never
+    /// merged with another).
+    shape_break: bool,
+    /// The new "next preferred size", when Triton computes one.
+    next_pref: Option<u32>,
+}
+
+/// A batch built ahead, waiting for an instance.
+struct Payload {
+    jobs: Vec<u32>,
+    size: u32,
+    /// Ended by a shape break: not merged with the next payload.
+    shape_break: bool,
+    /// Earliest enqueue time of its requests.
+    start: u64,
+}
+
+/// The payload the batcher thread is filling.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Cur {
+    /// Empty.
+    Fresh,
+    /// The last payload of [`Pipe::waiting`]: it still grows.
+    Queued,
+    /// An instance took it (or began to): the next requests need a new one.
+    Stale,
+}
+
+/// How long Triton's batcher thread sleeps with an empty queue before it
+/// looks again by itself.
+const BATCHER_IDLE_WAIT_US: u64 = 500_000;
+
+/// Pipelined mode of the dynamic batcher (schedulers.md §2.6 and
+/// schedulers-observed.md, Dynamic batcher): Triton's batcher thread
+/// builds payloads while the instances are busy and hands them to a FIFO
+/// the instances take from. The thread runs only when woken (an arrival
+/// that brings the queue to the stored next preferred size, an instance
+/// taking a payload, its own timer), and a payload waiting for an instance
+/// may keep growing (even past the largest preferred size, up to
+/// max_batch_size).
+struct Pipe {
+    waiting: VecDeque<Payload>,
+    /// At most this many payloads wait (2 × instances).
+    cap: usize,
+    cur: Cur,
+    /// Triton's `payload_saturated_`.
+    saturated: bool,
+    /// Triton's `next_preferred_batch_size_`.
+    next_pref: u32,
+    /// Batch elements in the queue (Triton's `queued_batch_size_`).
+    queued: u64,
+    /// The thread has been woken and runs at the next poll.
+    notified: bool,
+    /// The thread wakes up by itself at this time.
+    timer: Option<u64>,
+    /// `timer` is the empty-queue wait (repeats every
+    /// [`BATCHER_IDLE_WAIT_US`] while nothing arrives).
+    idle_timer: bool,
+}
+
+impl Pipe {
+    fn new(instances: usize) -> Self {
+        Pipe {
+            waiting: VecDeque::new(),
+            cap: 2 * instances.max(1),
+            cur: Cur::Fresh,
+            saturated: false,
+            next_pref: 0,
+            queued: 0,
+            notified: false,
+            timer: None,
+            idle_timer: false,
         }
     }
 }
@@ -507,11 +676,88 @@ enum Loc {
     Backlog(u64),
 }
 
+/// The free `(slot, instance)` pairs, in the order Triton hands them out.
+///
+/// Triton keeps them in a `std::priority_queue` whose comparison looks at
+/// the slot index only, so which instance's slot comes first among equal
+/// indices depends on how the underlying binary heap moves its elements
+/// (libstdc++'s heap algorithms; schedulers-observed.md, Direct). This is
+/// a binary heap in an array (children of `k` at `2k+1` and `2k+2`) that
+/// moves elements the same way:
+///
+/// * push: the new pair goes to the end and climbs while its parent has a
+///   strictly larger slot index (an equal parent stops it);
+/// * pop: the last pair is set aside, the hole left at the root walks down
+///   to a leaf, each step taking the child with the smaller slot index and
+///   the right-hand one when both are equal (a lone left child at the
+///   bottom is taken too), then the set-aside pair climbs from the hole as
+///   in push.
+#[derive(Default)]
+struct SlotHeap {
+    /// `(slot, instance)`.
+    items: Vec<(usize, usize)>,
+}
+
+impl SlotHeap {
+    fn push(&mut self, item: (usize, usize)) {
+        self.items.push(item);
+        let hole = self.items.len() - 1;
+        self.climb(hole, item);
+    }
+
+    /// Moves `item` up from the empty position `hole` while the parent's
+    /// slot is strictly larger, and stores it where it stops.
+    fn climb(&mut self, mut hole: usize, item: (usize, usize)) {
+        while hole > 0 {
+            let parent = (hole - 1) / 2;
+            if self.items[parent].0 <= item.0 {
+                break;
+            }
+            self.items[hole] = self.items[parent];
+            hole = parent;
+        }
+        self.items[hole] = item;
+    }
+
+    fn pop(&mut self) -> Option<(usize, usize)> {
+        let last = self.items.pop()?;
+        if self.items.is_empty() {
+            return Some(last);
+        }
+        let top = self.items[0];
+        let len = self.items.len();
+        let mut hole = 0;
+        // Down to a leaf, always through a child.
+        loop {
+            let right = 2 * hole + 2;
+            if right < len {
+                let left = right - 1;
+                let child = if self.items[right].0 > self.items[left].0 {
+                    left
+                } else {
+                    right
+                };
+                self.items[hole] = self.items[child];
+                hole = child;
+            } else {
+                if right == len {
+                    // Only a left child.
+                    self.items[hole] = self.items[right - 1];
+                    hole = right - 1;
+                }
+                break;
+            }
+        }
+        self.climb(hole, last);
+        Some(top)
+    }
+}
+
 struct SeqState {
     slots: Vec<Vec<Slot>>,
     per_instance: usize,
-    /// Free slots, smallest (slot index, instance) first.
-    free: BinaryHeap<std::cmp::Reverse<(usize, usize)>>,
+    /// Free slots in Triton's order (see [`SlotHeap`]).
+    free: SlotHeap,
     map: FxMap<CorrId, Loc>,
     backlog: BTreeMap<u64, Backlog>,
     next_backlog: u64,
@@ -532,10 +778,12 @@ struct SeqState {
 
 impl SeqState {
     fn new(instances: usize, per_instance: usize, idle_us: u64, oldest: bool) -> Self {
-        let mut free = Vec::with_capacity(instances * per_instance);
-        for s in 0..per_instance {
-            for i in 0..instances {
-                free.push(std::cmp::Reverse((s, i)));
+        // Triton pushes every slot of instance 0, then of instance 1, ...
+        // (SequenceBatchScheduler::CreateBatchers).
+        let mut free = SlotHeap::default();
+        for i in 0..instances {
+            for s in 0..per_instance {
+                free.push((s, i));
             }
         }
         SeqState {
@@ -543,7 +791,7 @@ impl SeqState {
                 .map(|_| (0..per_instance).map(|_| Slot::default()).collect())
                 .collect(),
             per_instance,
-            free: BinaryHeap::from(free),
+            free,
             map: FxMap::default(),
             backlog: BTreeMap::new(),
             next_backlog: 0,
@@ -606,14 +854,16 @@ impl SeqState {
                 }
                 self.touch(i, s);
             }
-            None => self.free.push(std::cmp::Reverse((s, i))),
+            None => self.free.push((s, i)),
         }
     }
 }
 
 enum Sched {
     Default(VecDeque<Request>),
-    Dynamic(DynQueue, bool),
+    /// The queue, preserve_ordering, and the pipelined state when Triton
+    /// builds batches ahead.
+    Dynamic(DynQueue, bool, Option<Pipe>),
     Direct(SeqState, u64, f32),
     Oldest(SeqState, Vec<DynQueue>, bool),
 }
@@ -750,6 +1000,7 @@ impl Scheduler {
                     s.enforce_shapes,
                 ),
                 d.preserve_ordering,
+                d.prefetch.then(|| Pipe::new(n)),
             ),
             SchedulerKind::Direct(d) => Sched::Direct(
                 SeqState::new(n, s.max_batch_size.max(1) as usize, d.seq.idle_us, false),
@@ -841,7 +1092,16 @@ impl Scheduler {
         };
         match &self.sched {
             Sched::Default(_) => {}
-            Sched::Dynamic(dq, _) => add(dq.expiry_at),
+            Sched::Dynamic(dq, _, pipe) => {
+                add(dq.expiry_at);
+                if let Some(pipe) = pipe {
+                    if pipe.notified {
+                        add(Some(0));
+                    } else if !dq.is_empty() {
+                        add(pipe.timer);
+                    }
+                }
+            }
             Sched::Direct(st, ..) | Sched::Oldest(st, ..) => {
                 add(st.backlog_at);
                 if st.owned > 0 {
@@ -872,7 +1132,7 @@ impl Scheduler {
         }
         match &mut self.sched {
             Sched::Default(q) => q.push_back(r),
-            Sched::Dynamic(dq, _) => {
+            Sched::Dynamic(dq, _, pipe) => {
                 let level = dq.level_of(&r);
                 let l = &mut dq.levels[level];
                 let held = l.live.len() + l.delayed.len();
@@ -892,9 +1152,32 @@ impl Scheduler {
                     deadline,
                     slot: 0,
                 });
+                let size = u64::from(dq.size_of(&self.jobs.get(j).req));
                 dq.push(level, j);
                 if let Some(d) = deadline {
                     dq.expiry_at = Some(dq.expiry_at.map_or(d, |x| x.min(d)));
+                }
+                if let Some(pipe) = pipe {
+                    // DynamicBatchScheduler::Enqueue: wake the batcher only
+                    // if a payload may be built and it could change
+                    // something.
+                    pipe.queued = pipe.queued.saturating_add(size);
+                    let wake = pipe.waiting.len() < pipe.cap
+                        && (dq.shapes
+                            || pipe.saturated
+                            || pipe.cur == Cur::Stale
+                            || pipe.queued >= u64::from(pipe.next_pref));
+                    if wake {
+                        pipe.notified = true;
+                    } else if let (true, Some(t)) = (pipe.idle_timer, pipe.timer) {
+                        // The empty-queue wait repeats; the thread notices
+                        // the request at the first wake-up from now on.
+                        if t < now {
+                            let k = (now - t).div_ceil(BATCHER_IDLE_WAIT_US);
+                            pipe.timer =
+                                Some(t.saturating_add(k.saturating_mul(BATCHER_IDLE_WAIT_US)));
+                        }
+                    }
                 }
             }
             Sched::Direct(..) | Sched::Oldest(..) => self.arrive_seq(now, r, sink),
@@ -986,7 +1269,7 @@ impl Scheduler {
                 let seq = st.handle();
                 let j = self.jobs.insert(job(seq));
                 match st.free.pop() {
-                    Some(std::cmp::Reverse((s, i))) => {
+                    Some((s, i)) => {
                         let slot = &mut st.slots[i][s];
                         slot.last_seen = now;
                         slot.queue.push_back(Item::Req(j));
@@ -1074,7 +1357,7 @@ impl Scheduler {
     /// Deadlines, backlog expiry and idle reaping at `now`.
     fn time_checks(&mut self, now: u64, sink: &mut dyn Sink) {
         match &mut self.sched {
-            Sched::Dynamic(dq, _) => {
+            Sched::Dynamic(dq, _, _) => {
                 let mut out = std::mem::take(&mut self.scratch);
                 dq.expire(now, &mut self.jobs, &mut out);
                 for &j in &out {
@@ -1167,6 +1450,12 @@ impl Scheduler {
     pub fn poll(&mut self, now_us: u64, sink: &mut dyn Sink, started: &mut Vec<usize>) {
         started.clear();
         self.time_checks(now_us, sink);
+        if matches!(self.sched, Sched::Dynamic(_, _, Some(_))) {
+            let idle: Vec<usize> = (0..self.busy.len()).filter(|&i| !self.busy[i]).collect();
+            self.run_pipe(now_us);
+            started.extend(idle.into_iter().filter(|&i| self.busy[i]));
+            return;
+        }
         for i in 0..self.busy.len() {
             if !self.busy[i] {
                 self.wait[i] = None;
@@ -1214,7 +1503,7 @@ impl Scheduler {
                     end: false,
                 });
             }
-            Sched::Dynamic(dq, ordering) => match dq.decide(now, &self.jobs) {
+            Sched::Dynamic(dq, ordering, _) => match dq.decide(now, &self.jobs) {
                 Decision::Nothing => {}
                 Decision::Wait(t) => self.wait[inst] = Some(t),
                 Decision::Send(n) => {
@@ -1245,6 +1534,149 @@ impl Scheduler {
             }
             Sched::Direct(..) => self.form_direct(now, inst),
         }
+    }
+
+    /// Pipelined dynamic batcher at `now`: idle instances take waiting
+    /// payloads, then the batcher thread runs if it was woken or its timer
+    /// is due, until it waits again.
+    fn run_pipe(&mut self, now: u64) {
+        self.pipe_feed_idle(now);
+        {
+            let Sched::Dynamic(_, _, Some(pipe)) = &mut self.sched else {
+                return;
+            };
+            if !(pipe.notified || pipe.timer.is_some_and(|t| now >= t)) {
+                return;
+            }
+            pipe.notified = false;
+            pipe.timer = None;
+            pipe.idle_timer = false;
+        }
+        loop {
+            let Sched::Dynamic(dq, _, Some(pipe)) = &mut self.sched else {
+                return;
+            };
+            if pipe.saturated || pipe.cur == Cur::Stale {
+                pipe.cur = Cur::Fresh;
+                pipe.next_pref = 0;
+                pipe.saturated = false;
+            }
+            if dq.is_empty() {
+                pipe.timer = Some(now.saturating_add(BATCHER_IDLE_WAIT_US));
+                pipe.idle_timer = true;
+                return;
+            }
+            if pipe.waiting.len() >= pipe.cap {
+                // Blocked until an instance takes a payload (which wakes it).
+                return;
+            }
+            let back = if pipe.cur == Cur::Queued {
+                pipe.waiting.back_mut()
+            } else {
+                None
+            };
+            let (p, rep) = match &back {
+                Some(b) => (b.size, Some(&self.jobs.get(b.jobs[0]).req.shape)),
+                None => (0, None),
+            };
+            let d = dq.pipe_scan(now, p, rep, &self.jobs);
+            if let Some(b) = back {
+                b.shape_break |= d.shape_break;
+            }
+            pipe.saturated |= d.saturated;
+            if let Some(np) = d.next_pref {
+                pipe.next_pref = np;
+            }
+            if let Some(t) = d.wait {
+                pipe.timer = Some(t);
+                return;
+            }
+            if d.take == 0 {
+                if pipe.saturated {
+                    continue;
+                }
+                // Triton spins until an instance takes the payload.
+                return;
+            }
+            let mut taken = Vec::with_capacity(d.take);
+            dq.take(d.take, &mut taken);
+            let mut size = 0u32;
+            let mut start = u64::MAX;
+            for &j in &taken {
+                let job = self.jobs.get(j);
+                size = size.saturating_add(dq.size_of(&job.req));
+                start = start.min(job.enq);
+            }
+            pipe.queued = pipe.queued.saturating_sub(u64::from(size));
+            match pipe.waiting.back_mut() {
+                Some(b) if pipe.cur == Cur::Queued => {
+                    b.jobs.extend(taken);
+                    b.size = b.size.saturating_add(size);
+                    b.start = b.start.min(start);
+                }
+                _ => {
+                    pipe.waiting.push_back(Payload {
+                        jobs: taken,
+                        size,
+                        shape_break: d.shape_break,
+                        start,
+                    });
+                    pipe.cur = Cur::Queued;
+                }
+            }
+            // A waiting instance takes it at once; the thread is running,
+            // so the wake-up that comes with it is lost.
+            self.pipe_feed_idle(now);
+            if let Sched::Dynamic(_, _, Some(pipe)) = &mut self.sched {
+                pipe.notified = false;
+            }
+        }
+    }
+
+    /// Idle instances, in index order, take the oldest waiting payloads.
+    fn pipe_feed_idle(&mut self, now: u64) {
+        for i in 0..self.busy.len() {
+            if !self.busy[i] && !self.pipe_take(now, i) {
+                return;
+            }
+        }
+    }
+
+    /// Idle instance `inst` takes the oldest waiting payload, merged with
+    /// the following ones whose requests waited longer than the queue
+    /// delay (Triton's instance queue), and wakes the batcher thread.
+    fn pipe_take(&mut self, now: u64, inst: usize) -> bool {
+        let Sched::Dynamic(dq, ordering, Some(pipe)) = &mut self.sched else {
+            return false;
+        };
+        let Some(mut p) = pipe.waiting.pop_front() else {
+            return false;
+        };
+        if pipe.waiting.is_empty() && pipe.cur == Cur::Queued {
+            pipe.cur = Cur::Stale;
+        }
+        if dq.delay > 0 && dq.mbs > 1 && !p.shape_break {
+            while let Some(f) = pipe.waiting.front() {
+                if f.shape_break || now.saturating_sub(f.start) <= dq.delay {
+                    break;
+                }
+                // Triton marks it as executing before it checks the size.
+                if pipe.waiting.len() == 1 && pipe.cur == Cur::Queued {
+                    pipe.cur = Cur::Stale;
+                }
+                if p.size.saturating_add(f.size) > dq.mbs {
+                    break;
+                }
+                let f = pipe.waiting.pop_front().expect("front exists");
+                p.jobs.extend(f.jobs);
+                p.size = p.size.saturating_add(f.size);
+            }
+        }
+        pipe.notified = true;
+        let order = ordering.then_some(0);
+        let batching = dq.batching;
+        self.emit_plain(now, inst, &mut p.jobs, batching, order, false);
+        true
     }
 
     fn emit_plain(

@@ -342,6 +342,12 @@ pub struct DynamicSettings {
     pub levels: Vec<QueuePolicy>,
     /// 0-based index into `levels` for requests without a valid priority.
     pub default_level: usize,
+    /// Whether Triton builds batches ahead while the instances are busy
+    /// ("pipelined mode", schedulers.md §2.6): no priority levels and a
+    /// default policy without timeout, timeout override or max_queue_size
+    /// (Triton's `PriorityQueue::SupportPrefetching`). Otherwise a batch
+    /// is formed only for an idle instance.
+    pub prefetch: bool,
 }
 
 /// Settings shared by both sequence batching strategies.
@@ -434,21 +440,32 @@ impl Settings {
                     .as_ref()
                     .map(QueuePolicy::from_pb)
                     .unwrap_or_default();
-                let n = d.priority_levels.max(1);
-                let levels = (1..=n)
-                    .map(|l| {
-                        d.priority_queue_policy
-                            .get(&l)
-                            .map(QueuePolicy::from_pb)
-                            .unwrap_or_else(|| default_policy.clone())
-                    })
-                    .collect::<Vec<_>>();
+                // Without priority levels Triton's queue has one level with
+                // the default policy; `priority_queue_policy` is ignored
+                // (scheduler_utils.cc, the PriorityQueue constructor).
+                let levels = if d.priority_levels == 0 {
+                    vec![default_policy]
+                } else {
+                    (1..=d.priority_levels)
+                        .map(|l| {
+                            d.priority_queue_policy
+                                .get(&l)
+                                .map(QueuePolicy::from_pb)
+                                .unwrap_or_else(|| default_policy.clone())
+                        })
+                        .collect::<Vec<_>>()
+                };
                 let default_level = if d.priority_levels == 0 {
                     0
                 } else {
                     (d.default_priority_level.clamp(1, d.priority_levels) - 1) as usize
                 };
+                let prefetch = d.priority_levels == 0 && {
+                    let p = &levels[0];
+                    p.default_timeout_us == 0 && !p.allow_timeout_override && p.max_queue_size == 0
+                };
                 SchedulerKind::Dynamic(DynamicSettings {
+                    prefetch,
                     preferred: normalized_preferred(&d.preferred_batch_size, mbs),
                     max_queue_delay_us: d.max_queue_delay_microseconds,
                     preserve_ordering: d.preserve_ordering,

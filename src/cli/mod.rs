@@ -80,6 +80,9 @@ pub enum Command {
     /// Run a model locally with ONNX Runtime, batched by the same scheduler
     /// code as `simulate`, on a real clock.
     Run(RunArgs),
+    /// Load-test a model on a running KServe v2 / Triton server (closed or
+    /// open loop, latency from the intended send time).
+    Perf(PerfArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -446,4 +449,159 @@ mod tests {
         assert_eq!(v.gpus, vec![0, 1]);
         assert_eq!(v.paths, vec![PathBuf::from("x")]);
     }
+}
+
+/// Output format of `perf`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PerfFormat {
+    /// A table per load level (default).
+    Human,
+    /// One JSON document (see schemas/perf.schema.json).
+    Json,
+}
+
+/// Transport of `perf`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PerfProtocol {
+    /// HTTP/1.1 with keep-alive connections.
+    Http,
+    /// gRPC (not available yet).
+    Grpc,
+}
+
+/// How tensors travel over HTTP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TensorFormat {
+    /// The binary tensor data extension (`Inference-Header-Content-Length`).
+    Binary,
+    /// Tensors as JSON arrays.
+    Json,
+}
+
+/// Gaps between open-loop sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RequestDistribution {
+    /// Evenly spaced sends.
+    Constant,
+    /// Exponential gaps (a Poisson arrival process), seeded by `--seed`.
+    Poisson,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PerfArgs {
+    /// Model name.
+    #[arg(short = 'm', long = "model", value_name = "MODEL")]
+    pub model: String,
+    /// Model version (default: the server's choice).
+    #[arg(short = 'x', long = "model-version", value_name = "V")]
+    pub model_version: Option<String>,
+    /// Server address, HOST:PORT or http://HOST:PORT.
+    #[arg(
+        short = 'u',
+        long = "url",
+        value_name = "HOST:PORT",
+        default_value = "localhost:8000"
+    )]
+    pub url: String,
+    /// Protocol.
+    #[arg(short = 'i', long = "protocol", value_enum, default_value_t = PerfProtocol::Http)]
+    pub protocol: PerfProtocol,
+    /// Extra HTTP header `Name:Value` on every request (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "NAME:VALUE")]
+    pub headers: Vec<String>,
+    /// Closed loop: keep N requests outstanding, for N from START to END by
+    /// STEP (`START[:END[:STEP]]`). The default load is concurrency 1.
+    #[arg(
+        long = "concurrency-range",
+        value_name = "START:END:STEP",
+        conflicts_with = "request_rate_range"
+    )]
+    pub concurrency_range: Option<String>,
+    /// Open loop: send at R requests per second, for R from START to END by
+    /// STEP; latency counts from the scheduled send time.
+    #[arg(long = "request-rate-range", value_name = "START:END:STEP")]
+    pub request_rate_range: Option<String>,
+    /// Gaps between open-loop sends.
+    #[arg(long = "request-distribution", value_enum, default_value_t = RequestDistribution::Constant)]
+    pub request_distribution: RequestDistribution,
+    /// Seed of the Poisson schedule and of random input data.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Open loop: at most N requests in flight; a send that has to wait for
+    /// a free slot is late.
+    #[arg(long = "max-concurrency", value_name = "N", default_value_t = 1024)]
+    pub max_concurrency: usize,
+    /// Length of the measurement window in milliseconds.
+    #[arg(
+        short = 'p',
+        long = "measurement-interval",
+        value_name = "MS",
+        default_value_t = 5000
+    )]
+    pub measurement_interval: u64,
+    /// Length of the measurement window in seconds (overrides
+    /// `--measurement-interval`).
+    #[arg(long, value_name = "S", conflicts_with = "request_count")]
+    pub duration: Option<f64>,
+    /// Measure exactly N requests per level instead of a time window.
+    #[arg(long = "request-count", value_name = "N")]
+    pub request_count: Option<u64>,
+    /// Seconds of load before each level's measurement starts (not counted).
+    #[arg(long, value_name = "S", default_value_t = 0.0)]
+    pub warmup: f64,
+    /// Per-request timeout in milliseconds (a timed-out request is an error
+    /// of kind `timeout`).
+    #[arg(long, value_name = "MS", default_value_t = 30000)]
+    pub timeout: u64,
+    /// Input values: `random` (seeded) or `zero`.
+    #[arg(
+        long = "input-data",
+        value_name = "random|zero",
+        default_value = "random"
+    )]
+    pub input_data: String,
+    /// Shape of an input without the batch dimension, `NAME:D1,D2`
+    /// (needed for variable dims; repeatable).
+    #[arg(long, value_name = "NAME:DIMS")]
+    pub shape: Vec<String>,
+    /// Batch size of every request.
+    #[arg(
+        short = 'b',
+        long = "batch-size",
+        value_name = "N",
+        default_value_t = 1
+    )]
+    pub batch_size: u64,
+    /// Input tensor encoding over HTTP.
+    #[arg(long = "input-tensor-format", value_enum, default_value_t = TensorFormat::Binary)]
+    pub input_tensor_format: TensorFormat,
+    /// Output tensor encoding requested over HTTP.
+    #[arg(long = "output-tensor-format", value_enum, default_value_t = TensorFormat::Binary)]
+    pub output_tensor_format: TensorFormat,
+    /// Exit with status 1 when the share of failed requests in any level is
+    /// above this (0 to 1).
+    #[arg(long = "max-error-rate", value_name = "RATE", default_value_t = 0.0)]
+    pub max_error_rate: f64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = PerfFormat::Human)]
+    pub format: PerfFormat,
+    /// Also write perf_analyzer's CSV columns to FILE (Model Analyzer reads
+    /// it).
+    #[arg(short = 'f', long = "csv", value_name = "FILE.csv")]
+    pub csv: Option<PathBuf>,
+    /// Model without the config endpoint (plain KServe v2 servers): the
+    /// first metadata dim is a batch dim.
+    #[arg(long = "batched")]
+    pub batched: bool,
+    /// Sequence models (detected from the config): requests per sequence.
+    #[arg(long = "sequence-length", value_name = "N", default_value_t = 20)]
+    pub sequence_length: u64,
+    /// Sequence ids `START[:END]` (END exclusive; ids wrap around). The
+    /// default starts at a random base so that two runs do not collide.
+    #[arg(long = "sequence-id-range", value_name = "START[:END]")]
+    pub sequence_id_range: Option<String>,
+    /// Open loop, sequence models: sequences live at once (each has at
+    /// most one request in flight).
+    #[arg(long = "num-of-sequences", value_name = "N", default_value_t = 4)]
+    pub num_of_sequences: usize,
 }

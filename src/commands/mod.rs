@@ -10,6 +10,7 @@ pub mod convert;
 pub mod doctor;
 pub mod explain;
 pub mod fmt;
+pub mod perf;
 pub mod run;
 pub mod simulate;
 pub mod trace;

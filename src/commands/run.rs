@@ -1,13 +1,148 @@
-//! `tritonctl run`: run a model locally with ONNX Runtime.
+//! `tritonctl run`: run a model locally with ONNX Runtime, through the
+//! same scheduler code `simulate` uses, on a real clock (see
+//! `crate::run::runner`).
+//!
+//! Exit status: 0 every request succeeded, 1 some request failed, 2 the
+//! run could not start (usage error, unreadable model or input, config
+//! errors, no ONNX Runtime, an unusable `--device`, a binary built without
+//! the `run` feature).
 
 use super::{CommandError, Context, ExitStatus};
 use crate::cli::RunArgs;
 use std::io::Write;
 
+#[cfg(not(feature = "run"))]
 pub fn run(
     _args: &RunArgs,
     _ctx: &Context,
     _out: &mut dyn Write,
 ) -> Result<ExitStatus, CommandError> {
-    Err(CommandError::Usage("run: not implemented yet".into()))
+    Err(CommandError::Usage(
+        "this tritonctl was built without the `run` feature (ONNX Runtime support); rebuild it with `--features run`".into(),
+    ))
+}
+
+#[cfg(feature = "run")]
+pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitStatus, CommandError> {
+    use crate::cli::SimulateFormat;
+    use crate::run::input::{parse_input, InputSchema, ParseOptions};
+    use crate::run::model::{load_model, LoadError};
+    use crate::run::output::{render_table, write_json_line, TableOptions};
+    use crate::run::runner::RunOptions;
+    use crate::validate::{FileReport, Report};
+
+    // The model first: its config decides how the input is read.
+    let model = match load_model(&args.model, args.model_version) {
+        Ok(m) => m,
+        Err(LoadError::Invalid(report)) => {
+            let text = LoadError::Invalid(report.clone()).to_string();
+            let report = Report {
+                files: vec![FileReport::clone(&report)],
+            };
+            super::convert::show_diagnostics(&report, ctx);
+            return Err(CommandError::Input(format!(
+                "{text}; fix them before running (see `tritonctl validate`)"
+            )));
+        }
+        Err(LoadError::Other(m)) => return Err(CommandError::Input(m)),
+    };
+    if model.autocompleted {
+        crate::term::warning(
+            ctx.global.color,
+            &format!(
+                "{}: no config.pbtxt; running with the configuration Triton would auto-complete",
+                args.model.display()
+            ),
+        );
+    }
+    let device = crate::runtime::select_device(args.device.as_deref())
+        .map_err(|e| CommandError::Usage(e.to_string()))?;
+    crate::runtime::probe().map_err(|e| CommandError::Input(e.to_string()))?;
+
+    let (text, file) = if args.input.as_os_str() == "-" {
+        let bytes = crate::term::read_stdin()
+            .map_err(|e| CommandError::Input(format!("<stdin>: cannot read: {e}")))?;
+        (
+            String::from_utf8_lossy(&bytes).into_owned(),
+            "<stdin>".to_string(),
+        )
+    } else {
+        let name = args.input.display().to_string();
+        let text = std::fs::read_to_string(&args.input).map_err(|e| {
+            CommandError::Input(format!(
+                "{name}: cannot read: {}",
+                crate::validate::io_message(&e)
+            ))
+        })?;
+        (text, name)
+    };
+    let schema = InputSchema::from_config(&model.cfg)
+        .map_err(|e| CommandError::Input(format!("{}: {e}", args.model.display())))?;
+    let parsed = parse_input(
+        &text,
+        &file,
+        &schema,
+        &ParseOptions {
+            sequence: args.sequence,
+        },
+    )
+    .map_err(|e| CommandError::Input(e.to_string()))?;
+    for w in &parsed.warnings {
+        crate::term::warning(ctx.global.color, w);
+    }
+
+    let show_progress =
+        crate::term::stderr_is_terminal() && parsed.requests.len() >= 100 && !ctx.global.quiet;
+    let progress = |done: usize, total: usize| {
+        if done == total || done.is_multiple_of(50) {
+            crate::term::eprint(&format!("\r{done}/{total} requests"));
+            if done == total {
+                crate::term::eprint("\n");
+            }
+        }
+    };
+    let opts = RunOptions {
+        device,
+        progress: if show_progress { Some(&progress) } else { None },
+    };
+    let output = crate::run::ensemble::run(&model, &parsed.requests, &opts)
+        .map_err(|e| CommandError::Input(format!("{}: {e}", args.model.display())))?;
+
+    match args.format {
+        SimulateFormat::Json => {
+            for r in &output.results {
+                write_json_line(out, r)?;
+            }
+        }
+        SimulateFormat::Human => {
+            let table = render_table(&output.results, &TableOptions::default());
+            writeln!(out, "{table}")?;
+            let failed = output.results.iter().filter(|r| !r.is_ok()).count();
+            writeln!(
+                out,
+                "{} requests on {} ({}): {} ok, {failed} failed",
+                output.results.len(),
+                model.name,
+                device,
+                output.results.len() - failed
+            )?;
+        }
+    }
+    if let Some(path) = &args.profile {
+        let spec = output.latency_spec().ok_or_else(|| {
+            CommandError::Input("--profile: no batch was executed, nothing to write".into())
+        })?;
+        std::fs::write(path, format!("{spec}\n")).map_err(|e| {
+            CommandError::Input(format!(
+                "{}: cannot write: {}",
+                path.display(),
+                crate::validate::io_message(&e)
+            ))
+        })?;
+    }
+    Ok(if output.results.iter().all(|r| r.is_ok()) {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
 }

@@ -25,6 +25,7 @@
 //! [`STDIN_LIMIT`] bytes).
 
 use super::{CommandError, Context, ExitStatus};
+use crate::batching::controls::{ControlKind, ControlSpec, ControlTensor};
 use crate::batching::{
     self, BatchRecord, CorrId, Latency, Request, RequestRecord, SchedulerKind, Settings, Sink,
     SlotRecord, Status,
@@ -80,6 +81,13 @@ pub fn run(
         settings.kind,
         SchedulerKind::Direct(_) | SchedulerKind::Oldest(_)
     );
+    // Sequence batching: the control tensors of every batch (JSON only).
+    let controls = match args.format {
+        SimulateFormat::Json => ControlSpec::from_config(base.config())
+            .map_err(|e| CommandError::Input(format!("{}: {e}", base.name())))?
+            .filter(|spec| !spec.is_empty()),
+        SimulateFormat::Human => None,
+    };
     let mut stats = Stats::new(settings.instances, args.format == SimulateFormat::Json);
     let mut collector = timeline_options.map(timeline::Collector::new);
 
@@ -128,7 +136,7 @@ pub fn run(
     }
     let summary = stats.summary();
     match args.format {
-        SimulateFormat::Json => write_json(out, &mut stats, &summary, sequence)?,
+        SimulateFormat::Json => write_json(out, &mut stats, &summary, sequence, controls.as_ref())?,
         SimulateFormat::Human => write_human(out, &settings, &summary)?,
     }
     out.flush()?;
@@ -771,6 +779,44 @@ struct BatchOut<'a> {
     requests: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     slots: Option<&'a [SlotRecord]>,
+    /// The control inputs the model receives with the batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    controls: Option<Vec<ControlOut>>,
+}
+
+/// A control tensor in the JSON output: `data` nested like `shape`
+/// (`[[true], [true]]` for shape `[2, 1]`).
+#[derive(Serialize)]
+struct ControlOut {
+    name: String,
+    kind: ControlKind,
+    datatype: &'static str,
+    shape: Vec<i64>,
+    data: serde_json::Value,
+}
+
+impl ControlOut {
+    fn new(t: ControlTensor) -> Self {
+        let flat = match serde_json::to_value(&t.data) {
+            Ok(serde_json::Value::Array(v)) => v,
+            _ => Vec::new(),
+        };
+        let data = match t.shape.as_slice() {
+            [_, inner] if *inner > 0 => serde_json::Value::Array(
+                flat.chunks(*inner as usize)
+                    .map(|c| serde_json::Value::Array(c.to_vec()))
+                    .collect(),
+            ),
+            _ => serde_json::Value::Array(flat),
+        };
+        ControlOut {
+            name: t.name,
+            kind: t.kind,
+            datatype: t.datatype,
+            shape: t.shape,
+            data,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -785,8 +831,32 @@ fn write_json(
     stats: &mut Stats,
     summary: &Summary,
     sequence: bool,
+    controls: Option<&ControlSpec>,
 ) -> Result<(), CommandError> {
     stats.batches.sort_by_key(|b| b.id);
+    let mut batches = Vec::with_capacity(stats.batches.len());
+    for b in &stats.batches {
+        let controls = match controls {
+            Some(spec) if sequence => Some(
+                spec.tensors(b.executed_slots())
+                    .map_err(|e| CommandError::Input(format!("batch {}: {e}", b.id)))?
+                    .into_iter()
+                    .map(ControlOut::new)
+                    .collect(),
+            ),
+            _ => None,
+        };
+        batches.push(BatchOut {
+            id: b.id,
+            instance: b.instance,
+            start_us: b.start_us,
+            end_us: b.end_us,
+            size: b.size,
+            requests: &b.requests,
+            slots: sequence.then_some(b.slots.as_slice()),
+            controls,
+        });
+    }
     let doc = Document {
         requests: stats
             .requests
@@ -804,19 +874,7 @@ fn write_json(
                 reason: &r.reason,
             })
             .collect(),
-        batches: stats
-            .batches
-            .iter()
-            .map(|b| BatchOut {
-                id: b.id,
-                instance: b.instance,
-                start_us: b.start_us,
-                end_us: b.end_us,
-                size: b.size,
-                requests: &b.requests,
-                slots: sequence.then_some(b.slots.as_slice()),
-            })
-            .collect(),
+        batches,
         summary,
     };
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;

@@ -7,8 +7,13 @@
 //! sessions) is assembled from these in the `run` command.
 
 pub mod codec;
+#[cfg(feature = "run")]
+pub mod ensemble;
 pub mod input;
+pub mod model;
 pub mod output;
+#[cfg(feature = "run")]
+pub mod runner;
 pub mod stack;
 pub mod state;
 

@@ -220,3 +220,151 @@ fn every_committed_input_file_parses_with_its_model() {
         assert!(parsed.warnings.is_empty(), "{file}: {:?}", parsed.warnings);
     }
 }
+
+// ------------------------------------------------------------ model loading
+
+fn copy_model(name: &str, to: &std::path::Path, versions: &[u64]) -> PathBuf {
+    let src = model_dir(name);
+    let dst = to.join(name);
+    for v in versions {
+        std::fs::create_dir_all(dst.join(v.to_string())).unwrap();
+        std::fs::copy(
+            src.join("1").join("model.onnx"),
+            dst.join(v.to_string()).join("model.onnx"),
+        )
+        .unwrap();
+    }
+    std::fs::copy(src.join("config.pbtxt"), dst.join("config.pbtxt")).unwrap();
+    dst
+}
+
+#[test]
+fn the_highest_version_is_run_unless_one_is_asked_for() {
+    use super::model::load_model;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = copy_model("preprocess", tmp.path(), &[1, 3, 20]);
+    std::fs::create_dir_all(dir.join("not_a_version")).unwrap();
+    let m = load_model(&dir, None).unwrap();
+    assert_eq!(m.version, Some(20));
+    assert!(m.model_file.unwrap().ends_with("20/model.onnx"));
+    let m = load_model(&dir, Some(3)).unwrap();
+    assert_eq!(m.version, Some(3));
+    let e = load_model(&dir, Some(2)).unwrap_err().to_string();
+    assert!(
+        e.contains("no version directory 2") && e.contains("1, 3, 20"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_config_with_errors_stops_the_run_with_its_diagnostics() {
+    use super::model::{load_model, LoadError};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = copy_model("preprocess", tmp.path(), &[1]);
+    let cfg = std::fs::read_to_string(dir.join("config.pbtxt")).unwrap();
+    // A preferred batch size above max_batch_size is a load error in Triton.
+    let cfg = cfg.replace(
+        "max_queue_delay_microseconds: 100",
+        "max_queue_delay_microseconds: 100\n  preferred_batch_size: [ 64 ]",
+    );
+    std::fs::write(dir.join("config.pbtxt"), cfg).unwrap();
+    match load_model(&dir, None) {
+        Err(LoadError::Invalid(report)) => {
+            assert!(report
+                .diagnostics
+                .iter()
+                .any(|d| d.severity == crate::diagnostics::Severity::Error));
+        }
+        other => panic!("expected config errors, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_stateful_backend_and_the_ensemble_are_recognized() {
+    use super::model::load_model;
+    let m = load_model(&model_dir("accumulate"), None).unwrap();
+    assert!(m.is_stateful_backend() && !m.is_ensemble());
+    let e = load_model(&model_dir("pipeline"), None).unwrap();
+    assert!(e.is_ensemble());
+    assert!(e.model_file.is_none());
+}
+
+// ------------------------------------------------------------- the runner
+
+#[cfg(feature = "run")]
+fn ort_available() -> bool {
+    match crate::runtime::probe() {
+        Ok(_) => true,
+        Err(e) if std::env::var_os("TRITONCTL_REQUIRE_ORT").is_some_and(|v| v == "1") => {
+            panic!("TRITONCTL_REQUIRE_ORT=1 but ONNX Runtime is not available: {e}")
+        }
+        Err(_) => false,
+    }
+}
+
+#[cfg(feature = "run")]
+#[test]
+fn requests_arriving_together_are_batched_by_the_dynamic_batcher() {
+    use super::runner::{run_model, RunOptions};
+    if !ort_available() {
+        return;
+    }
+    let m = super::model::load_model(&model_dir("preprocess"), None).unwrap();
+    let schema = InputSchema::from_config(&m.cfg).unwrap();
+    let text: String = (0..16)
+        .map(|i| format!("{{\"id\": \"r{i}\", \"arrival_us\": 0, \"inputs\": {{\"Input\": [{i}, 0, 0, 1]}}}}\n"))
+        .collect();
+    let parsed = parse_input(&text, "in", &schema, &ParseOptions::default()).unwrap();
+    let out = run_model(&m, &parsed.requests, &RunOptions::default()).unwrap();
+    assert_eq!(out.results.len(), 16);
+    for (i, r) in out.results.iter().enumerate() {
+        assert_eq!(r.id, format!("r{i}"));
+        let outs = r.outcome.as_ref().unwrap();
+        let want = TensorData::F32(vec![2.0 * i as f32 + 1.0, 1.0, 1.0, 3.0]);
+        assert_eq!(outs[0].1.data, want);
+    }
+    // max_batch_size 8: at least one execution of more than one request.
+    assert!(
+        out.executions.keys().any(|&b| b > 1),
+        "{:?}",
+        out.executions
+    );
+    assert!(
+        out.executions.keys().all(|&b| b <= 8),
+        "{:?}",
+        out.executions
+    );
+    let spec = out.latency_spec().unwrap();
+    assert!(crate::batching::Latency::parse(&spec).is_ok(), "{spec}");
+}
+
+#[cfg(feature = "run")]
+#[test]
+fn the_progress_callback_counts_every_request() {
+    use super::runner::{run_model, RunOptions};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    if !ort_available() {
+        return;
+    }
+    let m = super::model::load_model(&model_dir("accumulate_implicit"), None).unwrap();
+    let schema = InputSchema::from_config(&m.cfg).unwrap();
+    let parsed = parse_input(
+        &input_file("accumulate_implicit.jsonl"),
+        "in",
+        &schema,
+        &ParseOptions { sequence: true },
+    )
+    .unwrap();
+    let last = AtomicUsize::new(0);
+    let progress = |done: usize, total: usize| {
+        assert!(done <= total);
+        assert!(done >= last.load(Ordering::SeqCst));
+        last.store(done, Ordering::SeqCst);
+    };
+    let opts = RunOptions {
+        progress: Some(&progress),
+        ..RunOptions::default()
+    };
+    let out = run_model(&m, &parsed.requests, &opts).unwrap();
+    assert_eq!(last.load(Ordering::SeqCst), out.results.len());
+}

@@ -14,7 +14,7 @@
 //! ```no_run
 //! use tritonctl::runtime::{bench, SessionOptions};
 //! use tritonctl::tensor::{Tensor, TensorData};
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 //! let x = Tensor::new(vec![1, 4], TensorData::F32(vec![1.0; 4]))?;
 //! let state = Tensor::new(vec![1, 1], TensorData::F32(vec![0.0]))?;
 //! let stats = bench::bare_loop(

@@ -11,7 +11,10 @@ mod fidelity;
 mod fmt;
 mod formats;
 mod generated;
+#[cfg(feature = "perf")]
+mod perf;
 mod properties;
 mod repository;
 mod rules;
+mod run;
 mod simulate;

@@ -1167,3 +1167,97 @@ fn sweep_refuses_only_what_the_setting_breaks() {
         assert_eq!(r["summary"]["ok"], 9, "{r}");
     }
 }
+
+#[test]
+fn sequence_batches_carry_their_control_tensors() {
+    // schedulers.md §3.11 S10: START bool [false, true], READY int32 [0, 1],
+    // CORRID TYPE_INT32, max_batch_size 2, Direct. Ids 7 and 2^32+5 start
+    // together: one batch whose CORRID holds 7 and 5 (truncated to 32 bits).
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.pbtxt");
+    std::fs::write(
+        &config,
+        r#"name: "s10"
+backend: "python"
+max_batch_size: 2
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]
+sequence_batching {
+  direct { }
+  control_input [
+    { name: "START" control [ { kind: CONTROL_SEQUENCE_START bool_false_true: [ false, true ] } ] },
+    { name: "READY" control [ { kind: CONTROL_SEQUENCE_READY int32_false_true: [ 0, 1 ] } ] },
+    { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_INT32 } ] }
+  ]
+}
+"#,
+    )
+    .unwrap();
+    let trace = format!(
+        "{{\"id\": \"a\", \"arrival_us\": 0, \"sequence_id\": 7, \"start\": true}}\n\
+         {{\"id\": \"b\", \"arrival_us\": 0, \"sequence_id\": {}, \"start\": true}}\n",
+        (1u64 << 32) + 5
+    );
+    let out = tritonctl()
+        .arg("simulate")
+        .arg("--config")
+        .arg(&config)
+        .args(["--trace", "-", "--latency", "1000", "--format", "json"])
+        .write_stdin(trace)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let batches = doc["batches"].as_array().unwrap();
+    assert_eq!(batches.len(), 1, "{doc}");
+    assert_eq!(batches[0]["requests"], serde_json::json!(["a", "b"]));
+    let controls = batches[0]["controls"].as_array().unwrap();
+    let by_name = |name: &str| {
+        controls
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no control {name} in {controls:?}"))
+    };
+    assert_eq!(controls.len(), 3);
+    let start = by_name("START");
+    assert_eq!(start["datatype"], "BOOL");
+    assert_eq!(start["kind"], "START");
+    assert_eq!(start["shape"], serde_json::json!([2, 1]));
+    assert_eq!(start["data"], serde_json::json!([[true], [true]]));
+    let ready = by_name("READY");
+    assert_eq!(ready["datatype"], "INT32");
+    assert_eq!(ready["data"], serde_json::json!([[1], [1]]));
+    let corrid = by_name("CORRID");
+    assert_eq!(corrid["datatype"], "INT32");
+    assert_eq!(corrid["data"], serde_json::json!([[7], [5]]));
+
+    // A sequence model without control inputs has no "controls".
+    let plain = dir.path().join("plain.pbtxt");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let cut = text.find("  control_input").unwrap();
+    std::fs::write(&plain, format!("{}}}\n", &text[..cut])).unwrap();
+    let out = tritonctl()
+        .arg("simulate")
+        .arg("--config")
+        .arg(&plain)
+        .args(["--trace", "-", "--latency", "1000", "--format", "json"])
+        .write_stdin("{\"id\": \"a\", \"arrival_us\": 0, \"sequence_id\": 7, \"start\": true}\n")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let batches = doc["batches"].as_array().unwrap();
+    assert_eq!(batches.len(), 1);
+    assert!(batches[0]["slots"].is_array());
+    assert!(batches[0].get("controls").is_none(), "{doc}");
+}

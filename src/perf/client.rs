@@ -1,0 +1,339 @@
+//! A small HTTP/1.1 client for KServe v2 servers: keep-alive connections
+//! kept in a pool (one per request in flight), every failure classified.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::TcpStream;
+
+/// Why a request failed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorKind {
+    /// No TCP connection (refused, unreachable, reset while connecting).
+    Connect,
+    /// No complete answer within `--timeout`.
+    Timeout,
+    /// The connection broke while sending or receiving.
+    Connection,
+    /// An HTTP status other than 200.
+    Http(u16),
+    /// A 200 answer whose body is not a v2 inference response.
+    Malformed,
+}
+
+impl ErrorKind {
+    /// The key in `errors_by_kind`.
+    pub fn key(&self) -> String {
+        match self {
+            ErrorKind::Connect => "connect".into(),
+            ErrorKind::Timeout => "timeout".into(),
+            ErrorKind::Connection => "connection".into(),
+            ErrorKind::Http(s) => format!("http_{s}"),
+            ErrorKind::Malformed => "malformed".into(),
+        }
+    }
+}
+
+/// Where the server is.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// `host:port` for connecting and for the Host header.
+    pub authority: String,
+}
+
+impl Endpoint {
+    /// `HOST:PORT`, `http://HOST:PORT[/]` or `HOST` (port 8000).
+    pub fn parse(url: &str) -> Result<Self, String> {
+        let rest = if let Some(r) = url.strip_prefix("http://") {
+            r
+        } else if url.starts_with("https://") {
+            return Err(format!("-u {url}: HTTPS is not supported yet"));
+        } else if url.contains("://") {
+            return Err(format!("-u {url}: only http:// URLs are supported"));
+        } else {
+            url
+        };
+        let rest = rest.trim_end_matches('/');
+        if rest.is_empty() || rest.contains('/') {
+            return Err(format!("-u {url}: expected HOST:PORT"));
+        }
+        let authority = if rest
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+        {
+            rest.to_string()
+        } else if rest.contains(':') && !rest.starts_with('[') {
+            return Err(format!("-u {url}: the port is not a number"));
+        } else {
+            format!("{rest}:8000")
+        };
+        Ok(Endpoint { authority })
+    }
+}
+
+type Conn = SendRequest<Full<Bytes>>;
+
+/// Settings shared by every request.
+#[derive(Debug)]
+pub struct ClientConfig {
+    pub endpoint: Endpoint,
+    pub headers: Vec<(String, String)>,
+    pub timeout: Duration,
+}
+
+/// A pool of keep-alive connections: a request takes an idle connection
+/// or opens one, and gives it back when the answer was read completely.
+#[derive(Clone)]
+pub struct Client {
+    cfg: Arc<ClientConfig>,
+    idle: Arc<Mutex<Vec<Conn>>>,
+}
+
+/// A full answer.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub header_len: Option<usize>,
+    pub body: Bytes,
+}
+
+impl Client {
+    pub fn new(cfg: ClientConfig) -> Self {
+        Client {
+            cfg: Arc::new(cfg),
+            idle: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    pub fn config(&self) -> &ClientConfig {
+        &self.cfg
+    }
+
+    async fn connect(&self) -> Result<Conn, ErrorKind> {
+        let stream = TcpStream::connect(&self.cfg.endpoint.authority)
+            .await
+            .map_err(|_| ErrorKind::Connect)?;
+        let _ = stream.set_nodelay(true);
+        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|_| ErrorKind::Connect)?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(send)
+    }
+
+    async fn take(&self) -> Result<Conn, ErrorKind> {
+        loop {
+            let c = self.idle.lock().expect("pool lock").pop();
+            match c {
+                Some(c) if !c.is_closed() && c.is_ready() => return Ok(c),
+                Some(_) => continue,
+                None => return self.connect().await,
+            }
+        }
+    }
+
+    fn give_back(&self, c: Conn) {
+        if !c.is_closed() {
+            self.idle.lock().expect("pool lock").push(c);
+        }
+    }
+
+    /// Sends one request and reads the whole answer, within the timeout.
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Bytes,
+        content_type: Option<&str>,
+        header_len: Option<usize>,
+    ) -> Result<Answer, ErrorKind> {
+        match tokio::time::timeout(
+            self.cfg.timeout,
+            self.send_inner(method, path, body, content_type, header_len),
+        )
+        .await
+        {
+            Ok(r) => r,
+            Err(_) => Err(ErrorKind::Timeout),
+        }
+    }
+
+    async fn send_inner(
+        &self,
+        method: Method,
+        path: &str,
+        body: Bytes,
+        content_type: Option<&str>,
+        header_len: Option<usize>,
+    ) -> Result<Answer, ErrorKind> {
+        let mut conn = self.take().await?;
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(hyper::header::HOST, &self.cfg.endpoint.authority);
+        if let Some(ct) = content_type {
+            req = req.header(hyper::header::CONTENT_TYPE, ct);
+        }
+        if let Some(n) = header_len {
+            req = req.header("Inference-Header-Content-Length", n);
+        }
+        for (k, v) in &self.cfg.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        let req = req
+            .body(Full::new(body))
+            .map_err(|_| ErrorKind::Connection)?;
+        conn.ready().await.map_err(|_| ErrorKind::Connection)?;
+        let resp = conn
+            .send_request(req)
+            .await
+            .map_err(|_| ErrorKind::Connection)?;
+        let (parts, body) = resp.into_parts();
+        let body = body
+            .collect()
+            .await
+            .map_err(|_| ErrorKind::Connection)?
+            .to_bytes();
+        self.give_back(conn);
+        let header_len = parts
+            .headers
+            .get("inference-header-content-length")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        Ok(Answer {
+            status: parts.status,
+            header_len,
+            body,
+        })
+    }
+
+    /// GET a JSON document; `Ok(None)` for a 4xx/5xx answer.
+    pub async fn get_json(&self, path: &str) -> Result<Option<Value>, String> {
+        let a = self
+            .send(Method::GET, path, Bytes::new(), None, None)
+            .await
+            .map_err(|k| self.describe(&k))?;
+        if !a.status.is_success() {
+            return Ok(None);
+        }
+        serde_json::from_slice(&a.body).map(Some).map_err(|e| {
+            let shown: String = String::from_utf8_lossy(&a.body).chars().take(200).collect();
+            format!(
+                "GET http://{}{path}: the answer is not JSON ({e}): {shown:?}",
+                self.cfg.endpoint.authority
+            )
+        })
+    }
+
+    /// GET and the HTTP status with the error text of a failed answer.
+    pub async fn get_status(&self, path: &str) -> Result<(u16, String), String> {
+        let a = self
+            .send(Method::GET, path, Bytes::new(), None, None)
+            .await
+            .map_err(|k| self.describe(&k))?;
+        let text = serde_json::from_slice::<Value>(&a.body)
+            .ok()
+            .and_then(|v| v["error"].as_str().map(str::to_string))
+            .unwrap_or_else(|| String::from_utf8_lossy(&a.body).chars().take(200).collect());
+        Ok((a.status.as_u16(), text))
+    }
+
+    /// A sentence for a failure before the load starts.
+    pub fn describe(&self, k: &ErrorKind) -> String {
+        let at = &self.cfg.endpoint.authority;
+        match k {
+            ErrorKind::Connect => {
+                format!("cannot connect to the server at {at} (connection refused or unreachable)")
+            }
+            ErrorKind::Timeout => format!(
+                "the server at {at} did not answer within {} ms",
+                self.cfg.timeout.as_millis()
+            ),
+            ErrorKind::Connection => format!("the connection to {at} broke"),
+            ErrorKind::Http(s) => format!("the server at {at} answered HTTP {s}"),
+            ErrorKind::Malformed => format!("the server at {at} sent a malformed answer"),
+        }
+    }
+}
+
+/// Checks that a 200 answer is a v2 inference response: a JSON header
+/// (of `Inference-Header-Content-Length` bytes when binary outputs follow)
+/// with an `outputs` array whose binary sizes add up to the rest.
+pub fn check_infer_answer(a: &Answer) -> Result<(), ErrorKind> {
+    if a.status != StatusCode::OK {
+        return Err(ErrorKind::Http(a.status.as_u16()));
+    }
+    let (head, tail) = match a.header_len {
+        Some(n) if n <= a.body.len() => (&a.body[..n], &a.body[n..]),
+        Some(_) => return Err(ErrorKind::Malformed),
+        None => (&a.body[..], &[][..]),
+    };
+    let v: Value = serde_json::from_slice(head).map_err(|_| ErrorKind::Malformed)?;
+    let outputs = v["outputs"].as_array().ok_or(ErrorKind::Malformed)?;
+    let binary: u64 = outputs
+        .iter()
+        .filter_map(|o| o["parameters"]["binary_data_size"].as_u64())
+        .sum();
+    if binary != tail.len() as u64 {
+        return Err(ErrorKind::Malformed);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints() {
+        assert_eq!(
+            Endpoint::parse("localhost:8000").unwrap().authority,
+            "localhost:8000"
+        );
+        assert_eq!(Endpoint::parse("http://h:1/").unwrap().authority, "h:1");
+        assert_eq!(Endpoint::parse("h").unwrap().authority, "h:8000");
+        assert!(Endpoint::parse("https://h:1").is_err());
+        assert!(Endpoint::parse("h:x").is_err());
+        assert!(Endpoint::parse("h:1/v2").is_err());
+    }
+
+    fn answer(status: u16, header_len: Option<usize>, body: &[u8]) -> Answer {
+        Answer {
+            status: StatusCode::from_u16(status).unwrap(),
+            header_len,
+            body: Bytes::copy_from_slice(body),
+        }
+    }
+
+    #[test]
+    fn infer_answers() {
+        let ok = br#"{"outputs":[{"name":"Y","parameters":{"binary_data_size":4}}]}"#;
+        let mut b = ok.to_vec();
+        b.extend_from_slice(&[0, 0, 0, 0]);
+        assert_eq!(check_infer_answer(&answer(200, Some(ok.len()), &b)), Ok(()));
+        assert_eq!(
+            check_infer_answer(&answer(200, Some(ok.len()), ok)),
+            Err(ErrorKind::Malformed)
+        );
+        assert_eq!(
+            check_infer_answer(&answer(200, None, br#"{"outputs":[]}"#)),
+            Ok(())
+        );
+        assert_eq!(
+            check_infer_answer(&answer(200, None, b"{\"outp")),
+            Err(ErrorKind::Malformed)
+        );
+        assert_eq!(
+            check_infer_answer(&answer(500, None, b"{}")),
+            Err(ErrorKind::Http(500))
+        );
+        assert_eq!(ErrorKind::Http(503).key(), "http_503");
+    }
+}

@@ -1,0 +1,310 @@
+//! The body of an inference request, built once per run (like
+//! perf_analyzer, the same tensors go with every request): inputs as JSON
+//! arrays or with the binary tensor data extension, outputs asked for as
+//! binary or JSON.
+
+use super::model::ModelInfo;
+use super::rng::Rng;
+use crate::tensor::DataType;
+use serde_json::{json, Map, Value};
+
+/// Where input values come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputData {
+    /// Seeded pseudo-random values: small non-negative integers, floats in
+    /// [0, 1), 16-character lowercase strings.
+    Random,
+    /// Zeros (empty strings for BYTES).
+    Zero,
+}
+
+impl InputData {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "random" => Ok(InputData::Random),
+            "zero" => Ok(InputData::Zero),
+            other => Err(format!(
+                "--input-data '{other}': only 'random' and 'zero' are supported so far"
+            )),
+        }
+    }
+}
+
+/// A ready request body.
+#[derive(Debug, Clone)]
+pub struct Body {
+    pub bytes: Vec<u8>,
+    /// Length of the JSON header when binary tensors follow it
+    /// (`Inference-Header-Content-Length`).
+    pub header_len: Option<usize>,
+    /// The JSON header, for requests that add parameters to it.
+    pub header: Map<String, Value>,
+}
+
+impl Body {
+    /// The body with request-level `parameters` added (sequence id and
+    /// flags), and its header length.
+    pub fn with_parameters(&self, params: &Map<String, Value>) -> (Vec<u8>, Option<usize>) {
+        let mut header = self.header.clone();
+        let p = header
+            .entry("parameters")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(p) = p {
+            for (k, v) in params {
+                p.insert(k.clone(), v.clone());
+            }
+        }
+        let mut bytes = serde_json::to_vec(&header).expect("JSON serialises");
+        match self.header_len {
+            Some(n) => {
+                let len = bytes.len();
+                bytes.extend_from_slice(&self.bytes[n..]);
+                (bytes, Some(len))
+            }
+            None => (bytes, None),
+        }
+    }
+
+    pub fn content_type(&self) -> &'static str {
+        if self.header_len.is_some() {
+            "application/octet-stream"
+        } else {
+            "application/json"
+        }
+    }
+}
+
+/// Options of [`build`].
+#[derive(Debug, Clone, Copy)]
+pub struct BodyOptions {
+    pub batch: u64,
+    pub data: InputData,
+    pub seed: u64,
+    pub binary_inputs: bool,
+    pub binary_outputs: bool,
+}
+
+/// One generated tensor: raw little-endian bytes (BYTES with 4-byte length
+/// prefixes) and the same values as JSON.
+fn generate(dt: DataType, n: usize, data: InputData, rng: &mut Rng) -> (Vec<u8>, Vec<Value>) {
+    let mut raw = Vec::new();
+    let mut js = Vec::with_capacity(n);
+    let zero = data == InputData::Zero;
+    for _ in 0..n {
+        let small = if zero { 0 } else { rng.below(16) };
+        let unit = if zero { 0.0 } else { rng.next_f64() };
+        match dt {
+            DataType::Bool => {
+                let b = small % 2;
+                raw.push(b as u8);
+                js.push(Value::Bool(b == 1));
+            }
+            DataType::U8 => {
+                raw.push(small as u8);
+                js.push(json!(small));
+            }
+            DataType::I8 => {
+                raw.push(small as i8 as u8);
+                js.push(json!(small));
+            }
+            DataType::U16 | DataType::I16 => {
+                raw.extend_from_slice(&(small as u16).to_le_bytes());
+                js.push(json!(small));
+            }
+            DataType::U32 | DataType::I32 => {
+                raw.extend_from_slice(&(small as u32).to_le_bytes());
+                js.push(json!(small));
+            }
+            DataType::U64 | DataType::I64 => {
+                raw.extend_from_slice(&small.to_le_bytes());
+                js.push(json!(small));
+            }
+            DataType::F32 => {
+                let v = unit as f32;
+                raw.extend_from_slice(&v.to_le_bytes());
+                js.push(json!(v));
+            }
+            DataType::F64 => {
+                raw.extend_from_slice(&unit.to_le_bytes());
+                js.push(json!(unit));
+            }
+            DataType::F16 => {
+                // exponent 0..14 (values below 1), any mantissa
+                let bits: u16 = if zero {
+                    0
+                } else {
+                    ((rng.below(15) as u16) << 10) | rng.below(1024) as u16
+                };
+                raw.extend_from_slice(&bits.to_le_bytes());
+                js.push(Value::Null);
+            }
+            DataType::Bf16 => {
+                let bits = ((unit as f32).to_bits() >> 16) as u16;
+                raw.extend_from_slice(&bits.to_le_bytes());
+                js.push(Value::Null);
+            }
+            DataType::Bytes => {
+                let s: String = if zero {
+                    String::new()
+                } else {
+                    (0..16)
+                        .map(|_| (b'a' + rng.below(26) as u8) as char)
+                        .collect()
+                };
+                raw.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                raw.extend_from_slice(s.as_bytes());
+                js.push(Value::String(s));
+            }
+        }
+    }
+    (raw, js)
+}
+
+/// Builds the request body for `info` (shapes already resolved).
+pub fn build(info: &ModelInfo, opt: BodyOptions) -> Result<Body, String> {
+    let mut rng = Rng::new(opt.seed);
+    let mut inputs = Vec::new();
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    for input in &info.inputs {
+        let mut shape = Vec::new();
+        if info.max_batch_size > 0 {
+            shape.push(opt.batch as i64);
+        }
+        shape.extend_from_slice(&input.dims);
+        let n = crate::tensor::element_count(&shape)
+            .ok_or_else(|| format!("input '{}': shape {shape:?} is too large", input.name))?;
+        let (raw, values) = generate(input.datatype, n, opt.data, &mut rng);
+        let mut t = Map::new();
+        t.insert("name".into(), json!(input.name));
+        t.insert("shape".into(), json!(shape));
+        t.insert("datatype".into(), json!(input.datatype.wire_name()));
+        if opt.binary_inputs {
+            t.insert("parameters".into(), json!({"binary_data_size": raw.len()}));
+            chunks.push(raw);
+        } else {
+            if matches!(input.datatype, DataType::F16 | DataType::Bf16) {
+                return Err(format!(
+                    "input '{}' is {}, which JSON cannot carry; use --input-tensor-format binary",
+                    input.name, input.datatype
+                ));
+            }
+            t.insert("data".into(), Value::Array(values));
+        }
+        inputs.push(Value::Object(t));
+    }
+    let mut req = Map::new();
+    req.insert("inputs".into(), Value::Array(inputs));
+    if opt.binary_outputs {
+        req.insert("parameters".into(), json!({"binary_data_output": true}));
+    } else if !info.outputs.is_empty() {
+        let outs: Vec<Value> = info
+            .outputs
+            .iter()
+            .map(|o| json!({"name": o, "parameters": {"binary_data": false}}))
+            .collect();
+        req.insert("outputs".into(), Value::Array(outs));
+    }
+    let mut bytes = serde_json::to_vec(&req).expect("JSON serialises");
+    let header_len = if opt.binary_inputs {
+        let n = bytes.len();
+        for c in chunks {
+            bytes.extend_from_slice(&c);
+        }
+        Some(n)
+    } else {
+        None
+    };
+    Ok(Body {
+        bytes,
+        header_len,
+        header: req,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf::model::InputSpec;
+
+    fn info(dt: DataType) -> ModelInfo {
+        ModelInfo {
+            name: "m".into(),
+            max_batch_size: 8,
+            inputs: vec![InputSpec {
+                name: "X".into(),
+                datatype: dt,
+                dims: vec![3],
+            }],
+            outputs: vec!["Y".into()],
+            sequence: false,
+            decoupled: false,
+            has_config: true,
+        }
+    }
+
+    fn opts(binary: bool) -> BodyOptions {
+        BodyOptions {
+            batch: 2,
+            data: InputData::Random,
+            seed: 1,
+            binary_inputs: binary,
+            binary_outputs: binary,
+        }
+    }
+
+    #[test]
+    fn json_body() {
+        let b = build(&info(DataType::F32), opts(false)).unwrap();
+        assert!(b.header_len.is_none());
+        let v: Value = serde_json::from_slice(&b.bytes).unwrap();
+        assert_eq!(v["inputs"][0]["shape"], json!([2, 3]));
+        assert_eq!(v["inputs"][0]["data"].as_array().unwrap().len(), 6);
+        assert_eq!(v["outputs"][0]["name"], "Y");
+        assert!(build(&info(DataType::F16), opts(false)).is_err());
+    }
+
+    #[test]
+    fn binary_body() {
+        let b = build(&info(DataType::I64), opts(true)).unwrap();
+        let h = b.header_len.unwrap();
+        let v: Value = serde_json::from_slice(&b.bytes[..h]).unwrap();
+        assert_eq!(v["inputs"][0]["parameters"]["binary_data_size"], 48);
+        assert_eq!(b.bytes.len() - h, 48);
+        assert_eq!(v["parameters"]["binary_data_output"], true);
+        let s = build(&info(DataType::Bytes), opts(true)).unwrap();
+        // 6 strings of 16 bytes with 4-byte prefixes
+        assert_eq!(s.bytes.len() - s.header_len.unwrap(), 6 * 20);
+    }
+
+    #[test]
+    fn added_parameters() {
+        let b = build(&info(DataType::F32), opts(true)).unwrap();
+        let mut p = Map::new();
+        p.insert("sequence_id".into(), json!(7));
+        let (bytes, h) = b.with_parameters(&p);
+        let h = h.unwrap();
+        let v: Value = serde_json::from_slice(&bytes[..h]).unwrap();
+        assert_eq!(v["parameters"]["sequence_id"], 7);
+        assert_eq!(v["parameters"]["binary_data_output"], true);
+        assert_eq!(bytes[h..], b.bytes[b.header_len.unwrap()..]);
+        let j = build(&info(DataType::F32), opts(false)).unwrap();
+        let (bytes, h) = j.with_parameters(&p);
+        assert!(h.is_none());
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(v["parameters"]["sequence_id"], 7);
+        assert_eq!(v["inputs"][0]["data"].as_array().unwrap().len(), 6);
+    }
+
+    #[test]
+    fn seeded_and_zero() {
+        let a = build(&info(DataType::F32), opts(true)).unwrap();
+        let b = build(&info(DataType::F32), opts(true)).unwrap();
+        assert_eq!(a.bytes, b.bytes);
+        let mut o = opts(true);
+        o.seed = 2;
+        assert_ne!(build(&info(DataType::F32), o).unwrap().bytes, a.bytes);
+        o.data = InputData::Zero;
+        let z = build(&info(DataType::F32), o).unwrap();
+        assert!(z.bytes[z.header_len.unwrap()..].iter().all(|b| *b == 0));
+    }
+}

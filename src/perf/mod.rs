@@ -1,0 +1,22 @@
+//! Load testing of servers speaking the KServe v2 protocol with Triton's
+//! extensions (`tritonctl perf`).
+//!
+//! - [`model`]: what the server says about the model (metadata, and the
+//!   config when the server has that extension), shape overrides;
+//! - [`inputs`]: one request body, built once (JSON or binary tensors);
+//! - [`schedule`]: load ranges and open-loop send schedules;
+//! - [`client`]: a keep-alive HTTP/1.1 connection pool and error kinds;
+//! - [`stats`]: the statistics extension, diffed around a level;
+//! - [`load`]: closed and open loops, measured into HDR histograms;
+//! - [`report`]: results as a table, JSON and perf_analyzer's CSV.
+//!
+//! Nothing here prints; progress is reported through a callback.
+
+pub mod client;
+pub mod inputs;
+pub mod load;
+pub mod model;
+pub mod report;
+pub mod rng;
+pub mod schedule;
+pub mod stats;

@@ -1,0 +1,203 @@
+//! Results of a run and their renderings: a table per run, the JSON
+//! document of schemas/perf.schema.json, perf_analyzer's CSV columns.
+
+use super::stats::ServerStats;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Latency percentiles in microseconds (successful requests only).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Latency {
+    pub p50: u64,
+    pub p90: u64,
+    pub p95: u64,
+    pub p99: u64,
+    pub max: u64,
+    pub mean: f64,
+}
+
+/// One load level.
+#[derive(Debug, Clone, Serialize)]
+pub struct LevelResult {
+    /// Closed loop: requests kept in flight (null for open loop).
+    pub concurrency: Option<u64>,
+    /// Open loop: scheduled requests per second (null for closed loop).
+    pub request_rate: Option<f64>,
+    /// Length of the measurement in seconds.
+    pub duration_s: f64,
+    /// Measured requests, failed ones included.
+    pub requests: u64,
+    pub errors: u64,
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Successful inferences (requests x batch size) per second, like
+    /// perf_analyzer's "Inferences/Second".
+    pub throughput_per_s: f64,
+    /// Successful requests per second.
+    pub requests_per_s: f64,
+    /// Null when no request succeeded. Open loop: from the scheduled send
+    /// time (coordinated omission corrected).
+    pub latency_us: Option<Latency>,
+    pub sequence_latency_us: Option<Latency>,
+    /// Open loop: sends more than 1 ms behind schedule.
+    pub late_sends: u64,
+    /// From the statistics extension (null when the server has none).
+    pub server: Option<ServerStats>,
+}
+
+impl LevelResult {
+    pub fn error_rate(&self) -> f64 {
+        if self.requests == 0 {
+            0.0
+        } else {
+            self.errors as f64 / self.requests as f64
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub model: String,
+    pub protocol: String,
+    pub url: String,
+    pub batch_size: u64,
+    pub input_tensor_format: String,
+    pub output_tensor_format: String,
+    /// "concurrency" or "request_rate".
+    pub mode: String,
+    pub levels: Vec<LevelResult>,
+}
+
+fn us(v: f64) -> String {
+    format!("{v:.0}")
+}
+
+impl Report {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("report serialises")
+    }
+
+    /// A summary table (one row per level).
+    pub fn table(&self) -> String {
+        let mut t = comfy_table::Table::new();
+        t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
+        let load = if self.mode == "concurrency" {
+            "concurrency"
+        } else {
+            "rate/s"
+        };
+        let has_server = self.levels.iter().any(|l| l.server.is_some());
+        let mut head = vec![
+            load, "requests", "errors", "infer/s", "p50 µs", "p90 µs", "p95 µs", "p99 µs",
+            "max µs", "mean µs",
+        ];
+        if self.mode != "concurrency" {
+            head.push("late");
+        }
+        if has_server {
+            head.extend(["queue µs", "compute µs"]);
+        }
+        t.set_header(head);
+        for l in &self.levels {
+            let mut row = vec![
+                match (l.concurrency, l.request_rate) {
+                    (Some(c), _) => c.to_string(),
+                    (_, Some(r)) => format!("{r}"),
+                    _ => String::new(),
+                },
+                l.requests.to_string(),
+                if l.errors == 0 {
+                    "0".into()
+                } else {
+                    let kinds: Vec<String> = l
+                        .errors_by_kind
+                        .iter()
+                        .map(|(k, n)| format!("{k} {n}"))
+                        .collect();
+                    format!("{} ({})", l.errors, kinds.join(", "))
+                },
+                format!("{:.1}", l.throughput_per_s),
+            ];
+            match &l.latency_us {
+                Some(p) => row.extend([
+                    p.p50.to_string(),
+                    p.p90.to_string(),
+                    p.p95.to_string(),
+                    p.p99.to_string(),
+                    p.max.to_string(),
+                    us(p.mean),
+                ]),
+                None => row.extend(std::iter::repeat_n("-".to_string(), 6)),
+            }
+            if self.mode != "concurrency" {
+                row.push(l.late_sends.to_string());
+            }
+            if has_server {
+                match &l.server {
+                    Some(s) => row.extend([
+                        us(s.queue_us),
+                        us(s.compute_input_us + s.compute_infer_us + s.compute_output_us),
+                    ]),
+                    None => row.extend(["-".to_string(), "-".to_string()]),
+                }
+            }
+            t.add_row(row);
+        }
+        format!(
+            "model {} at {} ({} over HTTP, inputs {}, outputs {}, batch {})\n{t}\n",
+            self.model,
+            self.url,
+            self.mode.replace('_', " "),
+            self.input_tensor_format,
+            self.output_tensor_format,
+            self.batch_size
+        )
+    }
+
+    /// perf_analyzer's CSV (rows by increasing throughput, times in µs).
+    pub fn csv(&self) -> String {
+        let first = if self.mode == "concurrency" {
+            "Concurrency"
+        } else {
+            "Request Rate"
+        };
+        let mut out = format!(
+            "{first},Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,request/response,response wait\n"
+        );
+        let mut rows: Vec<&LevelResult> = self.levels.iter().collect();
+        rows.sort_by(|a, b| a.throughput_per_s.total_cmp(&b.throughput_per_s));
+        for l in rows {
+            let load = match (l.concurrency, l.request_rate) {
+                (Some(c), _) => c.to_string(),
+                (_, Some(r)) => format!("{r}"),
+                _ => String::new(),
+            };
+            let (p50, p90, p95, p99, mean) = match &l.latency_us {
+                Some(p) => (p.p50, p.p90, p.p95, p.p99, p.mean),
+                None => (0, 0, 0, 0, 0.0),
+            };
+            let (q, ci, cf, co) = match &l.server {
+                Some(s) => (
+                    s.queue_us,
+                    s.compute_input_us,
+                    s.compute_infer_us,
+                    s.compute_output_us,
+                ),
+                None => (0.0, 0.0, 0.0, 0.0),
+            };
+            let network = (mean - q - ci - cf - co).max(0.0);
+            out.push_str(&format!(
+                "{load},{:.2},0,{},{},{},{},{},0,{p50},{p90},{p95},{p99},{},{},{}\n",
+                l.throughput_per_s,
+                us(network),
+                us(q),
+                us(ci),
+                us(cf),
+                us(co),
+                us(mean),
+                0,
+                us(mean),
+            ));
+        }
+        out
+    }
+}

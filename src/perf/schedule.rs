@@ -1,0 +1,163 @@
+//! Load levels (`START:END:STEP` ranges) and open-loop send schedules.
+
+use super::rng::Rng;
+
+/// One load level.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Level {
+    /// Closed loop: this many requests outstanding.
+    Concurrency(u64),
+    /// Open loop: this many requests per second.
+    Rate(f64),
+}
+
+/// Parses `START[:END[:STEP]]` (STEP defaults to 1; END to START).
+pub fn parse_range(text: &str) -> Result<(f64, f64, f64), String> {
+    let parts: Vec<&str> = text.split(':').collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return Err(format!("range '{text}' is not START[:END[:STEP]]"));
+    }
+    let num = |s: &str| -> Result<f64, String> {
+        s.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("range '{text}': '{s}' is not a number"))
+    };
+    let start = num(parts[0])?;
+    let end = if parts.len() > 1 {
+        num(parts[1])?
+    } else {
+        start
+    };
+    let step = if parts.len() > 2 { num(parts[2])? } else { 1.0 };
+    if start <= 0.0 {
+        return Err(format!("range '{text}': START must be above 0"));
+    }
+    if end < start {
+        return Err(format!("range '{text}': END must not be below START"));
+    }
+    if step <= 0.0 {
+        return Err(format!("range '{text}': STEP must be above 0"));
+    }
+    Ok((start, end, step))
+}
+
+/// The concurrency levels of `--concurrency-range`.
+pub fn concurrency_levels(text: &str) -> Result<Vec<Level>, String> {
+    let (start, end, step) = parse_range(text)?;
+    for v in [start, end, step] {
+        if v.fract() != 0.0 {
+            return Err(format!("concurrency range '{text}': whole numbers only"));
+        }
+    }
+    let mut out = Vec::new();
+    let mut c = start as u64;
+    while c as f64 <= end {
+        out.push(Level::Concurrency(c));
+        c += step as u64;
+    }
+    Ok(out)
+}
+
+/// The rates of `--request-rate-range`.
+pub fn rate_levels(text: &str) -> Result<Vec<Level>, String> {
+    let (start, end, step) = parse_range(text)?;
+    let mut out = Vec::new();
+    let mut i = 0u64;
+    loop {
+        let r = start + step * i as f64;
+        // a little slack so that 0.1:0.3:0.1 includes 0.3
+        if r > end + step * 1e-9 {
+            break;
+        }
+        out.push(Level::Rate(r));
+        i += 1;
+    }
+    Ok(out)
+}
+
+/// Gaps between open-loop sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Distribution {
+    Constant,
+    Poisson,
+}
+
+/// Intended send times, in seconds from the start of a level.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    rate: f64,
+    dist: Distribution,
+    rng: Rng,
+    next: f64,
+}
+
+impl Schedule {
+    pub fn new(rate: f64, dist: Distribution, seed: u64) -> Self {
+        Schedule {
+            rate,
+            dist,
+            rng: Rng::new(seed),
+            next: 0.0,
+        }
+    }
+}
+
+impl Iterator for Schedule {
+    type Item = f64;
+
+    fn next(&mut self) -> Option<f64> {
+        let at = self.next;
+        let mean = 1.0 / self.rate;
+        self.next += match self.dist {
+            Distribution::Constant => mean,
+            Distribution::Poisson => self.rng.exponential(mean),
+        };
+        Some(at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges() {
+        assert_eq!(
+            concurrency_levels("1:4:2").unwrap(),
+            vec![Level::Concurrency(1), Level::Concurrency(3)]
+        );
+        assert_eq!(
+            concurrency_levels("2").unwrap(),
+            vec![Level::Concurrency(2)]
+        );
+        assert_eq!(rate_levels("0.1:0.3:0.1").unwrap().len(), 3);
+        assert!(concurrency_levels("0:2").is_err());
+        assert!(concurrency_levels("1.5").is_err());
+        assert!(rate_levels("5:1").is_err());
+        assert!(rate_levels("1:2:0").is_err());
+        assert!(rate_levels("a").is_err());
+    }
+
+    #[test]
+    fn schedules() {
+        let c: Vec<f64> = Schedule::new(4.0, Distribution::Constant, 0)
+            .take(3)
+            .collect();
+        assert_eq!(c, vec![0.0, 0.25, 0.5]);
+        let p1: Vec<f64> = Schedule::new(100.0, Distribution::Poisson, 3)
+            .take(10_001)
+            .collect();
+        let p2: Vec<f64> = Schedule::new(100.0, Distribution::Poisson, 3)
+            .take(10_001)
+            .collect();
+        assert_eq!(p1, p2);
+        // 10,000 gaps of mean 10 ms: about 100 s
+        assert!((p1[10_000] - 100.0).abs() < 5.0, "{}", p1[10_000]);
+        let p3: Vec<f64> = Schedule::new(100.0, Distribution::Poisson, 4)
+            .take(3)
+            .collect();
+        assert_ne!(p1[..3], p3[..]);
+    }
+}

@@ -1,0 +1,147 @@
+//! Triton's statistics extension: cumulative counters per model, read
+//! before and after a level; the difference gives the server's share of the
+//! latency (queue, compute input/infer/output).
+
+use super::model::lenient_int;
+use serde::Serialize;
+use serde_json::Value;
+
+/// `{count, ns}` pairs and counters summed over the model's versions.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Snapshot {
+    pub inference_count: i64,
+    pub execution_count: i64,
+    pub success: (i64, i64),
+    pub fail: (i64, i64),
+    pub queue: (i64, i64),
+    pub compute_input: (i64, i64),
+    pub compute_infer: (i64, i64),
+    pub compute_output: (i64, i64),
+}
+
+fn duration(v: &Value) -> (i64, i64) {
+    (
+        lenient_int(&v["count"]).unwrap_or(0),
+        lenient_int(&v["ns"]).unwrap_or(0),
+    )
+}
+
+fn add(a: (i64, i64), b: (i64, i64)) -> (i64, i64) {
+    (a.0 + b.0, a.1 + b.1)
+}
+
+impl Snapshot {
+    /// From a `/v2/models/M/stats` answer; `None` when it has no entry for
+    /// the model.
+    pub fn parse(doc: &Value, model: &str) -> Option<Snapshot> {
+        let mut s = Snapshot::default();
+        let mut found = false;
+        for m in doc["model_stats"].as_array()? {
+            if m["name"].as_str() != Some(model) {
+                continue;
+            }
+            found = true;
+            let i = &m["inference_stats"];
+            s.inference_count += lenient_int(&m["inference_count"]).unwrap_or(0);
+            s.execution_count += lenient_int(&m["execution_count"]).unwrap_or(0);
+            s.success = add(s.success, duration(&i["success"]));
+            s.fail = add(s.fail, duration(&i["fail"]));
+            s.queue = add(s.queue, duration(&i["queue"]));
+            s.compute_input = add(s.compute_input, duration(&i["compute_input"]));
+            s.compute_infer = add(s.compute_infer, duration(&i["compute_infer"]));
+            s.compute_output = add(s.compute_output, duration(&i["compute_output"]));
+        }
+        found.then_some(s)
+    }
+}
+
+/// The server's view of one level (averages in microseconds per request).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ServerStats {
+    /// Successful requests the server counted.
+    pub requests: i64,
+    /// Inferences (batch elements).
+    pub inference_count: i64,
+    /// Model executions (fewer than inferences when batching).
+    pub execution_count: i64,
+    pub queue_us: f64,
+    pub compute_input_us: f64,
+    pub compute_infer_us: f64,
+    pub compute_output_us: f64,
+    /// Request time not in queue or compute (parsing, copying, ...).
+    pub overhead_us: f64,
+}
+
+fn avg_us(before: (i64, i64), after: (i64, i64)) -> Option<f64> {
+    let dc = after.0 - before.0;
+    let dn = after.1 - before.1;
+    if dc < 0 || dn < 0 {
+        return None;
+    }
+    Some(if dc == 0 {
+        0.0
+    } else {
+        dn as f64 / dc as f64 / 1000.0
+    })
+}
+
+/// `after - before`; `None` when a counter went backwards (model reloaded)
+/// or nothing was counted.
+pub fn diff(before: &Snapshot, after: &Snapshot) -> Option<ServerStats> {
+    let requests = after.success.0 - before.success.0;
+    if requests <= 0 {
+        return None;
+    }
+    let queue_us = avg_us(before.queue, after.queue)?;
+    let compute_input_us = avg_us(before.compute_input, after.compute_input)?;
+    let compute_infer_us = avg_us(before.compute_infer, after.compute_infer)?;
+    let compute_output_us = avg_us(before.compute_output, after.compute_output)?;
+    let success_us = avg_us(before.success, after.success)?;
+    Some(ServerStats {
+        requests,
+        inference_count: after.inference_count - before.inference_count,
+        execution_count: after.execution_count - before.execution_count,
+        queue_us,
+        compute_input_us,
+        compute_infer_us,
+        compute_output_us,
+        overhead_us: (success_us
+            - queue_us
+            - compute_input_us
+            - compute_infer_us
+            - compute_output_us)
+            .max(0.0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn doc(n: i64, ns: i64) -> Value {
+        let d = json!({"count": n, "ns": ns});
+        json!({"model_stats": [
+            {"name": "other", "inference_count": 99},
+            {"name": "m", "version": "1", "inference_count": n * 2, "execution_count": n,
+             "inference_stats": {"success": {"count": n, "ns": ns * 5}, "queue": d, "compute_input": d,
+                                 "compute_infer": {"count": n.to_string(), "ns": (ns * 2).to_string()},
+                                 "compute_output": d}}]})
+    }
+
+    #[test]
+    fn diffs() {
+        let a = Snapshot::parse(&doc(10, 10_000), "m").unwrap();
+        let b = Snapshot::parse(&doc(30, 50_000), "m").unwrap();
+        let s = diff(&a, &b).unwrap();
+        assert_eq!(s.requests, 20);
+        assert_eq!(s.inference_count, 40);
+        // queue: 40,000 ns over 20 = 2 us; infer 80,000 / 20 = 4 us
+        assert_eq!(s.queue_us, 2.0);
+        assert_eq!(s.compute_infer_us, 4.0);
+        // success 200,000 / 20 = 10 us; 10 - 2 - 2 - 4 - 2 = 0
+        assert_eq!(s.overhead_us, 0.0);
+        assert!(diff(&b, &a).is_none());
+        assert!(Snapshot::parse(&doc(1, 1), "x").is_none());
+    }
+}

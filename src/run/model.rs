@@ -1,0 +1,201 @@
+//! Loading a model directory for `tritonctl run`: the config is parsed,
+//! checked with the `validate` rules (errors stop the run) and filled in
+//! the way Triton does at load time; a missing `config.pbtxt` of an ONNX
+//! model is auto-completed as Triton's ONNX Runtime backend would. The
+//! version directory is the highest numeric one, or the one asked for.
+
+use crate::config::normalize::DirFacts;
+use crate::config::ParsedConfig;
+use crate::diagnostics::Severity;
+use crate::schema::inference::model_config::SchedulingChoice;
+use crate::schema::inference::ModelConfig;
+use crate::validate::FileReport;
+use std::path::{Path, PathBuf};
+
+/// A model ready to run: its normalized config and files.
+#[derive(Debug, Clone)]
+pub struct LoadedModel {
+    pub name: String,
+    /// The model directory.
+    pub dir: PathBuf,
+    /// The config after Triton's fill-in and normalization.
+    pub cfg: ModelConfig,
+    /// The version directory chosen (`None` when the model has none, which
+    /// only an ensemble may lack).
+    pub version: Option<u64>,
+    /// The ONNX file of that version (`None` for an ensemble).
+    pub model_file: Option<PathBuf>,
+    /// Whether the config was auto-completed (no `config.pbtxt`).
+    pub autocompleted: bool,
+}
+
+impl LoadedModel {
+    pub fn is_ensemble(&self) -> bool {
+        matches!(
+            self.cfg.scheduling_choice,
+            Some(SchedulingChoice::EnsembleScheduling(_))
+        ) || self.cfg.platform == "ensemble"
+    }
+
+    /// Whether the model uses the stateful backend (`state_pairs`).
+    pub fn is_stateful_backend(&self) -> bool {
+        self.cfg.backend == "stateful"
+    }
+}
+
+/// Why a model cannot be loaded.
+#[derive(Debug)]
+pub enum LoadError {
+    /// The config has errors (the report holds the diagnostics).
+    Invalid(Box<FileReport>),
+    /// A file is missing or unreadable, or the model cannot be used.
+    Other(String),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Invalid(r) => {
+                let n = r
+                    .diagnostics
+                    .iter()
+                    .filter(|d| d.severity == Severity::Error)
+                    .count();
+                write!(f, "{}: the configuration has {n} error(s)", r.path)
+            }
+            LoadError::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// The numeric version directories of a model directory, ascending.
+pub fn versions(dir: &Path) -> Vec<u64> {
+    let mut v: Vec<u64> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Loads `dir` (see the module documentation). `version`: the version to
+/// run, default the highest.
+pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadError> {
+    if !dir.is_dir() {
+        return Err(LoadError::Other(format!(
+            "{}: not a model directory",
+            dir.display()
+        )));
+    }
+    let config_path = dir.join("config.pbtxt");
+    let dir_name = crate::validate::dir_name_of(dir);
+    let (cfg, autocompleted) = if config_path.is_file() {
+        let bytes = std::fs::read(&config_path).map_err(|e| {
+            LoadError::Other(format!(
+                "{}: cannot read: {}",
+                config_path.display(),
+                crate::validate::io_message(&e)
+            ))
+        })?;
+        let opts = crate::lint::Options::default();
+        let report = crate::validate::check_config_file(
+            config_path.display().to_string(),
+            bytes.clone(),
+            Some(dir),
+            &opts,
+        );
+        if report
+            .diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
+        {
+            return Err(LoadError::Invalid(Box::new(report)));
+        }
+        let parsed = ParsedConfig::from_bytes(bytes);
+        let raw = parsed.config.ok_or_else(|| {
+            LoadError::Other(format!("{}: cannot be parsed", config_path.display()))
+        })?;
+        let prepared =
+            crate::validate::prepare(&raw, dir_name.as_deref(), &DirFacts::read(dir), &opts)
+                .map_err(|e| LoadError::Other(format!("{}: {e}", config_path.display())))?;
+        let mut cfg = prepared.cfg;
+        if cfg.name.is_empty() {
+            cfg.name = prepared.name;
+        }
+        (cfg, false)
+    } else {
+        let outcome =
+            crate::autoconfig::complete(dir, None, &crate::autoconfig::Options::default())
+                .map_err(|e| {
+                    LoadError::Other(format!(
+                        "{}: no config.pbtxt, and auto-complete failed: {e}",
+                        dir.display()
+                    ))
+                })?;
+        (outcome.full, true)
+    };
+    let name = if cfg.name.is_empty() {
+        dir_name.unwrap_or_default()
+    } else {
+        cfg.name.clone()
+    };
+    let all = versions(dir);
+    let chosen = match version {
+        Some(v) if all.contains(&v) => Some(v),
+        Some(v) => {
+            return Err(LoadError::Other(format!(
+                "{}: there is no version directory {v} (versions: {})",
+                dir.display(),
+                if all.is_empty() {
+                    "none".to_string()
+                } else {
+                    all.iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            )))
+        }
+        None => all.last().copied(),
+    };
+    let mut model = LoadedModel {
+        name,
+        dir: dir.to_path_buf(),
+        cfg,
+        version: chosen,
+        model_file: None,
+        autocompleted,
+    };
+    if model.is_ensemble() {
+        return Ok(model);
+    }
+    let Some(v) = chosen else {
+        return Err(LoadError::Other(format!(
+            "{}: no numeric version directory (expected e.g. {}/1/model.onnx)",
+            dir.display(),
+            dir.display()
+        )));
+    };
+    let file_name = model
+        .cfg
+        .parameters
+        .get("onnx_file_name")
+        .map(|p| p.string_value.clone())
+        .filter(|s| !s.is_empty())
+        .or_else(|| Some(model.cfg.default_model_filename.clone()).filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| "model.onnx".to_string());
+    let file = dir.join(v.to_string()).join(&file_name);
+    if !file.exists() {
+        return Err(LoadError::Other(format!(
+            "{}: the model file is missing",
+            file.display()
+        )));
+    }
+    model.model_file = Some(file);
+    Ok(model)
+}

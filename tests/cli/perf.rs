@@ -1,0 +1,823 @@
+//! `tritonctl perf` against a tiny KServe v2 responder on the loopback
+//! interface (a thread per connection, std only). The responder checks
+//! every inference request it gets (JSON or binary tensors, shapes and
+//! sizes) and answers 400 when one is wrong, so a run without errors shows
+//! the wire format is right; it can also stall once, answer 500, send a
+//! malformed body or close the connection, to check how perf counts them.
+
+use crate::common::{crate_root, tritonctl};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What the responder does.
+#[derive(Clone, Default)]
+struct Behaviour {
+    /// Answer the config endpoint (as Triton does); otherwise 400, as a
+    /// plain KServe v2 server without the extension.
+    config: bool,
+    /// Answer the statistics endpoint with counters of the requests served
+    /// (2 µs queue, 5 µs compute per request).
+    stats: bool,
+    /// Metadata dims of input X (with the batch dim when batching).
+    x_shape: Vec<i64>,
+    max_batch_size: i64,
+    /// The infer request with this number (from 1) holds the one model
+    /// lock for this long: every other request waits behind it.
+    stall: Option<(u64, Duration)>,
+    /// By request number modulo 10: these fail with 500 ...
+    fail_500: Vec<u64>,
+    /// ... these get a malformed 200 ...
+    malformed: Vec<u64>,
+    /// ... and on these the connection is closed without an answer.
+    close: Vec<u64>,
+    /// A sequence model: the config has a sequence batcher, and every
+    /// request must carry a sequence id and flags that Triton would accept.
+    sequence: bool,
+}
+
+#[derive(Default)]
+struct Counters {
+    infer: AtomicU64,
+    binary: AtomicU64,
+    json: AtomicU64,
+    bad: Mutex<Vec<String>>,
+    /// Sequence id -> (live, a step in flight).
+    sequences: Mutex<BTreeMap<u64, (bool, bool)>>,
+    started: AtomicU64,
+    ended: AtomicU64,
+    /// Requests with the header `X-Test: yes`.
+    with_header: AtomicU64,
+}
+
+impl Counters {
+    fn live_sequences(&self) -> usize {
+        self.sequences
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|s| s.0)
+            .count()
+    }
+}
+
+struct Responder {
+    port: u16,
+    counters: Arc<Counters>,
+}
+
+impl Responder {
+    fn start(b: Behaviour) -> Responder {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let counters = Arc::new(Counters::default());
+        let model_lock = Arc::new(Mutex::new(()));
+        let c = counters.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let (b, c, l) = (b.clone(), c.clone(), model_lock.clone());
+                std::thread::spawn(move || serve(stream, &b, &c, &l));
+            }
+        });
+        Responder { port, counters }
+    }
+
+    fn url(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn bad(&self) -> Vec<String> {
+        self.counters.bad.lock().unwrap().clone()
+    }
+}
+
+fn respond(s: &mut TcpStream, status: u16, extra: &[(&str, String)], body: &[u8]) -> bool {
+    let mut head = format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in extra {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    // one write: a second small one would wait for a delayed ACK
+    let mut all = head.into_bytes();
+    all.extend_from_slice(body);
+    s.write_all(&all).is_ok()
+}
+
+fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>) {
+    let _ = stream.set_nodelay(true);
+    let mut out = stream.try_clone().unwrap();
+    let mut r = BufReader::new(stream);
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let method = parts.next().unwrap_or("").to_string();
+        let path = parts.next().unwrap_or("").to_string();
+        let mut headers = BTreeMap::new();
+        loop {
+            let mut h = String::new();
+            if r.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+            }
+        }
+        let len: usize = headers
+            .get("content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; len];
+        if r.read_exact(&mut body).is_err() {
+            return;
+        }
+        if headers.get("x-test").is_some_and(|v| v == "yes") {
+            c.with_header.fetch_add(1, Ordering::SeqCst);
+        }
+        let ok = match (method.as_str(), path.as_str()) {
+            ("GET", "/v2/models/m") => {
+                let meta = json!({"name": "m", "platform": "test",
+                    "inputs": [{"name": "X", "datatype": "FP32", "shape": b.x_shape}],
+                    "outputs": [{"name": "Y", "datatype": "FP32", "shape": b.x_shape}]});
+                respond(&mut out, 200, &[], meta.to_string().as_bytes())
+            }
+            ("GET", "/v2/models/m/config") if b.config => {
+                let cfg = json!({"name": "m", "max_batch_size": b.max_batch_size,
+                    "input": [{"name": "X", "data_type": "TYPE_FP32", "dims": ["4"]}],
+                    "output": [{"name": "Y", "data_type": "TYPE_FP32", "dims": [4]}]});
+                let mut cfg = cfg;
+                if b.sequence {
+                    cfg["sequence_batching"] = json!({"max_sequence_idle_microseconds": "1000000"});
+                } else {
+                    cfg["dynamic_batching"] = json!({});
+                }
+                respond(&mut out, 200, &[], cfg.to_string().as_bytes())
+            }
+            ("GET", "/v2/models/m/stats") if b.stats => {
+                let n = c.infer.load(Ordering::SeqCst);
+                let d = |per: u64| json!({"count": n, "ns": n * per});
+                let doc = json!({"model_stats": [{"name": "m", "version": "1",
+                    "inference_count": n, "execution_count": n,
+                    "inference_stats": {"success": d(9000), "fail": d(0), "queue": d(2000),
+                        "compute_input": d(500), "compute_infer": d(5000),
+                        "compute_output": d(500)}}]});
+                respond(&mut out, 200, &[], doc.to_string().as_bytes())
+            }
+            ("POST", "/v2/models/m/infer") => {
+                let n = c.infer.fetch_add(1, Ordering::SeqCst) + 1;
+                let guard = model_lock.lock().unwrap();
+                if let Some((at, d)) = b.stall {
+                    if n == at {
+                        std::thread::sleep(d);
+                    }
+                }
+                drop(guard);
+                if b.close.contains(&(n % 10)) {
+                    return;
+                }
+                if b.fail_500.contains(&(n % 10)) {
+                    respond(&mut out, 500, &[], br#"{"error":"boom"}"#)
+                } else if b.malformed.contains(&(n % 10)) {
+                    respond(&mut out, 200, &[], b"{\"outputs\": [")
+                } else {
+                    infer(&mut out, &headers, &body, c, b.sequence)
+                }
+            }
+            _ => respond(&mut out, 400, &[], br#"{"error":"unknown request"}"#),
+        };
+        if !ok {
+            return;
+        }
+    }
+}
+
+/// Checks one inference request and answers it (the output echoes the
+/// input's shape, binary when asked).
+fn infer(
+    out: &mut TcpStream,
+    headers: &BTreeMap<String, String>,
+    body: &[u8],
+    c: &Counters,
+    sequence: bool,
+) -> bool {
+    let fail = |out: &mut TcpStream, why: String| {
+        c.bad.lock().unwrap().push(why.clone());
+        respond(
+            out,
+            400,
+            &[],
+            json!({ "error": why }).to_string().as_bytes(),
+        )
+    };
+    let hlen = match headers.get("inference-header-content-length") {
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if n <= body.len() => Some(n),
+            _ => return fail(out, format!("bad header length {v}")),
+        },
+        None => None,
+    };
+    let head = &body[..hlen.unwrap_or(body.len())];
+    let tail = &body[hlen.unwrap_or(body.len())..];
+    let req: Value = match serde_json::from_slice(head) {
+        Ok(v) => v,
+        Err(e) => return fail(out, format!("request JSON: {e}")),
+    };
+    let x = &req["inputs"][0];
+    let shape: Vec<i64> = x["shape"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_i64).collect())
+        .unwrap_or_default();
+    let elems: i64 = shape.iter().product();
+    if x["name"] != "X" || x["datatype"] != "FP32" || shape.is_empty() {
+        return fail(out, format!("bad input {x}"));
+    }
+    match x["parameters"]["binary_data_size"].as_u64() {
+        Some(size) => {
+            c.binary.fetch_add(1, Ordering::SeqCst);
+            if size != elems as u64 * 4 || tail.len() as u64 != size {
+                return fail(
+                    out,
+                    format!(
+                        "binary size {size} for shape {shape:?}, {} bytes",
+                        tail.len()
+                    ),
+                );
+            }
+        }
+        None => {
+            c.json.fetch_add(1, Ordering::SeqCst);
+            if x["data"].as_array().map(Vec::len) != Some(elems as usize) || !tail.is_empty() {
+                return fail(out, format!("JSON data does not fit shape {shape:?}"));
+            }
+        }
+    }
+    if sequence {
+        if let Err(why) = sequence_step(&req["parameters"], c) {
+            return fail(out, why);
+        }
+    }
+    if req["parameters"]["binary_data_output"] == true {
+        let bytes = vec![0u8; elems as usize * 4];
+        let head = json!({"model_name": "m", "outputs": [{"name": "Y", "datatype": "FP32",
+            "shape": shape, "parameters": {"binary_data_size": bytes.len()}}]})
+        .to_string();
+        let mut all = head.clone().into_bytes();
+        all.extend_from_slice(&bytes);
+        respond(
+            out,
+            200,
+            &[("Inference-Header-Content-Length", head.len().to_string())],
+            &all,
+        )
+    } else {
+        let data = vec![0.0; elems as usize];
+        let doc = json!({"model_name": "m", "outputs": [{"name": "Y", "datatype": "FP32",
+            "shape": shape, "data": data}]});
+        respond(out, 200, &[], doc.to_string().as_bytes())
+    }
+}
+
+fn triton_like() -> Behaviour {
+    Behaviour {
+        config: true,
+        stats: true,
+        x_shape: vec![-1, 4],
+        max_batch_size: 8,
+        ..Behaviour::default()
+    }
+}
+
+/// Runs `tritonctl perf ARGS` (killed after 60 s: a hang is a failure).
+fn perf(args: &[&str]) -> (i32, String, String) {
+    let mut c = tritonctl();
+    c.arg("perf").args(args).timeout(Duration::from_secs(60));
+    let started = Instant::now();
+    let out = c.output().expect("tritonctl runs");
+    let code = out.status.code().unwrap_or_else(|| {
+        panic!(
+            "tritonctl perf {args:?} killed after {:?} (hang?)",
+            started.elapsed()
+        )
+    });
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (code, String::from_utf8(out.stdout).unwrap(), stderr)
+}
+
+fn perf_json(args: &[&str]) -> (i32, Value) {
+    let mut a = args.to_vec();
+    a.extend(["--format", "json"]);
+    let (code, out, err) = perf(&a);
+    let v: Value = serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}\nstderr:\n{err}"));
+    assert_matches_schema(&v);
+    (code, v)
+}
+
+fn assert_matches_schema(doc: &Value) {
+    let text = std::fs::read_to_string(crate_root().join("schemas/perf.schema.json")).unwrap();
+    let schema: Value = serde_json::from_str(&text).expect("schema is JSON");
+    jsonschema::meta::validate(&schema).expect("schema is a valid JSON Schema");
+    let v = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "output does not match the schema:\n{}\n{doc:#}",
+        errors.join("\n")
+    );
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("{v} is not an unsigned integer"))
+}
+
+#[test]
+fn closed_loop_counts_binary_and_json() {
+    let r = Responder::start(triton_like());
+    let url = r.url();
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &url,
+        "--concurrency-range",
+        "1:3:2",
+        "--request-count",
+        "150",
+        "-b",
+        "2",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+    assert_eq!(doc["mode"], "concurrency");
+    assert_eq!(doc["input_tensor_format"], "binary");
+    let levels = doc["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 2);
+    assert_eq!(levels[0]["concurrency"], 1);
+    assert_eq!(levels[1]["concurrency"], 3);
+    for l in levels {
+        assert_eq!(u(&l["requests"]), 150);
+        assert_eq!(u(&l["errors"]), 0);
+        assert!(l["request_rate"].is_null());
+        let lat = &l["latency_us"];
+        assert!(
+            u(&lat["p50"]) <= u(&lat["p99"]) && u(&lat["p99"]) <= u(&lat["max"]),
+            "{lat}"
+        );
+        // 150 requests of batch 2 in duration_s
+        let expect = 300.0 / l["duration_s"].as_f64().unwrap();
+        let got = l["throughput_per_s"].as_f64().unwrap();
+        assert!((got - expect).abs() / expect < 0.01, "{got} vs {expect}");
+        // the statistics extension: 2 µs queue and 5 µs compute per request
+        assert_eq!(l["server"]["queue_us"], 2.0, "{l:#}");
+        assert_eq!(l["server"]["compute_infer_us"], 5.0);
+        assert_eq!(l["server"]["overhead_us"], 1.0);
+    }
+    // every request went binary (the default), none as JSON
+    assert_eq!(r.counters.json.load(Ordering::SeqCst), 0);
+    assert_eq!(r.counters.binary.load(Ordering::SeqCst), 300);
+
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &url,
+        "--request-count",
+        "40",
+        "--input-tensor-format",
+        "json",
+        "--output-tensor-format",
+        "json",
+        "--input-data",
+        "zero",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(u(&doc["levels"][0]["requests"]), 40);
+    assert_eq!(r.counters.json.load(Ordering::SeqCst), 40);
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+}
+
+#[test]
+fn table_and_csv() {
+    let r = Responder::start(triton_like());
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let (code, out, err) = perf(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--concurrency-range",
+        "1:2",
+        "--duration",
+        "0.3",
+        "-f",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("concurrency") && out.contains("p99 µs"),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    // the columns Model Analyzer looks for
+    for col in [
+        "Concurrency",
+        "Inferences/Second",
+        "Server Queue",
+        "Server Compute Infer",
+        "p50 latency",
+        "p90 latency",
+        "p95 latency",
+        "p99 latency",
+        "Avg latency",
+    ] {
+        assert!(head.contains(&col), "{col} missing from {head:?}");
+    }
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2);
+    let tput: Vec<f64> = rows.iter().map(|r| r[1].parse().unwrap()).collect();
+    assert!(
+        tput[0] <= tput[1],
+        "rows by increasing throughput: {tput:?}"
+    );
+    assert!(tput[0] > 0.0);
+}
+
+#[test]
+fn open_loop_corrects_coordinated_omission() {
+    let stall = Duration::from_secs(1);
+    let behaviour = Behaviour {
+        stall: Some((50, stall)),
+        ..triton_like()
+    };
+    // open loop, at most 4 in flight: during the stall the sends fall
+    // behind, and their latency counts from when they were due
+    let r = Responder::start(behaviour.clone());
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--request-rate-range",
+        "200",
+        "--duration",
+        "3",
+        "--max-concurrency",
+        "4",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let l = &doc["levels"][0];
+    assert_eq!(doc["mode"], "request_rate");
+    assert_eq!(l["request_rate"], 200.0);
+    assert!(l["concurrency"].is_null());
+    let requests = u(&l["requests"]);
+    assert!((590..=610).contains(&requests), "{requests}");
+    let p99 = u(&l["latency_us"]["p99"]);
+    let p90 = u(&l["latency_us"]["p90"]);
+    // ~200 requests were due during the 1 s stall: a third of the run
+    // waited, the first almost the whole second
+    assert!(p99 >= 800_000, "p99 {p99} µs does not show the 1 s stall");
+    assert!(p90 >= 200_000, "p90 {p90} µs does not show the 1 s stall");
+    let late = u(&l["late_sends"]);
+    assert!(late >= 100, "late sends {late}");
+
+    // no cap: nothing is sent late, but the latencies still show the stall
+    let r = Responder::start(behaviour.clone());
+    let (_, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--request-rate-range",
+        "200",
+        "--duration",
+        "3",
+        "--request-distribution",
+        "poisson",
+        "--seed",
+        "3",
+    ]);
+    let l = &doc["levels"][0];
+    assert!(u(&l["latency_us"]["p99"]) >= 800_000, "{l:#}");
+
+    // the closed loop sends nothing while it waits: only one request sees
+    // the stall (the omission the open loop corrects)
+    let r = Responder::start(behaviour);
+    let (_, doc) = perf_json(&["-m", "m", "-u", &r.url(), "--duration", "2"]);
+    let l = &doc["levels"][0];
+    assert!(u(&l["latency_us"]["max"]) >= 900_000, "{l:#}");
+    assert!(u(&l["latency_us"]["p99"]) < 500_000, "{l:#}");
+}
+
+#[test]
+fn unreachable_server_is_exit_2() {
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let (code, out, err) = perf(&[
+        "-m",
+        "m",
+        "-u",
+        &format!("127.0.0.1:{port}"),
+        "--timeout",
+        "2000",
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("cannot connect") && err.contains(&port.to_string()),
+        "{err}"
+    );
+    assert!(out.is_empty());
+
+    let r = Responder::start(triton_like());
+    let (code, _, err) = perf(&["-m", "nope", "-u", &r.url()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("'nope'") && err.contains("400"), "{err}");
+}
+
+#[test]
+fn errors_are_counted_by_kind() {
+    let r = Responder::start(Behaviour {
+        fail_500: vec![3],
+        malformed: vec![6],
+        close: vec![9],
+        ..triton_like()
+    });
+    let url = r.url();
+    // every tenth request of each kind fails: exactly 20 of each in 200
+    let args = [
+        "-m",
+        "m",
+        "-u",
+        &url,
+        "--concurrency-range",
+        "2",
+        "--request-count",
+        "200",
+    ];
+    let (code, doc) = perf_json(&args);
+    assert_eq!(code, 1, "error rate 30 % is above the default 0");
+    let l = &doc["levels"][0];
+    assert_eq!(u(&l["requests"]), 200);
+    assert_eq!(u(&l["errors"]), 60);
+    assert_eq!(
+        l["errors_by_kind"],
+        json!({"http_500": 20, "malformed": 20, "connection": 20})
+    );
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+
+    let mut a = args.to_vec();
+    a.extend(["--max-error-rate", "0.35"]);
+    assert_eq!(perf_json(&a).0, 0);
+    let mut a = args.to_vec();
+    a.extend(["--max-error-rate", "0.25"]);
+    assert_eq!(perf_json(&a).0, 1);
+}
+
+#[test]
+fn timeouts_end_requests() {
+    let r = Responder::start(Behaviour {
+        stall: Some((3, Duration::from_secs(2))),
+        ..triton_like()
+    });
+    let started = Instant::now();
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--duration",
+        "1",
+        "--timeout",
+        "200",
+        "--max-error-rate",
+        "1",
+    ]);
+    assert_eq!(code, 0);
+    let l = &doc["levels"][0];
+    assert!(u(&l["errors_by_kind"]["timeout"]) >= 1, "{l:#}");
+    // the window is 1 s and requests give up after 0.2 s
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn without_config_endpoint_shapes_come_from_flags() {
+    let r = Responder::start(Behaviour {
+        config: false,
+        stats: false,
+        x_shape: vec![-1, -1],
+        ..Behaviour::default()
+    });
+    let url = r.url();
+    let (code, _, err) = perf(&["-m", "m", "-u", &url, "--request-count", "5"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--shape X:"), "{err}");
+    let (code, _, err) = perf(&[
+        "-m",
+        "m",
+        "-u",
+        &url,
+        "--shape",
+        "X:4",
+        "-b",
+        "2",
+        "--request-count",
+        "5",
+    ]);
+    assert_eq!(code, 2, "no batch dim known without --batched");
+    assert!(err.contains("--batched"), "{err}");
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &url,
+        "--shape",
+        "X:4",
+        "-b",
+        "3",
+        "--batched",
+        "--request-count",
+        "5",
+    ]);
+    assert_eq!(code, 0, "{doc:#} {:?}", r.bad());
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+    let l = &doc["levels"][0];
+    assert_eq!(u(&l["requests"]), 5);
+    assert!(l["server"].is_null(), "no statistics extension");
+}
+
+#[test]
+fn usage_errors_are_exit_2() {
+    for args in [
+        vec!["-m", "m", "--concurrency-range", "0:2"],
+        vec!["-m", "m", "--request-rate-range", "x"],
+        vec!["-m", "m", "--input-data", "/no/such/file.json"],
+        vec!["-m", "m", "-i", "grpc"],
+        vec!["-m", "m", "-u", "https://h:1"],
+        vec!["-m", "m", "--max-error-rate", "2"],
+    ] {
+        let (code, _, err) = perf(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.starts_with("error:"), "{args:?}: {err}");
+    }
+}
+
+/// The sequence batcher's rules for one request (the step is over when
+/// this returns: the answer follows).
+fn sequence_step(p: &Value, c: &Counters) -> Result<(), String> {
+    let id = p["sequence_id"]
+        .as_u64()
+        .filter(|id| *id > 0)
+        .ok_or(format!("no sequence id in {p}"))?;
+    let (start, end) = match (p["sequence_start"].as_bool(), p["sequence_end"].as_bool()) {
+        (Some(s), Some(e)) => (s, e),
+        _ => return Err(format!("sequence flags missing in {p}")),
+    };
+    {
+        let mut seqs = c.sequences.lock().unwrap();
+        let state = seqs.entry(id).or_insert((false, false));
+        if state.1 {
+            return Err(format!("two steps of sequence {id} in flight"));
+        }
+        if start {
+            if state.0 {
+                return Err(format!("sequence {id} started again while live"));
+            }
+            c.started.fetch_add(1, Ordering::SeqCst);
+        } else if !state.0 {
+            return Err(format!("sequence {id}: must specify the START flag"));
+        }
+        state.1 = true;
+    }
+    // the step takes a moment, so a second step sent meanwhile is seen
+    std::thread::sleep(Duration::from_millis(1));
+    let mut seqs = c.sequences.lock().unwrap();
+    let state = seqs.get_mut(&id).unwrap();
+    *state = (!end, false);
+    if end {
+        c.ended.fetch_add(1, Ordering::SeqCst);
+    }
+    Ok(())
+}
+
+fn sequence_model() -> Behaviour {
+    Behaviour {
+        sequence: true,
+        ..triton_like()
+    }
+}
+
+#[test]
+fn sequences_closed_loop() {
+    let r = Responder::start(sequence_model());
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--concurrency-range",
+        "3",
+        "--request-count",
+        "100",
+        "--sequence-length",
+        "5",
+        "--sequence-id-range",
+        "100:200",
+    ]);
+    assert_eq!(code, 0, "{doc:#} {:?}", r.bad());
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+    let l = &doc["levels"][0];
+    assert_eq!(u(&l["requests"]), 100);
+    // 100 steps of 5 by three workers
+    assert!(r.counters.started.load(Ordering::SeqCst) >= 20);
+    // every sequence was ended, the ones cut off by the window too
+    assert_eq!(r.counters.live_sequences(), 0);
+    let ids: Vec<u64> = r
+        .counters
+        .sequences
+        .lock()
+        .unwrap()
+        .keys()
+        .copied()
+        .collect();
+    assert!(ids.iter().all(|id| (100..200).contains(id)), "{ids:?}");
+    let seq = &l["sequence_latency_us"];
+    assert!(u(&seq["p50"]) >= u(&l["latency_us"]["p50"]), "{l:#}");
+
+    let (code, _, err) = perf(&["-m", "m", "-u", &r.url(), "-b", "2"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("-b 1"), "{err}");
+}
+
+#[test]
+fn sequences_open_loop_one_step_in_flight() {
+    let r = Responder::start(sequence_model());
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--request-rate-range",
+        "300",
+        "--duration",
+        "1",
+        "--num-of-sequences",
+        "3",
+        "--sequence-length",
+        "4",
+    ]);
+    assert_eq!(code, 0, "{doc:#} {:?}", r.bad());
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+    let l = &doc["levels"][0];
+    assert_eq!(u(&l["errors"]), 0);
+    assert!(u(&l["requests"]) >= 290, "{l:#}");
+    assert_eq!(r.counters.live_sequences(), 0);
+    assert!(r.counters.started.load(Ordering::SeqCst) >= 70);
+    assert!(!l["sequence_latency_us"].is_null());
+}
+
+#[test]
+fn warmup_is_not_measured_and_headers_are_sent() {
+    let r = Responder::start(triton_like());
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--warmup",
+        "0.3",
+        "--request-count",
+        "20",
+        "-H",
+        "X-Test: yes",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(u(&doc["levels"][0]["requests"]), 20);
+    let served = r.counters.infer.load(Ordering::SeqCst);
+    assert!(
+        served > 40,
+        "0.3 s of warmup sent only {} requests",
+        served - 20
+    );
+    // every request (metadata, config, statistics, inference) had it
+    assert!(r.counters.with_header.load(Ordering::SeqCst) >= served + 3);
+}

@@ -1,0 +1,573 @@
+//! `tritonctl run` through the binary, on the generated test models of
+//! testdata/run. Tests that execute models need ONNX Runtime: they are
+//! skipped with a message without it, unless `TRITONCTL_REQUIRE_ORT=1`.
+//! Expected outputs are computed here from the models' definitions (the
+//! running sum of a sequence), independently of tritonctl, and compared
+//! with scripts/run-reference.py (Python onnxruntime) where python3 has
+//! onnxruntime.
+
+use crate::common::{crate_root, tritonctl};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+fn require_ort() -> bool {
+    std::env::var_os("TRITONCTL_REQUIRE_ORT").is_some_and(|v| v == "1")
+}
+
+/// The ONNX Runtime library file, or `None` (test skipped).
+#[cfg(feature = "run")]
+fn ort() -> Option<PathBuf> {
+    match tritonctl::runtime::probe() {
+        Ok(lib) => Some(lib.path),
+        Err(e) if require_ort() => {
+            panic!("TRITONCTL_REQUIRE_ORT=1 but ONNX Runtime is not available: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipped: ONNX Runtime is not available: {e}");
+            None
+        }
+    }
+}
+
+#[cfg(not(feature = "run"))]
+fn ort() -> Option<PathBuf> {
+    eprintln!("skipped: built without the `run` feature");
+    None
+}
+
+fn model(name: &str) -> PathBuf {
+    crate_root().join("testdata").join("run").join(name)
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Out {
+    fn lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    }
+}
+
+fn run(lib: &Path, model_dir: &Path, input: &Path, extra: &[&str]) -> Out {
+    let mut c = tritonctl();
+    c.env("ORT_DYLIB_PATH", lib)
+        .arg("run")
+        .arg(model_dir)
+        .arg("--input")
+        .arg(input)
+        .args(["--format", "json"])
+        .args(extra);
+    let o = c.output().expect("tritonctl runs");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn write_lines(dir: &Path, name: &str, lines: &[Value]) -> PathBuf {
+    let p = dir.join(name);
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// A small deterministic generator (64-bit LCG).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    /// A small integer value, exact in FP32 sums.
+    fn value(&mut self) -> f64 {
+        self.below(41) as f64 - 20.0
+    }
+}
+
+/// `count` sequences (ids 1..=count) of 1..=max_len steps, interleaved at
+/// random; each step has `width` values. Returns JSON Lines requests.
+fn interleaved(seed: u64, count: u64, max_len: u64, width: usize) -> Vec<Value> {
+    let mut rng = Lcg(seed);
+    let mut left: Vec<(u64, u64, u64)> = (1..=count)
+        .map(|s| (s, 1 + rng.below(max_len), 0))
+        .collect();
+    let mut out = Vec::new();
+    while !left.is_empty() {
+        let k = rng.below(left.len() as u64) as usize;
+        let (seq, len, done) = left[k];
+        let values: Vec<f64> = (0..width).map(|_| rng.value()).collect();
+        out.push(json!({
+            "id": format!("s{seq}.{done}"),
+            "sequence_id": seq,
+            "start": done == 0,
+            "end": done + 1 == len,
+            "inputs": {"Input": values},
+        }));
+        if done + 1 == len {
+            left.remove(k);
+        } else {
+            left[k].2 += 1;
+        }
+    }
+    out
+}
+
+fn data(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+/// Expected outputs of the accumulate_implicit/_direct models:
+/// state += sum(Input); Output = Input + state.
+fn expected_rowsum(requests: &[Value]) -> Vec<Vec<f64>> {
+    let mut state = std::collections::HashMap::new();
+    requests
+        .iter()
+        .map(|r| {
+            let seq = r["sequence_id"].as_u64().unwrap();
+            let x = data(&r["inputs"]["Input"]);
+            let s = state.entry(seq).or_insert(0.0);
+            if r["start"] == true {
+                *s = 0.0;
+            }
+            *s += x.iter().sum::<f64>();
+            x.iter().map(|v| v + *s).collect()
+        })
+        .collect()
+}
+
+/// Expected outputs of the stateful-backend accumulate model: Input is
+/// [1, 4, 1, 5]; state[f] += Σ_s Input[s, f]; Output[s, f] = Input[s, f]
+/// + state[f].
+fn expected_stateful(requests: &[Value]) -> Vec<Vec<f64>> {
+    let mut state = std::collections::HashMap::new();
+    requests
+        .iter()
+        .map(|r| {
+            let seq = r["sequence_id"].as_u64().unwrap();
+            let x = data(&r["inputs"]["Input"]);
+            let s = state.entry(seq).or_insert(vec![0.0; 5]);
+            if r["start"] == true {
+                *s = vec![0.0; 5];
+            }
+            for (i, v) in x.iter().enumerate() {
+                s[i % 5] += v;
+            }
+            x.iter().enumerate().map(|(i, v)| v + s[i % 5]).collect()
+        })
+        .collect()
+}
+
+fn assert_outputs(out: &Out, requests: &[Value], expected: &[Vec<f64>], shape: &[i64]) {
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let lines = out.lines();
+    assert_eq!(lines.len(), requests.len());
+    for ((line, req), want) in lines.iter().zip(requests).zip(expected) {
+        assert_eq!(line["id"], req["id"]);
+        assert_eq!(line["sequence_id"], req["sequence_id"]);
+        assert_eq!(line["status"], "ok", "{line}");
+        let o = &line["outputs"]["Output"];
+        assert_eq!(o["datatype"], "FP32");
+        let got_shape: Vec<i64> = o["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_i64().unwrap())
+            .collect();
+        assert_eq!(got_shape, shape, "{line}");
+        assert_eq!(&data(&o["data"]), want, "{line}");
+    }
+}
+
+/// Whether scripts/run-reference.py can run here (python3 with
+/// onnxruntime, numpy, protobuf; protoc).
+fn reference_available() -> bool {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import onnxruntime, numpy, google.protobuf"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+        && std::process::Command::new("protoc")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !ok {
+        if require_ort() {
+            panic!("TRITONCTL_REQUIRE_ORT=1 but python3 lacks onnxruntime (or protoc is missing)");
+        }
+        eprintln!("skipped the Python comparison: python3 lacks onnxruntime or protoc is missing");
+    }
+    ok
+}
+
+fn assert_same_as_reference(model_dir: &Path, input: &Path, ours: &Out) {
+    if !reference_available() {
+        return;
+    }
+    let o = std::process::Command::new("python3")
+        .arg(crate_root().join("scripts").join("run-reference.py"))
+        .arg(model_dir)
+        .arg(input)
+        .arg("--sequence")
+        .output()
+        .expect("python3 runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let reference: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(ours.lines(), reference);
+}
+
+fn sequences_case(model_name: &str, seed: u64, width: usize, stateful: bool) {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let requests = interleaved(seed, 64, 6, width);
+    let input = write_lines(dir.path(), "in.jsonl", &requests);
+    let out = run(&lib, &model(model_name), &input, &["--sequence"]);
+    if stateful {
+        assert_outputs(
+            &out,
+            &requests,
+            &expected_stateful(&requests),
+            &[1, 4, 1, 5],
+        );
+    } else {
+        assert_outputs(&out, &requests, &expected_rowsum(&requests), &[1, 4]);
+    }
+    assert_same_as_reference(&model(model_name), &input, &out);
+}
+
+#[test]
+fn sixty_four_interleaved_sequences_implicit_state_oldest() {
+    sequences_case("accumulate_implicit", 1, 4, false);
+}
+
+#[test]
+fn sixty_four_interleaved_sequences_stateful_backend_oldest() {
+    sequences_case("accumulate", 2, 20, true);
+}
+
+#[test]
+fn sixty_four_interleaved_sequences_direct_two_instances() {
+    sequences_case("accumulate_direct", 3, 4, false);
+}
+
+#[test]
+fn more_sequences_than_slots_wait_in_the_backlog() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // accumulate_implicit has 4 candidate slots; 12 sequences start at once.
+    let mut requests = Vec::new();
+    for step in 0..3 {
+        for seq in 1..=12u64 {
+            requests.push(json!({
+                "id": format!("s{seq}.{step}"),
+                "arrival_us": 0,
+                "sequence_id": seq,
+                "start": step == 0,
+                "end": step == 2,
+                "inputs": {"Input": [seq as f64, step as f64, 0, 0]},
+            }));
+        }
+    }
+    let input = write_lines(dir.path(), "in.jsonl", &requests);
+    let out = run(&lib, &model("accumulate_implicit"), &input, &["--sequence"]);
+    assert_outputs(&out, &requests, &expected_rowsum(&requests), &[1, 4]);
+}
+
+/// A copy of accumulate_implicit with a short idle time.
+fn short_idle_model(root: &Path, idle_us: u64) -> PathBuf {
+    let src = model("accumulate_implicit");
+    let dst = root.join("accumulate_implicit");
+    std::fs::create_dir_all(dst.join("1")).unwrap();
+    std::fs::copy(
+        src.join("1").join("model.onnx"),
+        dst.join("1").join("model.onnx"),
+    )
+    .unwrap();
+    let cfg = std::fs::read_to_string(src.join("config.pbtxt")).unwrap();
+    assert!(cfg.contains("max_sequence_idle_microseconds: 5000000"));
+    let cfg = cfg.replace(
+        "max_sequence_idle_microseconds: 5000000",
+        &format!("max_sequence_idle_microseconds: {idle_us}"),
+    );
+    std::fs::write(dst.join("config.pbtxt"), cfg).unwrap();
+    dst
+}
+
+const START_MESSAGE: &str = "must specify the START flag on the first request of the sequence";
+
+#[test]
+fn an_idle_sequence_is_released_and_its_next_request_fails() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let m = short_idle_model(dir.path(), 300_000);
+    let requests = vec![
+        json!({"id": "a0", "arrival_us": 0, "sequence_id": 1, "start": true, "inputs": {"Input": [1, 0, 0, 0]}}),
+        json!({"id": "b0", "arrival_us": 0, "sequence_id": 2, "start": true, "inputs": {"Input": [2, 0, 0, 0]}}),
+        json!({"id": "b1", "arrival_us": 50000, "sequence_id": 2, "inputs": {"Input": [2, 0, 0, 0]}}),
+        json!({"id": "b2", "arrival_us": 100000, "sequence_id": 2, "inputs": {"Input": [2, 0, 0, 0]}}),
+        json!({"id": "b3", "arrival_us": 150000, "sequence_id": 2, "end": true, "inputs": {"Input": [2, 0, 0, 0]}}),
+        // Sequence 1 was idle for 1 s > 300 ms.
+        json!({"id": "a1", "arrival_us": 1000000, "sequence_id": 1, "end": true, "inputs": {"Input": [1, 0, 0, 0]}}),
+    ];
+    let input = write_lines(dir.path(), "in.jsonl", &requests);
+    let out = run(&lib, &m, &input, &["--sequence"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let lines = out.lines();
+    let a1 = &lines[5];
+    assert_eq!(a1["status"], "error");
+    assert_eq!(
+        a1["error"],
+        format!("inference request for sequence 1 to model 'accumulate_implicit' {START_MESSAGE}")
+    );
+    // The other sequence kept running, with its own state.
+    for (k, line) in lines[1..5].iter().enumerate() {
+        assert_eq!(line["status"], "ok", "{line}");
+        let s = 2.0 * (k as f64 + 1.0);
+        assert_eq!(
+            data(&line["outputs"]["Output"]["data"]),
+            vec![2.0 + s, s, s, s]
+        );
+    }
+    assert_eq!(lines[0]["status"], "ok");
+}
+
+#[test]
+fn a_request_of_an_unknown_sequence_without_start_fails_with_tritons_message() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let requests = vec![
+        json!({"id": "x", "sequence_id": 42, "inputs": {"Input": [1, 2, 3, 4]}}),
+        json!({"id": "y", "sequence_id": 43, "start": true, "end": true, "inputs": {"Input": [1, 2, 3, 4]}}),
+    ];
+    let input = write_lines(dir.path(), "in.jsonl", &requests);
+    let out = run(&lib, &model("accumulate_implicit"), &input, &["--sequence"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let lines = out.lines();
+    assert_eq!(lines[0]["status"], "error");
+    assert_eq!(
+        lines[0]["error"],
+        format!("inference request for sequence 42 to model 'accumulate_implicit' {START_MESSAGE}")
+    );
+    assert_eq!(lines[1]["status"], "ok");
+    assert_eq!(
+        data(&lines[1]["outputs"]["Output"]["data"]),
+        vec![11.0, 12.0, 13.0, 14.0]
+    );
+}
+
+#[test]
+fn sequences_never_see_each_others_state() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut requests = Vec::new();
+    for step in 0..8u64 {
+        for (seq, v) in [(1u64, 1_000_000.0), (2, 1.0)] {
+            requests.push(json!({
+                "id": format!("s{seq}.{step}"),
+                "sequence_id": seq,
+                "start": step == 0,
+                "end": step == 7,
+                "inputs": {"Input": [v, 0, 0, 0]},
+            }));
+        }
+    }
+    let input = write_lines(dir.path(), "in.jsonl", &requests);
+    for m in ["accumulate_implicit", "accumulate_direct"] {
+        let out = run(&lib, &model(m), &input, &["--sequence"]);
+        assert_eq!(out.code, 0, "{m}: {}{}", out.stdout, out.stderr);
+        for (line, req) in out.lines().iter().zip(&requests) {
+            let seq = req["sequence_id"].as_u64().unwrap();
+            let step: f64 = req["id"].as_str().unwrap()[3..].parse().unwrap();
+            let v = if seq == 1 { 1_000_000.0 } else { 1.0 };
+            let state = v * (step + 1.0);
+            assert_eq!(
+                data(&line["outputs"]["Output"]["data"]),
+                vec![v + state, state, state, state],
+                "{m}: {line}"
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_inputs_and_models_are_reported_with_exit_2() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let wrong_shape = write_lines(
+        dir.path(),
+        "shape.jsonl",
+        &[json!({"id": "r7", "inputs": {"Input": [1, 2, 3]}})],
+    );
+    let out = run(&lib, &model("preprocess"), &wrong_shape, &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("request 'r7'") && out.stderr.contains("'Input'"),
+        "{}",
+        out.stderr
+    );
+
+    let unknown = write_lines(
+        dir.path(),
+        "unknown.jsonl",
+        &[json!({"id": "r8", "inputs": {"Inptu": [1, 2, 3, 4]}})],
+    );
+    let out = run(&lib, &model("preprocess"), &unknown, &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("request 'r8'") && out.stderr.contains("unknown input 'Inptu'"),
+        "{}",
+        out.stderr
+    );
+
+    let ok = write_lines(
+        dir.path(),
+        "ok.jsonl",
+        &[json!({"id": "r9", "inputs": {"Input": [1, 2, 3, 4]}})],
+    );
+    let bad = crate_root().join("testdata").join("run-bad");
+    let out = run(&lib, &bad.join("broken"), &ok, &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("model.onnx") && out.stderr.contains("failed"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.is_empty());
+
+    let mismatch = write_lines(
+        dir.path(),
+        "mismatch.jsonl",
+        &[json!({"id": "r9", "inputs": {"Inptu": [1, 2, 3, 4]}})],
+    );
+    let out = run(&lib, &bad.join("input_mismatch"), &mismatch, &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("configuration input 'Inptu' is not an input of the ONNX model"),
+        "{}",
+        out.stderr
+    );
+
+    let missing = dir.path().join("missing.jsonl");
+    let out = run(&lib, &model("preprocess"), &missing, &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("missing.jsonl"), "{}", out.stderr);
+}
+
+#[test]
+fn cuda_without_a_driver_is_a_clear_error() {
+    let Some(lib) = ort() else { return };
+    let out = {
+        let mut c = tritonctl();
+        c.env("ORT_DYLIB_PATH", &lib).env("TRITONCTL_NO_CUDA", "1");
+        c.arg("run")
+            .arg(model("preprocess"))
+            .arg("--input")
+            .arg(model("preprocess.json"))
+            .args(["--device", "cuda"]);
+        c.output().unwrap()
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot run on cuda"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn without_onnx_runtime_the_run_stops_with_exit_2_and_an_install_hint() {
+    let out = tritonctl()
+        .env("TRITONCTL_NO_ORT", "1")
+        .arg("run")
+        .arg(model("preprocess"))
+        .arg("--input")
+        .arg(model("preprocess.json"))
+        .args(["--device", "cpu"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("onnxruntime") || stderr.contains("`run` feature"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_ensemble_gives_what_its_steps_give_by_hand() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let requests = interleaved(9, 6, 4, 4);
+    let input = write_lines(dir.path(), "in.jsonl", &requests);
+    let pipeline = run(&lib, &model("pipeline"), &input, &["--sequence"]);
+    assert_eq!(pipeline.code, 0, "{}", pipeline.stderr);
+    let first = run(&lib, &model("preprocess"), &input, &[]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let second_in: Vec<Value> = requests
+        .iter()
+        .zip(first.lines())
+        .map(|(r, o)| {
+            let mut r = r.clone();
+            r["inputs"]["Input"] = o["outputs"]["Output"]["data"].clone();
+            r
+        })
+        .collect();
+    let second_in = write_lines(dir.path(), "second.jsonl", &second_in);
+    let second = run(
+        &lib,
+        &model("accumulate_implicit"),
+        &second_in,
+        &["--sequence"],
+    );
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert_eq!(pipeline.lines(), second.lines());
+    // And both are the running sums of the preprocessed values (2x + 1).
+    let scaled: Vec<Value> = requests
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            let x: Vec<f64> = data(&r["inputs"]["Input"])
+                .iter()
+                .map(|v| 2.0 * v + 1.0)
+                .collect();
+            r["inputs"]["Input"] = json!(x);
+            r
+        })
+        .collect();
+    assert_outputs(&pipeline, &requests, &expected_rowsum(&scaled), &[1, 4]);
+}
+
+#[test]
+fn profile_writes_a_latency_file_simulate_accepts() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let lat = dir.path().join("lat.txt");
+    let out = run(
+        &lib,
+        &model("preprocess"),
+        &model("preprocess.json"),
+        &["--profile", lat.to_str().unwrap()],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let spec = std::fs::read_to_string(&lat).unwrap();
+    let parsed = tritonctl::batching::Latency::parse(spec.trim()).expect("a latency spec");
+    assert!(matches!(parsed, tritonctl::batching::Latency::Points(ref p) if !p.is_empty()));
+}
