@@ -1230,6 +1230,30 @@ mod props {
                 prop_assert!(b.start_us >= free, "instance runs one batch at a time");
                 busy.insert(b.instance, b.end_us);
             }
+            // A request waits longer than max_queue_delay only while no
+            // instance is free: from its delay's end until it starts, every
+            // instance is executing without a gap.
+            let mut runs: Vec<Vec<(u64, u64)>> = vec![Vec::new(); s.instances];
+            for b in &out.batches {
+                runs[b.instance].push((b.start_us, b.end_us));
+            }
+            for r in out.requests.iter().filter(|r| r.status == Status::Ok) {
+                let (lo, hi) = (r.arrival_us + delay, r.start_us.unwrap());
+                if hi <= lo {
+                    continue;
+                }
+                for (inst, iv) in runs.iter().enumerate() {
+                    let mut t = lo;
+                    for &(s0, e0) in iv {
+                        if e0 <= t || s0 >= hi {
+                            continue;
+                        }
+                        prop_assert!(s0 <= t, "{} waited past its delay while instance {inst} was idle from {t} to {s0}", r.id);
+                        t = t.max(e0);
+                    }
+                    prop_assert!(t >= hi, "{} waited past its delay while instance {inst} was idle from {t} to {hi}", r.id);
+                }
+            }
         }
     }
 }
