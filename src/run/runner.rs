@@ -504,6 +504,10 @@ impl Plan {
     }
 }
 
+/// How many requests without an arrival time may be released ahead of
+/// the finished ones.
+const WINDOW: usize = 256;
+
 /// How long a waiting thread polls its channel before it blocks.
 const SPIN: Duration = Duration::from_micros(200);
 
@@ -676,7 +680,13 @@ pub fn run_model(
             }
             // 2. Arrivals.
             let t = now();
-            while next < n && arrivals[order[next]] <= t {
+            // Requests without an arrival time are released as fast as
+            // possible, but at most WINDOW ahead of the finished ones (the
+            // scheduler's queues stay short).
+            let held = |next: usize, done: usize| {
+                requests[order[next]].arrival_us.is_none() && next - done >= WINDOW
+            };
+            while next < n && arrivals[order[next]] <= t && !held(next, done_count) {
                 let i = order[next];
                 sched.arrive(
                     t,
@@ -758,7 +768,7 @@ pub fn run_model(
             // 4. Wait for a completion, the next arrival or a deadline.
             let t = now();
             let mut wake: Option<u64> = sched.next_deadline();
-            if next < n {
+            if next < n && !held(next, done_count) {
                 let a = arrivals[order[next]];
                 wake = Some(wake.map_or(a, |w| w.min(a)));
             }
