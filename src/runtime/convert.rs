@@ -38,36 +38,13 @@ pub(crate) fn data_type_of(elem: i32) -> Option<DataType> {
     })
 }
 
-/// The ONNX name of an element type id (`FLOAT`, `COMPLEX64`, ...).
+/// The ONNX name of an element type id (`FLOAT`, `COMPLEX64`, ...), or
+/// `element type N` for an id the ONNX reader does not know.
 pub(crate) fn onnx_type_name(elem: i32) -> String {
-    let name = match elem {
-        0 => "UNDEFINED",
-        1 => "FLOAT",
-        2 => "UINT8",
-        3 => "INT8",
-        4 => "UINT16",
-        5 => "INT16",
-        6 => "INT32",
-        7 => "INT64",
-        8 => "STRING",
-        9 => "BOOL",
-        10 => "FLOAT16",
-        11 => "DOUBLE",
-        12 => "UINT32",
-        13 => "UINT64",
-        14 => "COMPLEX64",
-        15 => "COMPLEX128",
-        16 => "BFLOAT16",
-        17 => "FLOAT8E4M3FN",
-        18 => "FLOAT8E4M3FNUZ",
-        19 => "FLOAT8E5M2",
-        20 => "FLOAT8E5M2FNUZ",
-        21 => "UINT4",
-        22 => "INT4",
-        23 => "FLOAT4E2M1",
-        _ => return format!("element type {elem}"),
-    };
-    name.to_string()
+    match crate::onnx::onnx_type_name(elem) {
+        "UNDEFINED" if elem != 0 => format!("element type {elem}"),
+        name => name.to_string(),
+    }
 }
 
 pub(crate) fn status(s: ort::sys::OrtStatusPtr) -> Result<(), String> {
