@@ -31,3 +31,25 @@ pub fn tritonctl() -> assert_cmd::Command {
         .env("PATH", std::env::var("PATH").unwrap_or_default());
     c
 }
+
+/// Whether `TRITONCTL_REQUIRE_ORT=1` (set by scripts/test): tests that need
+/// ONNX Runtime must then fail instead of skipping.
+pub fn require_ort() -> bool {
+    std::env::var_os("TRITONCTL_REQUIRE_ORT").is_some_and(|v| v == "1")
+}
+
+/// The ONNX Runtime library the tests run with, or `None` after printing
+/// why the test is skipped (a failure under [`require_ort`]).
+#[cfg(feature = "run")]
+pub fn ort_library() -> Option<tritonctl::runtime::OrtLibrary> {
+    match tritonctl::runtime::probe() {
+        Ok(lib) => Some(lib),
+        Err(e) if require_ort() => {
+            panic!("TRITONCTL_REQUIRE_ORT=1 but ONNX Runtime is not available: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipped: ONNX Runtime is not available: {e}");
+            None
+        }
+    }
+}

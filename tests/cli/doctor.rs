@@ -1,5 +1,7 @@
 //! `tritonctl doctor`: what it finds, its exit status and its JSON fields.
 
+#[cfg(feature = "run")]
+use crate::common::ort_library;
 use crate::common::tritonctl;
 use std::ffi::OsStr;
 
@@ -136,22 +138,6 @@ fn a_binary_without_the_run_feature_says_so() {
     let v = json(&r);
     assert_eq!(v["run_feature"], false);
     assert_eq!(v["can_run"], false);
-}
-
-/// The ONNX Runtime library for the tests: skipped without it, unless
-/// `TRITONCTL_REQUIRE_ORT=1` (scripts/test), which makes it a failure.
-#[cfg(feature = "run")]
-fn ort_library() -> Option<tritonctl::runtime::OrtLibrary> {
-    match tritonctl::runtime::probe() {
-        Ok(lib) => Some(lib),
-        Err(e) if std::env::var_os("TRITONCTL_REQUIRE_ORT").is_some_and(|v| v == "1") => {
-            panic!("TRITONCTL_REQUIRE_ORT=1 but ONNX Runtime is not available: {e}")
-        }
-        Err(e) => {
-            eprintln!("skipped: ONNX Runtime is not available: {e}");
-            None
-        }
-    }
 }
 
 #[cfg(feature = "run")]

@@ -6,27 +6,16 @@
 //! with scripts/run-reference.py (Python onnxruntime) where python3 has
 //! onnxruntime.
 
-use crate::common::{crate_root, tritonctl};
+#[cfg(feature = "run")]
+use crate::common::ort_library;
+use crate::common::{crate_root, require_ort, tritonctl};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-
-fn require_ort() -> bool {
-    std::env::var_os("TRITONCTL_REQUIRE_ORT").is_some_and(|v| v == "1")
-}
 
 /// The ONNX Runtime library file, or `None` (test skipped).
 #[cfg(feature = "run")]
 fn ort() -> Option<PathBuf> {
-    match tritonctl::runtime::probe() {
-        Ok(lib) => Some(lib.path),
-        Err(e) if require_ort() => {
-            panic!("TRITONCTL_REQUIRE_ORT=1 but ONNX Runtime is not available: {e}")
-        }
-        Err(e) => {
-            eprintln!("skipped: ONNX Runtime is not available: {e}");
-            None
-        }
-    }
+    ort_library().map(|lib| lib.path)
 }
 
 #[cfg(not(feature = "run"))]
