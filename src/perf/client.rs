@@ -1,6 +1,9 @@
 //! A small HTTP/1.1 client for KServe v2 servers: keep-alive connections
 //! kept in a pool (one per request in flight), every failure classified.
 
+use super::grpc::pb::ModelInferRequest;
+use super::grpc::GrpcClient;
+use super::inputs::Body;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
@@ -24,6 +27,10 @@ pub enum ErrorKind {
     Http(u16),
     /// A 200 answer whose body is not a v2 inference response.
     Malformed,
+    /// A gRPC status other than OK, by code number.
+    Grpc(i32),
+    /// A gRPC stream reply carrying an `error_message`.
+    StreamError,
 }
 
 impl ErrorKind {
@@ -35,6 +42,8 @@ impl ErrorKind {
             ErrorKind::Connection => "connection".into(),
             ErrorKind::Http(s) => format!("http_{s}"),
             ErrorKind::Malformed => "malformed".into(),
+            ErrorKind::Grpc(c) => super::grpc::code_key(*c),
+            ErrorKind::StreamError => "grpc_stream_error".into(),
         }
     }
 }
@@ -49,6 +58,11 @@ pub struct Endpoint {
 impl Endpoint {
     /// `HOST:PORT`, `http://HOST:PORT[/]` or `HOST` (port 8000).
     pub fn parse(url: &str) -> Result<Self, String> {
+        Self::parse_with_port(url, 8000)
+    }
+
+    /// As [`Endpoint::parse`], with `port` when the URL has none.
+    pub fn parse_with_port(url: &str, port: u16) -> Result<Self, String> {
         let rest = if let Some(r) = url.strip_prefix("http://") {
             r
         } else if url.starts_with("https://") {
@@ -70,7 +84,7 @@ impl Endpoint {
         } else if rest.contains(':') && !rest.starts_with('[') {
             return Err(format!("-u {url}: the port is not a number"));
         } else {
-            format!("{rest}:8000")
+            format!("{rest}:{port}")
         };
         Ok(Endpoint { authority })
     }
@@ -201,7 +215,11 @@ impl Client {
             .await
             .map_err(|_| ErrorKind::Connection)?
             .to_bytes();
-        self.give_back(conn);
+        // a connection the server is about to close is not reused: the
+        // next request on it would fail
+        if keeps_alive(parts.version, &parts.headers) {
+            self.give_back(conn);
+        }
         let header_len = parts
             .headers
             .get("inference-header-content-length")
@@ -259,7 +277,30 @@ impl Client {
             ErrorKind::Connection => format!("the connection to {at} broke"),
             ErrorKind::Http(s) => format!("the server at {at} answered HTTP {s}"),
             ErrorKind::Malformed => format!("the server at {at} sent a malformed answer"),
+            ErrorKind::Grpc(c) => {
+                format!("the server at {at} answered {}", super::grpc::code_key(*c))
+            }
+            ErrorKind::StreamError => format!("the server at {at} reported an error on the stream"),
         }
+    }
+}
+
+/// Whether the server keeps the connection open after this answer:
+/// HTTP/1.1 unless it says `Connection: close`, HTTP/1.0 only with
+/// `Connection: keep-alive`.
+fn keeps_alive(version: hyper::Version, headers: &hyper::HeaderMap) -> bool {
+    let has = |token: &str| {
+        headers
+            .get_all(hyper::header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|t| t.trim().eq_ignore_ascii_case(token))
+    };
+    if version <= hyper::Version::HTTP_10 {
+        has("keep-alive")
+    } else {
+        !has("close")
     }
 }
 
@@ -287,6 +328,216 @@ pub fn check_infer_answer(a: &Answer) -> Result<(), ErrorKind> {
     Ok(())
 }
 
+/// Which protocol `perf` speaks (`-i`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Http,
+    Grpc {
+        /// `--streaming`: requests go over `ModelStreamInfer` streams.
+        streaming: bool,
+    },
+}
+
+/// A request body built once and sent many times, in the form each
+/// protocol sends.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The HTTP body (and the template for added request parameters).
+    pub body: Body,
+    pub bytes: Bytes,
+    /// The same tensors as a gRPC request (with `-i grpc`).
+    pub grpc: Option<Arc<ModelInferRequest>>,
+}
+
+/// A client of one server in either protocol: discovery and inference
+/// with the same shapes and error kinds.
+#[derive(Clone)]
+pub enum PerfClient {
+    Http(Client),
+    Grpc(Box<GrpcClient>),
+}
+
+fn version_path(model: &str, version: Option<&str>) -> String {
+    match version {
+        Some(v) => format!("/v2/models/{model}/versions/{v}"),
+        None => format!("/v2/models/{model}"),
+    }
+}
+
+impl PerfClient {
+    /// A client for the server at `url`; nothing is sent yet. Must be
+    /// called inside a tokio runtime.
+    pub fn new(
+        protocol: Protocol,
+        url: &str,
+        headers: &[(String, String)],
+        timeout: Duration,
+    ) -> Result<Self, String> {
+        match protocol {
+            Protocol::Http => Ok(PerfClient::Http(Client::new(ClientConfig {
+                endpoint: Endpoint::parse(url)?,
+                headers: headers.to_vec(),
+                timeout,
+            }))),
+            Protocol::Grpc { streaming } => GrpcClient::new(url, headers, timeout, streaming)
+                .map(|g| PerfClient::Grpc(Box::new(g))),
+        }
+    }
+
+    /// `http` or `grpc`.
+    pub fn protocol_name(&self) -> &'static str {
+        match self {
+            PerfClient::Http(_) => "http",
+            PerfClient::Grpc(_) => "grpc",
+        }
+    }
+
+    /// `host:port` of the server.
+    pub fn authority(&self) -> &str {
+        match self {
+            PerfClient::Http(c) => &c.config().endpoint.authority,
+            PerfClient::Grpc(g) => g.authority(),
+        }
+    }
+
+    /// The model metadata as the HTTP endpoint's JSON; the error says why
+    /// the model cannot be used.
+    pub async fn metadata(&self, model: &str, version: Option<&str>) -> Result<Value, String> {
+        match self {
+            PerfClient::Http(c) => {
+                let base = version_path(model, version);
+                if let Some(m) = c.get_json(&base).await? {
+                    return Ok(m);
+                }
+                let (status, text) = c.get_status(&base).await?;
+                Err(format!(
+                    "model '{model}' is not available at {}: HTTP {status}: {text}",
+                    c.config().endpoint.authority
+                ))
+            }
+            PerfClient::Grpc(g) => g.metadata(model, version).await,
+        }
+    }
+
+    /// The extensions the server lists in its metadata (`GET /v2`);
+    /// `None` when that is unknown (no answer, or gRPC, where tensors
+    /// are always binary).
+    pub async fn server_extensions(&self) -> Option<Vec<String>> {
+        match self {
+            PerfClient::Http(c) => {
+                let doc = c.get_json("/v2").await.ok()??;
+                let list = doc.get("extensions")?.as_array()?;
+                Some(
+                    list.iter()
+                        .filter_map(|e| e.as_str().map(str::to_string))
+                        .collect(),
+                )
+            }
+            PerfClient::Grpc(_) => None,
+        }
+    }
+
+    /// The model config as JSON, `None` when the server does not give it.
+    pub async fn config(
+        &self,
+        model: &str,
+        version: Option<&str>,
+    ) -> Result<Option<Value>, String> {
+        match self {
+            PerfClient::Http(c) => {
+                c.get_json(&format!("{}/config", version_path(model, version)))
+                    .await
+            }
+            PerfClient::Grpc(g) => g.config(model, version).await,
+        }
+    }
+
+    /// The statistics document as JSON, `None` on any failure.
+    pub async fn statistics(&self, model: &str, version: Option<&str>) -> Option<Value> {
+        match self {
+            PerfClient::Http(c) => c
+                .get_json(&format!("{}/stats", version_path(model, version)))
+                .await
+                .ok()
+                .flatten(),
+            PerfClient::Grpc(g) => g.statistics(model, version).await,
+        }
+    }
+
+    /// The statistics document at an HTTP path
+    /// (`/v2/models/M[/versions/V]/stats`; over gRPC the same model and
+    /// version), `None` on any failure.
+    pub async fn statistics_at(&self, path: &str) -> Option<Value> {
+        match self {
+            PerfClient::Http(c) => c.get_json(path).await.ok().flatten(),
+            PerfClient::Grpc(g) => {
+                let rest = path.strip_prefix("/v2/models/")?.strip_suffix("/stats")?;
+                let (model, version) = match rest.split_once("/versions/") {
+                    Some((m, v)) => (m, Some(v)),
+                    None => (rest, None),
+                };
+                g.statistics(model, version).await
+            }
+        }
+    }
+
+    /// Readies a body for sending to `model`.
+    pub fn prepare(
+        &self,
+        body: Body,
+        model: &str,
+        version: Option<&str>,
+    ) -> Result<Prepared, String> {
+        let grpc = match self {
+            PerfClient::Http(_) => None,
+            PerfClient::Grpc(_) => Some(Arc::new(super::grpc::request_from_body(
+                &body, model, version,
+            )?)),
+        };
+        Ok(Prepared {
+            bytes: Bytes::from(body.bytes.clone()),
+            body,
+            grpc,
+        })
+    }
+
+    /// Sends one inference request to `path` (HTTP; gRPC names the model
+    /// in the request), with request parameters added (sequence id and
+    /// flags), and checks the answer.
+    pub async fn infer(
+        &self,
+        path: &str,
+        req: &Prepared,
+        params: Option<&serde_json::Map<String, Value>>,
+    ) -> Result<(), ErrorKind> {
+        match self {
+            PerfClient::Http(c) => {
+                let (bytes, header_len) = match params {
+                    Some(p) => {
+                        let (b, h) = req.body.with_parameters(p);
+                        (Bytes::from(b), h)
+                    }
+                    None => (req.bytes.clone(), req.body.header_len),
+                };
+                let a = c
+                    .send(
+                        Method::POST,
+                        path,
+                        bytes,
+                        Some(req.body.content_type()),
+                        header_len,
+                    )
+                    .await?;
+                check_infer_answer(&a)
+            }
+            PerfClient::Grpc(g) => match &req.grpc {
+                Some(r) => g.infer(r, params).await,
+                None => Err(ErrorKind::Malformed),
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,6 +553,17 @@ mod tests {
         assert!(Endpoint::parse("https://h:1").is_err());
         assert!(Endpoint::parse("h:x").is_err());
         assert!(Endpoint::parse("h:1/v2").is_err());
+    }
+
+    #[test]
+    fn keep_alive() {
+        let mut h = hyper::HeaderMap::new();
+        assert!(keeps_alive(hyper::Version::HTTP_11, &h));
+        assert!(!keeps_alive(hyper::Version::HTTP_10, &h));
+        h.insert(hyper::header::CONNECTION, "Keep-Alive".parse().unwrap());
+        assert!(keeps_alive(hyper::Version::HTTP_10, &h));
+        h.insert(hyper::header::CONNECTION, "foo, Close".parse().unwrap());
+        assert!(!keeps_alive(hyper::Version::HTTP_11, &h));
     }
 
     fn answer(status: u16, header_len: Option<usize>, body: &[u8]) -> Answer {

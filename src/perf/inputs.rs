@@ -24,7 +24,7 @@ impl InputData {
             "random" => Ok(InputData::Random),
             "zero" => Ok(InputData::Zero),
             other => Err(format!(
-                "--input-data '{other}': only 'random' and 'zero' are supported so far"
+                "--input-data '{other}' is not 'random', 'zero' or a JSON file"
             )),
         }
     }
@@ -219,6 +219,436 @@ pub fn build(info: &ModelInfo, opt: BodyOptions) -> Result<Body, String> {
         header_len,
         header: req,
     })
+}
+
+/// `--input-data FILE`: perf_analyzer's input-data JSON,
+/// `{"data": [ENTRY, ...]}` or, for sequence models, `{"data": [[ENTRY,
+/// ...], ...]}` (one stream of steps per sequence). An entry maps input
+/// names to a flat or nested array of values, to `{"content": VALUES,
+/// "shape": [dims without the batch dim]}`, or to `{"b64": "..."}` (the
+/// raw little-endian bytes; BYTES elements with their 4-byte length
+/// prefixes).
+#[derive(Debug, Clone)]
+pub struct DataFile {
+    /// The file, as named on the command line (for messages).
+    pub name: String,
+    /// `data` was a list of lists.
+    nested: bool,
+    streams: Vec<Vec<Map<String, Value>>>,
+}
+
+impl DataFile {
+    /// Parses the document (the entries are checked against the model by
+    /// [`DataFile::bodies`]).
+    pub fn parse(name: &str, text: &str) -> Result<Self, String> {
+        let doc: Value =
+            serde_json::from_str(text).map_err(|e| format!("{name}: not JSON: {e}"))?;
+        let data = doc
+            .get("data")
+            .and_then(Value::as_array)
+            .ok_or_else(|| format!("{name}: no \"data\" array at the top level"))?;
+        if data.is_empty() {
+            return Err(format!("{name}: \"data\" is empty"));
+        }
+        let nested = data[0].is_array();
+        let entry = |v: &Value, at: String| -> Result<Map<String, Value>, String> {
+            v.as_object()
+                .cloned()
+                .ok_or_else(|| format!("{name}: {at}: an entry must be an object of inputs"))
+        };
+        let mut streams = Vec::new();
+        if nested {
+            for (s, stream) in data.iter().enumerate() {
+                let steps = stream.as_array().ok_or_else(|| {
+                    format!("{name}: data[{s}]: not a list of steps (data[0] is one)")
+                })?;
+                if steps.is_empty() {
+                    return Err(format!("{name}: data[{s}]: an empty stream"));
+                }
+                streams.push(
+                    steps
+                        .iter()
+                        .enumerate()
+                        .map(|(j, v)| entry(v, format!("data[{s}][{j}]")))
+                        .collect::<Result<_, _>>()?,
+                );
+            }
+        } else {
+            streams.push(
+                data.iter()
+                    .enumerate()
+                    .map(|(j, v)| entry(v, format!("data[{j}]")))
+                    .collect::<Result<_, _>>()?,
+            );
+        }
+        Ok(DataFile {
+            name: name.to_string(),
+            nested,
+            streams,
+        })
+    }
+
+    /// The number of entries per stream.
+    pub fn stream_lengths(&self) -> Vec<usize> {
+        self.streams.iter().map(Vec::len).collect()
+    }
+
+    /// One request body per entry (streams one after the other), and per
+    /// stream the indexes of its bodies.
+    pub fn bodies(
+        &self,
+        info: &ModelInfo,
+        batch: u64,
+        binary_inputs: bool,
+        binary_outputs: bool,
+    ) -> Result<(Vec<Body>, Vec<Vec<usize>>), String> {
+        let mut bodies = Vec::new();
+        let mut index = Vec::new();
+        for (s, stream) in self.streams.iter().enumerate() {
+            let mut ids = Vec::new();
+            for (j, e) in stream.iter().enumerate() {
+                let at = if self.nested {
+                    format!("{}: data[{s}][{j}]", self.name)
+                } else {
+                    format!("{}: data[{j}]", self.name)
+                };
+                let body = entry_body(info, e, batch, binary_inputs, binary_outputs)
+                    .map_err(|m| format!("{at}: {m}"))?;
+                ids.push(bodies.len());
+                bodies.push(body);
+            }
+            index.push(ids);
+        }
+        Ok((bodies, index))
+    }
+}
+
+/// The request body of one data entry.
+fn entry_body(
+    info: &ModelInfo,
+    e: &Map<String, Value>,
+    batch: u64,
+    binary_inputs: bool,
+    binary_outputs: bool,
+) -> Result<Body, String> {
+    let names: Vec<&str> = info.inputs.iter().map(|i| i.name.as_str()).collect();
+    if let Some(k) = e.keys().find(|k| !names.contains(&k.as_str())) {
+        return Err(format!(
+            "'{k}' is not an input of the model (inputs: {})",
+            names.join(", ")
+        ));
+    }
+    let mut tensors = Vec::new();
+    for input in &info.inputs {
+        let v = e
+            .get(&input.name)
+            .ok_or_else(|| format!("input '{}' is missing", input.name))?;
+        let what = format!("input '{}'", input.name);
+        let (content, shape) = match v {
+            Value::Object(o) if o.contains_key("content") => {
+                let shape = match o.get("shape") {
+                    None => None,
+                    Some(s) => Some(
+                        s.as_array()
+                            .and_then(|a| {
+                                a.iter()
+                                    .map(|d| d.as_i64().filter(|d| *d >= 0))
+                                    .collect::<Option<Vec<i64>>>()
+                            })
+                            .ok_or_else(|| {
+                                format!("{what}: \"shape\" must be a list of dims >= 0")
+                            })?,
+                    ),
+                };
+                (&o["content"], shape)
+            }
+            other => (other, None),
+        };
+        let raw = match content {
+            Value::Object(o) if o.contains_key("b64") => {
+                let text = o["b64"]
+                    .as_str()
+                    .ok_or_else(|| format!("{what}: \"b64\" must be a string"))?;
+                base64_decode(text).ok_or_else(|| format!("{what}: \"b64\" is not base64"))?
+            }
+            Value::Array(_) => {
+                let mut flat = Vec::new();
+                flatten(content, &mut flat);
+                let mut raw = Vec::new();
+                for (k, x) in flat.iter().enumerate() {
+                    encode(input.datatype, x, &mut raw)
+                        .map_err(|m| format!("{what}: value {k} ({x}): {m}"))?;
+                }
+                raw
+            }
+            other => {
+                return Err(format!(
+                    "{what}: {other} is not a list of values, {{\"content\": .., \"shape\": ..}} or {{\"b64\": ..}}"
+                ))
+            }
+        };
+        let dims = match shape {
+            Some(s) => s,
+            None if input.dims.iter().any(|d| *d < 0) => {
+                return Err(format!(
+                "{what} has a variable dimension ({:?}): give \"shape\" in the entry or --shape",
+                input.dims
+            ))
+            }
+            None => input.dims.clone(),
+        };
+        let want = crate::tensor::element_count(&dims)
+            .ok_or_else(|| format!("{what}: shape {dims:?} is too large"))?;
+        let got = count_elements(input.datatype, &raw).ok_or_else(|| {
+            format!(
+                "{what}: {} bytes are not whole {} elements",
+                raw.len(),
+                input.datatype.wire_name()
+            )
+        })?;
+        if got != want {
+            return Err(format!(
+                "{what} has {got} values, its shape {dims:?} needs {want}"
+            ));
+        }
+        let mut shape = Vec::new();
+        if info.max_batch_size > 0 {
+            shape.push(batch as i64);
+        }
+        shape.extend_from_slice(&dims);
+        // the same values for every element of the batch
+        let raw = raw.repeat(batch.max(1) as usize);
+        tensors.push((input, shape, raw));
+    }
+    let mut inputs = Vec::new();
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    for (input, shape, raw) in tensors {
+        let mut t = Map::new();
+        t.insert("name".into(), json!(input.name));
+        t.insert("shape".into(), json!(shape));
+        t.insert("datatype".into(), json!(input.datatype.wire_name()));
+        if binary_inputs {
+            t.insert("parameters".into(), json!({"binary_data_size": raw.len()}));
+            chunks.push(raw);
+        } else {
+            let values = decode(input.datatype, &raw).ok_or_else(|| {
+                format!(
+                    "input '{}' is {}, which JSON cannot carry; use --input-tensor-format binary",
+                    input.name, input.datatype
+                )
+            })?;
+            t.insert("data".into(), Value::Array(values));
+        }
+        inputs.push(Value::Object(t));
+    }
+    let mut req = Map::new();
+    req.insert("inputs".into(), Value::Array(inputs));
+    if binary_outputs {
+        req.insert("parameters".into(), json!({"binary_data_output": true}));
+    } else if !info.outputs.is_empty() {
+        let outs: Vec<Value> = info
+            .outputs
+            .iter()
+            .map(|o| json!({"name": o, "parameters": {"binary_data": false}}))
+            .collect();
+        req.insert("outputs".into(), Value::Array(outs));
+    }
+    let mut bytes = serde_json::to_vec(&req).expect("JSON serialises");
+    let header_len = binary_inputs.then(|| {
+        let n = bytes.len();
+        for c in chunks {
+            bytes.extend_from_slice(&c);
+        }
+        n
+    });
+    Ok(Body {
+        bytes,
+        header_len,
+        header: req,
+    })
+}
+
+fn flatten(v: &Value, out: &mut Vec<Value>) {
+    match v {
+        Value::Array(a) => a.iter().for_each(|x| flatten(x, out)),
+        other => out.push(other.clone()),
+    }
+}
+
+/// Appends one JSON value as a little-endian element of `dt`.
+fn encode(dt: DataType, v: &Value, raw: &mut Vec<u8>) -> Result<(), String> {
+    let int = |lo: i128, hi: i128| -> Result<i128, String> {
+        let n = v
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| v.as_u64().map(i128::from))
+            .ok_or("not an integer")?;
+        if n < lo || n > hi {
+            return Err(format!("out of range for {}", dt.wire_name()));
+        }
+        Ok(n)
+    };
+    let float = || v.as_f64().ok_or("not a number");
+    match dt {
+        DataType::Bool => {
+            let b = match v {
+                Value::Bool(b) => *b,
+                _ => int(0, 1)? == 1,
+            };
+            raw.push(b as u8);
+        }
+        DataType::U8 => raw.push(int(0, u8::MAX as i128)? as u8),
+        DataType::I8 => raw.push(int(i8::MIN as i128, i8::MAX as i128)? as i8 as u8),
+        DataType::U16 => raw.extend_from_slice(&(int(0, u16::MAX as i128)? as u16).to_le_bytes()),
+        DataType::I16 => {
+            raw.extend_from_slice(&(int(i16::MIN as i128, i16::MAX as i128)? as i16).to_le_bytes())
+        }
+        DataType::U32 => raw.extend_from_slice(&(int(0, u32::MAX as i128)? as u32).to_le_bytes()),
+        DataType::I32 => {
+            raw.extend_from_slice(&(int(i32::MIN as i128, i32::MAX as i128)? as i32).to_le_bytes())
+        }
+        DataType::U64 => raw.extend_from_slice(&(int(0, u64::MAX as i128)? as u64).to_le_bytes()),
+        DataType::I64 => {
+            raw.extend_from_slice(&(int(i64::MIN as i128, i64::MAX as i128)? as i64).to_le_bytes())
+        }
+        DataType::F32 => raw.extend_from_slice(&(float()? as f32).to_le_bytes()),
+        DataType::F64 => raw.extend_from_slice(&float()?.to_le_bytes()),
+        DataType::F16 => raw.extend_from_slice(&f32_to_f16(float()? as f32).to_le_bytes()),
+        DataType::Bf16 => {
+            raw.extend_from_slice(&(((float()? as f32).to_bits() >> 16) as u16).to_le_bytes())
+        }
+        DataType::Bytes => {
+            let s = v.as_str().ok_or("not a string")?;
+            raw.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            raw.extend_from_slice(s.as_bytes());
+        }
+    }
+    Ok(())
+}
+
+/// The number of elements in raw tensor bytes (`None`: a partial one).
+fn count_elements(dt: DataType, raw: &[u8]) -> Option<usize> {
+    match dt.element_size() {
+        Some(n) => raw.len().is_multiple_of(n).then(|| raw.len() / n),
+        None => {
+            let mut k = 0;
+            let mut rest = raw;
+            while !rest.is_empty() {
+                let len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+                rest = rest.get(4 + len..)?;
+                k += 1;
+            }
+            Some(k)
+        }
+    }
+}
+
+/// Raw little-endian elements as JSON values (`None` for F16/BF16, which
+/// JSON cannot carry, and for bytes that are not whole elements).
+fn decode(dt: DataType, raw: &[u8]) -> Option<Vec<Value>> {
+    fn le<const N: usize>(c: &[u8]) -> [u8; N] {
+        c.try_into().expect("chunk size")
+    }
+    let size = dt.element_size();
+    if let Some(n) = size {
+        if !raw.len().is_multiple_of(n) {
+            return None;
+        }
+    }
+    let chunks = |n: usize| raw.chunks_exact(n);
+    Some(match dt {
+        DataType::Bool => raw.iter().map(|b| Value::Bool(*b != 0)).collect(),
+        DataType::U8 => raw.iter().map(|b| json!(b)).collect(),
+        DataType::I8 => raw.iter().map(|b| json!(*b as i8)).collect(),
+        DataType::U16 => chunks(2)
+            .map(|c| json!(u16::from_le_bytes(le(c))))
+            .collect(),
+        DataType::I16 => chunks(2)
+            .map(|c| json!(i16::from_le_bytes(le(c))))
+            .collect(),
+        DataType::U32 => chunks(4)
+            .map(|c| json!(u32::from_le_bytes(le(c))))
+            .collect(),
+        DataType::I32 => chunks(4)
+            .map(|c| json!(i32::from_le_bytes(le(c))))
+            .collect(),
+        DataType::U64 => chunks(8)
+            .map(|c| json!(u64::from_le_bytes(le(c))))
+            .collect(),
+        DataType::I64 => chunks(8)
+            .map(|c| json!(i64::from_le_bytes(le(c))))
+            .collect(),
+        DataType::F32 => chunks(4)
+            .map(|c| json!(f32::from_le_bytes(le(c))))
+            .collect(),
+        DataType::F64 => chunks(8)
+            .map(|c| json!(f64::from_le_bytes(le(c))))
+            .collect(),
+        DataType::F16 | DataType::Bf16 => return None,
+        DataType::Bytes => {
+            let mut out = Vec::new();
+            let mut rest = raw;
+            while !rest.is_empty() {
+                let len = u32::from_le_bytes(le(rest.get(..4)?)) as usize;
+                let s = rest.get(4..4 + len)?;
+                out.push(Value::String(String::from_utf8_lossy(s).into_owned()));
+                rest = &rest[4 + len..];
+            }
+            out
+        }
+    })
+}
+
+/// IEEE half precision bits of `v` (rounded toward zero; tiny values
+/// become 0, huge ones infinity).
+fn f32_to_f16(v: f32) -> u16 {
+    let b = v.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let exp = ((b >> 23) & 0xff) as i32;
+    let man = b & 0x7f_ffff;
+    if exp == 0xff {
+        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1f {
+        sign | 0x7c00
+    } else if e <= 0 {
+        if e < -10 {
+            sign
+        } else {
+            // subnormal: the implicit 1 shifted in
+            sign | (((man | 0x80_0000) >> (14 - e)) as u16)
+        }
+    } else {
+        sign | ((e as u16) << 10) | (man >> 13) as u16
+    }
+}
+
+/// Standard base64 (padding optional, whitespace ignored).
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut acc = 0u32;
+    let mut bits = 0;
+    for c in text.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' => break,
+            c if c.is_ascii_whitespace() => continue,
+            _ => return None,
+        };
+        acc = (acc << 6) | v as u32;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]

@@ -3,15 +3,14 @@
 //! an open loop (sends on a schedule, latency from the scheduled time),
 //! measured into an HDR histogram (constant memory).
 
-use super::client::{check_infer_answer, Client, ClientConfig, Endpoint, ErrorKind};
-use super::inputs::{self, Body, BodyOptions, InputData};
+use super::client::{ErrorKind, PerfClient, Prepared, Protocol};
+use super::inputs::{self, Body, BodyOptions, DataFile, InputData};
 use super::model::ModelInfo;
-use super::report::{Latency, LevelResult, Report};
+use super::report::{Latency, LevelResult, Report, TargetCount};
+use super::rng::Rng;
 use super::schedule::{Distribution, Level, Schedule};
 use super::stats::{self, Snapshot};
-use bytes::Bytes;
 use hdrhistogram::Histogram;
-use hyper::Method;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,6 +23,13 @@ pub enum Window {
     Time(Duration),
     /// Exactly this many requests after the warmup.
     Count(u64),
+    /// Windows of `interval` (requests counted by when they finish) until
+    /// the last 3 are stable within `percentage`, at most `max_trials`.
+    Stability {
+        interval: Duration,
+        percentage: f64,
+        max_trials: u32,
+    },
 }
 
 /// Everything a run needs (already checked for syntax by the caller).
@@ -32,23 +38,41 @@ pub struct PerfOptions {
     pub model: String,
     pub version: Option<String>,
     pub url: String,
+    /// Every server of `-u` (the first is `url`): connections and sends go
+    /// round-robin over them.
+    pub urls: Vec<String>,
     pub headers: Vec<(String, String)>,
+    /// `-i` (and `--streaming` for gRPC).
+    pub protocol: Protocol,
     pub levels: Vec<Level>,
     pub distribution: Distribution,
+    /// `--request-intervals`: gaps in seconds, replayed cyclically.
+    pub intervals: Option<Arc<Vec<f64>>>,
     pub seed: u64,
     pub max_concurrency: usize,
     pub window: Window,
     pub warmup: Duration,
     pub timeout: Duration,
     pub input_data: InputData,
+    /// `--input-data FILE`, parsed (checked against the model later).
+    pub data_file: Option<DataFile>,
     pub shapes: Vec<String>,
     pub batch: u64,
     pub binary_inputs: bool,
     pub binary_outputs: bool,
+    /// Whether `--input-tensor-format` / `--output-tensor-format` were
+    /// given: when not, a server without the `binary_tensor_data`
+    /// extension gets JSON tensors instead.
+    pub tensor_formats_given: (bool, bool),
     /// No config endpoint: the first metadata dim is a batch dim.
     pub batched: bool,
-    /// Sequence models: requests per sequence.
-    pub sequence_length: u64,
+    /// Sequence models: requests per sequence (`None`: 20, or the length
+    /// of the data streams).
+    pub sequence_length: Option<u64>,
+    /// Sequence models: lengths vary within ± this many percent.
+    pub sequence_length_variation: f64,
+    /// Sequence models: string ids, this prefix and the number.
+    pub sequence_id_prefix: Option<String>,
     /// Sequence ids: the first and how many (ids wrap around).
     pub sequence_ids: (u64, u64),
     /// Open loop, sequence models: sequences live at once.
@@ -86,10 +110,12 @@ struct Recorder {
     ok: u64,
     late: u64,
     last_done: Option<Instant>,
+    /// Measured requests per server (`-u` order).
+    targets: Vec<u64>,
 }
 
 impl Recorder {
-    fn new() -> Self {
+    fn new(targets: usize) -> Self {
         Recorder {
             // 1 µs .. 1 hour, 3 significant digits
             hist: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds"),
@@ -98,82 +124,192 @@ impl Recorder {
             ok: 0,
             late: 0,
             last_done: None,
+            targets: vec![0; targets],
+        }
+    }
+
+    fn merge(&mut self, o: &Recorder) {
+        let _ = self.hist.add(&o.hist);
+        let _ = self.seq_hist.add(&o.seq_hist);
+        for (k, n) in &o.errors {
+            *self.errors.entry(k.clone()).or_insert(0) += n;
+        }
+        self.ok += o.ok;
+        self.late += o.late;
+        self.last_done = self.last_done.max(o.last_done);
+        for (a, b) in self.targets.iter_mut().zip(&o.targets) {
+            *a += b;
         }
     }
 }
 
-struct Shared {
-    client: Client,
-    path: String,
-    template: Body,
-    body: Bytes,
-    content_type: &'static str,
-    header_len: Option<usize>,
-    rec: Mutex<Recorder>,
+/// The measurement of one level, shared by the requests to every server.
+struct Meter {
+    /// When the level's load starts, and when its measurement starts.
+    start: Instant,
+    t0: Instant,
+    window: Window,
+    /// Per window (one unless `Window::Stability`).
+    windows: Mutex<Vec<Recorder>>,
+    /// Set when a stability run has decided.
+    stop: AtomicBool,
     progress: Arc<Progress>,
+    targets: usize,
+}
+
+impl Meter {
+    fn new(opts: &PerfOptions, targets: usize, progress: Arc<Progress>) -> Self {
+        let start = Instant::now();
+        Meter {
+            start,
+            t0: start + opts.warmup,
+            window: opts.window,
+            windows: Mutex::new(Vec::new()),
+            stop: AtomicBool::new(false),
+            progress,
+            targets,
+        }
+    }
+
+    /// Whether a request sent at `at` is measured, and whether to stop
+    /// sending (for `Window::Count`, `claimed` hands out the N measured
+    /// slots).
+    fn claim(&self, at: Instant, claimed: &AtomicU64) -> (bool, bool) {
+        if let Window::Stability { .. } = self.window {
+            return (at >= self.t0, self.stop.load(Ordering::Relaxed));
+        }
+        if at < self.t0 {
+            return (false, false);
+        }
+        match self.window {
+            Window::Time(d) => {
+                if at >= self.t0 + d {
+                    (false, true)
+                } else {
+                    (true, false)
+                }
+            }
+            Window::Count(n) => {
+                if claimed.fetch_add(1, Ordering::Relaxed) < n {
+                    (true, false)
+                } else {
+                    (false, true)
+                }
+            }
+            Window::Stability { .. } => unreachable!("handled above"),
+        }
+    }
+
+    /// Runs `f` on the recorder of the window a request finished in
+    /// (nothing after the last stability window).
+    fn with(&self, done: Instant, f: impl FnOnce(&mut Recorder)) {
+        let i = match self.window {
+            Window::Stability {
+                interval,
+                max_trials,
+                ..
+            } => {
+                let i = (done.saturating_duration_since(self.t0).as_nanos()
+                    / interval.as_nanos().max(1)) as usize;
+                if i >= max_trials.max(1) as usize {
+                    return;
+                }
+                i
+            }
+            _ => 0,
+        };
+        let mut w = self.windows.lock().expect("recorder lock");
+        while w.len() <= i {
+            w.push(Recorder::new(self.targets));
+        }
+        f(&mut w[i]);
+    }
+}
+
+struct Shared {
+    client: PerfClient,
+    path: String,
+    /// The request body in the form the protocol sends.
+    request: Prepared,
+    meter: Arc<Meter>,
+    /// This server's place in `-u` order, and its address.
+    target: usize,
+    url: String,
+    /// `--input-data FILE`: a body per data entry (empty otherwise); plain
+    /// requests take them in turn, across servers.
+    data: Arc<Vec<Prepared>>,
+    next_data: Arc<AtomicU64>,
+    /// String sequence ids: this prefix and the number.
+    id_prefix: Option<Arc<str>>,
 }
 
 impl Shared {
     async fn infer(&self) -> Result<(), ErrorKind> {
-        let a = self
-            .client
-            .send(
-                Method::POST,
-                &self.path,
-                self.body.clone(),
-                Some(self.content_type),
-                self.header_len,
-            )
-            .await?;
-        check_infer_answer(&a)
+        self.client
+            .infer(&self.path, self.next_request(), None)
+            .await
     }
 
     /// One step of a sequence (request parameters added to the header).
     async fn infer_step(&self, step: Step) -> Result<(), ErrorKind> {
         let mut p = serde_json::Map::new();
-        p.insert("sequence_id".into(), step.id.into());
+        p.insert(
+            "sequence_id".into(),
+            match &self.id_prefix {
+                Some(prefix) => format!("{prefix}{}", step.id).into(),
+                None => step.id.into(),
+            },
+        );
         p.insert("sequence_start".into(), step.start.into());
         p.insert("sequence_end".into(), step.end.into());
-        let (body, header_len) = self.template.with_parameters(&p);
-        let a = self
-            .client
-            .send(
-                Method::POST,
-                &self.path,
-                Bytes::from(body),
-                Some(self.content_type),
-                header_len,
-            )
-            .await?;
-        check_infer_answer(&a)
+        let template = match step.data {
+            Some(i) if !self.data.is_empty() => &self.data[i % self.data.len()],
+            _ => &self.request,
+        };
+        self.client.infer(&self.path, template, Some(&p)).await
     }
 
-    fn record_sequence(&self, latency: Duration) {
-        let mut rec = self.rec.lock().expect("recorder lock");
-        let us = (latency.as_micros() as u64).max(1);
-        rec.seq_hist.saturating_record(us);
+    /// The next plain request.
+    fn next_request(&self) -> &Prepared {
+        if self.data.is_empty() {
+            return &self.request;
+        }
+        let i = self.next_data.fetch_add(1, Ordering::Relaxed) as usize % self.data.len();
+        &self.data[i]
+    }
+
+    fn record_sequence(&self, latency: Duration, done: Instant) {
+        self.meter.with(done, |rec| {
+            let us = (latency.as_micros() as u64).max(1);
+            rec.seq_hist.saturating_record(us);
+        });
     }
 
     fn record(&self, latency: Duration, r: &Result<(), ErrorKind>, late: bool, done: Instant) {
-        let mut rec = self.rec.lock().expect("recorder lock");
-        match r {
-            Ok(()) => {
-                let us = (latency.as_micros() as u64).max(1);
-                rec.hist.saturating_record(us);
-                rec.ok += 1;
+        let progress = &self.meter.progress;
+        self.meter.with(done, |rec| {
+            match r {
+                Ok(()) => {
+                    let us = (latency.as_micros() as u64).max(1);
+                    rec.hist.saturating_record(us);
+                    rec.ok += 1;
+                }
+                Err(k) => {
+                    *rec.errors.entry(k.key()).or_insert(0) += 1;
+                    progress.errors.fetch_add(1, Ordering::Relaxed);
+                }
             }
-            Err(k) => {
-                *rec.errors.entry(k.key()).or_insert(0) += 1;
-                self.progress.errors.fetch_add(1, Ordering::Relaxed);
+            if late {
+                rec.late += 1;
             }
-        }
-        if late {
-            rec.late += 1;
-        }
-        if rec.last_done.is_none_or(|d| d < done) {
-            rec.last_done = Some(done);
-        }
-        self.progress.done.fetch_add(1, Ordering::Relaxed);
+            if rec.last_done.is_none_or(|d| d < done) {
+                rec.last_done = Some(done);
+            }
+            if let Some(n) = rec.targets.get_mut(self.target) {
+                *n += 1;
+            }
+            progress.done.fetch_add(1, Ordering::Relaxed);
+        });
     }
 }
 
@@ -194,38 +330,79 @@ pub fn run(opts: &PerfOptions, progress: Arc<Progress>) -> Result<Report, StartE
 }
 
 async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<Report, StartError> {
-    let endpoint = Endpoint::parse(&opts.url).map_err(StartError::Usage)?;
-    let client = Client::new(ClientConfig {
-        endpoint,
-        headers: opts.headers.clone(),
-        timeout: opts.timeout,
-    });
+    let version = opts.version.as_deref();
+    let client = PerfClient::new(opts.protocol, &opts.url, &opts.headers, opts.timeout)
+        .map_err(StartError::Usage)?;
     let base = model_path(&opts.model, &opts.version);
-    let meta = match client
-        .get_json(&base)
-        .await
-        .map_err(StartError::Unreachable)?
-    {
-        Some(m) => m,
-        None => {
-            let (status, text) = client
-                .get_status(&base)
-                .await
-                .map_err(StartError::Unreachable)?;
-            return Err(StartError::Unreachable(format!(
-                "model '{}' is not available at {}: HTTP {status}: {text}",
-                opts.model,
-                client.config().endpoint.authority
-            )));
-        }
-    };
-    let config = client
-        .get_json(&format!("{base}/config"))
+    // the other servers of `-u`: same settings, the model must be there
+    let mut clients = vec![(client.authority().to_string(), client.clone())];
+    for url in opts.urls.iter().skip(1) {
+        let c = PerfClient::new(opts.protocol, url, &opts.headers, opts.timeout)
+            .map_err(StartError::Usage)?;
+        c.metadata(&opts.model, version)
+            .await
+            .map_err(StartError::Unreachable)?;
+        clients.push((c.authority().to_string(), c));
+    }
+    let meta = client
+        .metadata(&opts.model, version)
         .await
         .map_err(StartError::Unreachable)?;
+    let config = client
+        .config(&opts.model, version)
+        .await
+        .map_err(StartError::Unreachable)?;
+    let mut notes = Vec::new();
+    let mut warnings = Vec::new();
+    if config.is_none() {
+        notes.push(format!(
+            "the server has no model config endpoint for '{}'; batching and dims come from the model metadata{}",
+            opts.model,
+            if opts.batched { " (--batched: its first dim is the batch dim)" } else { "" }
+        ));
+    }
+    let (mut binary_inputs, mut binary_outputs) = (opts.binary_inputs, opts.binary_outputs);
+    if binary_inputs || binary_outputs {
+        if let Some(ext) = client.server_extensions().await {
+            if !ext.iter().any(|e| e == "binary_tensor_data") {
+                let at = client.authority().to_string();
+                let (in_given, out_given) = opts.tensor_formats_given;
+                let mut switched = Vec::new();
+                let mut kept = Vec::new();
+                for (on, given, flag) in [
+                    (&mut binary_inputs, in_given, "--input-tensor-format"),
+                    (&mut binary_outputs, out_given, "--output-tensor-format"),
+                ] {
+                    if !*on {
+                        continue;
+                    }
+                    if given {
+                        kept.push(flag);
+                    } else {
+                        *on = false;
+                        switched.push(flag);
+                    }
+                }
+                if !switched.is_empty() {
+                    notes.push(format!(
+                        "the server at {at} does not list the binary_tensor_data extension; sending JSON tensors (give {} binary to force binary)",
+                        switched.join(" / ")
+                    ));
+                }
+                if !kept.is_empty() {
+                    warnings.push(format!(
+                        "the server at {at} does not list the binary_tensor_data extension, but {} binary was given; requests may fail",
+                        kept.join(" / ")
+                    ));
+                }
+            }
+        }
+    }
     let mut info = ModelInfo::new(&meta, config.as_ref(), opts.batched)
         .map_err(|e| StartError::Unreachable(format!("model metadata of '{}': {e}", opts.model)))?;
-    info.apply_shapes(&opts.shapes).map_err(StartError::Usage)?;
+    // data entries may give the shapes of variable dims themselves
+    info.apply_shapes(&opts.shapes, opts.data_file.is_none())
+        .map_err(StartError::Usage)?;
     info.check_batch(opts.batch).map_err(StartError::Usage)?;
     if info.decoupled {
         return Err(StartError::Usage(format!(
@@ -245,34 +422,69 @@ async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<Report
             batch: opts.batch,
             data: opts.input_data,
             seed: opts.seed,
-            binary_inputs: opts.binary_inputs,
-            binary_outputs: opts.binary_outputs,
+            binary_inputs,
+            binary_outputs,
         },
     )
     .map_err(StartError::Usage)?;
+    let (data, streams) = match &opts.data_file {
+        Some(file) => file
+            .bodies(&info, opts.batch, binary_inputs, binary_outputs)
+            .map_err(StartError::Usage)?,
+        None => (Vec::new(), Vec::new()),
+    };
+    let data: Arc<Vec<Prepared>> = Arc::new(
+        data.into_iter()
+            .map(|b| client.prepare(b, &opts.model, version))
+            .collect::<Result<_, _>>()
+            .map_err(StartError::Usage)?,
+    );
+    let request = client
+        .prepare(body, &opts.model, version)
+        .map_err(StartError::Usage)?;
     let stats_path = format!("{base}/stats");
-    let has_stats = matches!(client.get_json(&stats_path).await, Ok(Some(ref d)) if Snapshot::parse(d, &opts.model).is_some());
+    let mut has_stats = true;
+    for (_, c) in &clients {
+        has_stats &= matches!(c.statistics_at(&stats_path).await, Some(ref d) if Snapshot::parse(d, &opts.model).is_some());
+    }
 
-    let ids = Arc::new(SequenceIds::new(opts.sequence_ids));
+    let ids = Arc::new(SequenceIds::new(
+        opts.sequence_ids,
+        opts.sequence_length,
+        opts.sequence_length_variation,
+        opts.seed,
+        streams,
+    ));
+    let next_data = Arc::new(AtomicU64::new(0));
+    let id_prefix: Option<Arc<str>> = opts.sequence_id_prefix.as_deref().map(Arc::from);
     let mut levels = Vec::new();
     for (i, level) in opts.levels.iter().enumerate() {
         progress.level.store(i as u64, Ordering::Relaxed);
         progress.done.store(0, Ordering::Relaxed);
         progress.errors.store(0, Ordering::Relaxed);
-        let shared = Arc::new(Shared {
-            client: client.clone(),
-            path: format!("{base}/infer"),
-            body: Bytes::from(body.bytes.clone()),
-            template: body.clone(),
-            content_type: body.content_type(),
-            header_len: body.header_len,
-            rec: Mutex::new(Recorder::new()),
-            progress: progress.clone(),
-        });
+        let meter = Arc::new(Meter::new(opts, clients.len(), progress.clone()));
+        let targets: Vec<Arc<Shared>> = clients
+            .iter()
+            .enumerate()
+            .map(|(target, (url, client))| {
+                Arc::new(Shared {
+                    client: client.clone(),
+                    path: format!("{base}/infer"),
+                    request: request.clone(),
+                    meter: meter.clone(),
+                    target,
+                    url: url.clone(),
+                    data: data.clone(),
+                    next_data: next_data.clone(),
+                    id_prefix: id_prefix.clone(),
+                })
+            })
+            .collect();
         let result = run_level(
             opts,
             *level,
-            shared,
+            targets,
+            meter,
             has_stats.then_some(stats_path.as_str()),
             i as u64,
             info.sequence.then_some(&ids),
@@ -282,84 +494,179 @@ async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<Report
     }
     Ok(Report {
         model: opts.model.clone(),
-        protocol: "http".into(),
-        url: client.config().endpoint.authority.clone(),
+        protocol: client.protocol_name().into(),
+        url: client.authority().to_string(),
+        urls: clients.iter().map(|(u, _)| u.clone()).collect(),
         batch_size: opts.batch,
-        input_tensor_format: if opts.binary_inputs { "binary" } else { "json" }.into(),
-        output_tensor_format: if opts.binary_outputs {
-            "binary"
-        } else {
-            "json"
-        }
-        .into(),
+        input_tensor_format: if binary_inputs { "binary" } else { "json" }.into(),
+        output_tensor_format: if binary_outputs { "binary" } else { "json" }.into(),
         mode: match opts.levels.first() {
+            Some(Level::Rate(_)) if opts.intervals.is_some() => "request_intervals",
             Some(Level::Rate(_)) => "request_rate",
             _ => "concurrency",
         }
         .into(),
+        model_config_source: if info.has_config {
+            "config"
+        } else {
+            "metadata"
+        }
+        .into(),
         levels,
+        notes,
+        warnings,
     })
 }
 
-async fn snapshot(client: &Client, path: &str, model: &str) -> Option<Snapshot> {
-    match client.get_json(path).await {
-        Ok(Some(d)) => Snapshot::parse(&d, model),
-        _ => None,
+async fn snapshot(client: &PerfClient, path: &str, model: &str) -> Option<Snapshot> {
+    match client.statistics_at(path).await {
+        Some(d) => Snapshot::parse(&d, model),
+        None => None,
     }
 }
 
+/// The statistics of every server, summed (`None` when one has none).
+async fn snapshot_all(targets: &[Arc<Shared>], path: &str, model: &str) -> Option<Snapshot> {
+    let mut sum = Snapshot::default();
+    for t in targets {
+        sum = sum.plus(&snapshot(&t.client, path, model).await?);
+    }
+    Some(sum)
+}
+
+fn latency(h: &Histogram<u64>) -> Latency {
+    Latency {
+        p50: h.value_at_quantile(0.50),
+        p90: h.value_at_quantile(0.90),
+        p95: h.value_at_quantile(0.95),
+        p99: h.value_at_quantile(0.99),
+        max: h.max(),
+        mean: h.mean(),
+    }
+}
+
+/// Whether windows `n-3 .. n` are stable: throughput and mean latency
+/// each within max/min <= 1 + percentage/100, and every window had a
+/// successful request.
+fn stable(windows: &[Recorder], n: usize, percentage: f64) -> bool {
+    if n < 3 || windows.len() < n {
+        return false;
+    }
+    let last = &windows[n - 3..n];
+    if last.iter().any(|w| w.ok == 0) {
+        return false;
+    }
+    let within = |v: Vec<f64>| {
+        let max = v.iter().copied().fold(f64::MIN, f64::max);
+        let min = v.iter().copied().fold(f64::MAX, f64::min);
+        min > 0.0 && max / min <= 1.0 + percentage / 100.0
+    };
+    within(last.iter().map(|w| w.ok as f64).collect())
+        && within(last.iter().map(|w| w.hist.mean()).collect())
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn run_level(
     opts: &PerfOptions,
     level: Level,
-    shared: Arc<Shared>,
+    targets: Vec<Arc<Shared>>,
+    meter: Arc<Meter>,
     stats_path: Option<&str>,
     index: u64,
     sequences: Option<&Arc<SequenceIds>>,
 ) -> LevelResult {
-    let start = Instant::now();
-    let t0 = start + opts.warmup;
-    // the "before" snapshot is taken when the measurement starts
-    let before = stats_path.map(|p| {
-        let client = shared.client.clone();
+    let start = meter.start;
+    let t0 = meter.t0;
+    // the "before" snapshot is taken when the measurement starts: right
+    // now, before any load, when there is no warm-up (a short run could
+    // otherwise end before a spawned snapshot is taken); else at t0
+    let before_now = match stats_path {
+        Some(p) if std::time::Instant::now() >= t0 => {
+            Some(snapshot_all(&targets, p, &opts.model).await)
+        }
+        _ => None,
+    };
+    let before = stats_path.filter(|_| before_now.is_none()).map(|p| {
+        let targets = targets.clone();
         let p = p.to_string();
         let model = opts.model.clone();
         tokio::spawn(async move {
             tokio::time::sleep_until(t0.into()).await;
-            snapshot(&client, &p, &model).await
+            snapshot_all(&targets, &p, &model).await
         })
     });
-    match (level, sequences) {
-        (Level::Concurrency(n), None) => closed_loop(opts, n, &shared, start, t0).await,
-        (Level::Rate(r), None) => open_loop(opts, r, &shared, start, t0, index).await,
-        (Level::Concurrency(n), Some(ids)) => {
-            closed_loop_sequences(opts, n, &shared, t0, ids).await
+    // stability windows: decide after each window whether to go on
+    let monitor = match opts.window {
+        Window::Stability {
+            interval,
+            percentage,
+            max_trials,
+        } => {
+            let m = meter.clone();
+            Some(tokio::spawn(async move {
+                for k in 1..=max_trials.max(1) as usize {
+                    tokio::time::sleep_until((t0 + interval * k as u32).into()).await;
+                    let done = stable(&m.windows.lock().expect("recorder lock"), k, percentage);
+                    if done {
+                        m.stop.store(true, Ordering::Relaxed);
+                        return (true, k);
+                    }
+                }
+                m.stop.store(true, Ordering::Relaxed);
+                (false, max_trials.max(1) as usize)
+            }))
         }
+        _ => None,
+    };
+    match (level, sequences) {
+        (Level::Concurrency(n), None) => closed_loop(opts, n, &targets).await,
+        (Level::Rate(r), None) => open_loop(opts, r, &targets, start, index).await,
+        (Level::Concurrency(n), Some(ids)) => closed_loop_sequences(opts, n, &targets, ids).await,
         (Level::Rate(r), Some(ids)) => {
-            open_loop_sequences(opts, r, &shared, start, t0, index, ids).await
+            open_loop_sequences(opts, r, &targets, start, index, ids).await
         }
     }
-    let before = match before {
-        Some(h) => h.await.ok().flatten(),
-        None => None,
+    let (stable, windows) = match monitor {
+        Some(h) => match h.await {
+            Ok((s, k)) => (Some(s), k),
+            Err(_) => (Some(false), 0),
+        },
+        None => (None, 1),
+    };
+    let before = match (before_now, before) {
+        (Some(b), _) => b,
+        (None, Some(h)) => h.await.ok().flatten(),
+        (None, None) => None,
     };
     let server = match (before, stats_path) {
-        (Some(b), Some(p)) => snapshot(&shared.client, p, &opts.model)
+        (Some(b), Some(p)) => snapshot_all(&targets, p, &opts.model)
             .await
             .and_then(|a| stats::diff(&b, &a)),
         _ => None,
     };
-    let rec = shared.rec.lock().expect("recorder lock");
+    // the measured windows, merged: the last 3 of a stability run
+    let recs = meter.windows.lock().expect("recorder lock");
+    let used = match opts.window {
+        Window::Stability { .. } => {
+            windows.min(recs.len()).saturating_sub(3)..windows.min(recs.len())
+        }
+        _ => 0..recs.len().min(1),
+    };
+    let mut rec = Recorder::new(targets.len());
+    for w in &recs[used.clone()] {
+        rec.merge(w);
+    }
     let errors: u64 = rec.errors.values().sum();
     let requests = rec.ok + errors;
     let duration = match opts.window {
         Window::Time(d) => d,
+        Window::Stability { interval, .. } => interval * used.len() as u32,
         Window::Count(_) => rec
             .last_done
             .map(|d| d.saturating_duration_since(t0))
             .unwrap_or_default(),
     };
     let secs = duration.as_secs_f64().max(1e-9);
-    let h = &rec.hist;
     LevelResult {
         concurrency: match level {
             Level::Concurrency(n) => Some(n),
@@ -375,73 +682,38 @@ async fn run_level(
         errors_by_kind: rec.errors.clone(),
         throughput_per_s: rec.ok as f64 * opts.batch as f64 / secs,
         requests_per_s: rec.ok as f64 / secs,
-        latency_us: (rec.ok > 0).then(|| Latency {
-            p50: h.value_at_quantile(0.50),
-            p90: h.value_at_quantile(0.90),
-            p95: h.value_at_quantile(0.95),
-            p99: h.value_at_quantile(0.99),
-            max: h.max(),
-            mean: h.mean(),
-        }),
-        sequence_latency_us: (sequences.is_some() && !rec.seq_hist.is_empty()).then(|| {
-            let h = &rec.seq_hist;
-            Latency {
-                p50: h.value_at_quantile(0.50),
-                p90: h.value_at_quantile(0.90),
-                p95: h.value_at_quantile(0.95),
-                p99: h.value_at_quantile(0.99),
-                max: h.max(),
-                mean: h.mean(),
-            }
-        }),
+        latency_us: (rec.ok > 0).then(|| latency(&rec.hist)),
+        sequence_latency_us: (sequences.is_some() && !rec.seq_hist.is_empty())
+            .then(|| latency(&rec.seq_hist)),
         late_sends: rec.late,
         server,
+        stable,
+        windows: windows as u32,
+        targets: targets
+            .iter()
+            .zip(&rec.targets)
+            .map(|(t, n)| TargetCount {
+                url: t.url.clone(),
+                requests: *n,
+            })
+            .collect(),
     }
 }
 
-/// Whether a request sent at `at` is measured, and whether to stop sending
-/// (for `Window::Count`, `claimed` hands out the N measured slots).
-fn claim(window: Window, t0: Instant, at: Instant, claimed: &AtomicU64) -> (bool, bool) {
-    if at < t0 {
-        return (false, false);
-    }
-    match window {
-        Window::Time(d) => {
-            if at >= t0 + d {
-                (false, true)
-            } else {
-                (true, false)
-            }
-        }
-        Window::Count(n) => {
-            if claimed.fetch_add(1, Ordering::Relaxed) < n {
-                (true, false)
-            } else {
-                (false, true)
-            }
-        }
-    }
-}
-
-async fn closed_loop(
-    opts: &PerfOptions,
-    n: u64,
-    shared: &Arc<Shared>,
-    _start: Instant,
-    t0: Instant,
-) {
+async fn closed_loop(opts: &PerfOptions, n: u64, targets: &[Arc<Shared>]) {
     let claimed = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let mut workers = Vec::new();
-    for _ in 0..n {
-        let shared = shared.clone();
+    for i in 0..n {
+        // the workers' connections go round-robin over the servers
+        let shared = targets[i as usize % targets.len()].clone();
         let claimed = claimed.clone();
         let stop = stop.clone();
-        let window = opts.window;
+        let _ = opts;
         workers.push(tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
                 let sent = Instant::now();
-                let (measured, done) = claim(window, t0, sent, &claimed);
+                let (measured, done) = shared.meter.claim(sent, &claimed);
                 if done {
                     stop.store(true, Ordering::Relaxed);
                     break;
@@ -463,28 +735,36 @@ async fn closed_loop(
     }
 }
 
+/// The open-loop send times of a level: `--request-intervals` or the
+/// rate's schedule.
+fn schedule_of(opts: &PerfOptions, rate: f64, index: u64) -> Schedule {
+    match &opts.intervals {
+        Some(gaps) => Schedule::intervals(gaps.clone()),
+        None => Schedule::new(rate, opts.distribution, opts.seed.wrapping_add(index)),
+    }
+}
+
 async fn open_loop(
     opts: &PerfOptions,
     rate: f64,
-    shared: &Arc<Shared>,
+    targets: &[Arc<Shared>],
     start: Instant,
-    t0: Instant,
     index: u64,
 ) {
     let permits = opts.max_concurrency.max(1);
     let sem = Arc::new(tokio::sync::Semaphore::new(permits));
-    let schedule = Schedule::new(rate, opts.distribution, opts.seed.wrapping_add(index));
+    let schedule = schedule_of(opts, rate, index);
     let handle = tokio::runtime::Handle::current();
-    let window = opts.window;
     let pacer_sem = sem.clone();
-    let shared = shared.clone();
+    let targets = targets.to_vec();
     // The pacer is a thread of its own: the runtime's timer rounds sleeps
     // up to whole milliseconds, which would make every send late.
     let pacer = tokio::task::spawn_blocking(move || {
         let claimed = AtomicU64::new(0);
-        for at in schedule {
+        for (k, at) in schedule.enumerate() {
             let intended = start + Duration::from_secs_f64(at);
-            let (measured, done) = claim(window, t0, intended, &claimed);
+            let shared = targets[k % targets.len()].clone();
+            let (measured, done) = shared.meter.claim(intended, &claimed);
             if done {
                 break;
             }
@@ -496,7 +776,6 @@ async fn open_loop(
                     .expect("semaphore open"),
             };
             let late = Instant::now() > intended + LATE;
-            let shared = shared.clone();
             handle.spawn(async move {
                 let r = shared.infer().await;
                 let end = Instant::now();
@@ -531,25 +810,71 @@ fn wait_until(t: Instant) {
     }
 }
 
-/// Hands out sequence ids: `first + (n mod count)`.
+/// Hands out sequences: ids `first + (n mod count)`, lengths (drawn within
+/// ±variation % of the base, or the length of a data stream) and data
+/// streams (round-robin).
 pub struct SequenceIds {
     first: u64,
     count: u64,
     next: AtomicU64,
+    /// Base length; `None`: the length of the sequence's data stream.
+    length: Option<u64>,
+    /// ±percent.
+    variation: f64,
+    rng: Mutex<Rng>,
+    /// Per data stream, the indexes of its entries in `Shared::data`.
+    streams: Vec<Vec<usize>>,
 }
 
 impl SequenceIds {
-    pub fn new((first, count): (u64, u64)) -> Self {
+    pub fn new(
+        (first, count): (u64, u64),
+        length: Option<u64>,
+        variation: f64,
+        seed: u64,
+        streams: Vec<Vec<usize>>,
+    ) -> Self {
         SequenceIds {
             first,
             count: count.max(1),
             next: AtomicU64::new(0),
+            length,
+            variation: variation.max(0.0),
+            rng: Mutex::new(Rng::new(seed ^ 0x5E0)),
+            streams,
         }
     }
 
-    fn take(&self) -> u64 {
-        self.first + self.next.fetch_add(1, Ordering::Relaxed) % self.count
+    /// The next sequence's id, length and data stream.
+    fn take(&self) -> (u64, u64, Option<usize>) {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let id = self.first + n % self.count;
+        let stream = (!self.streams.is_empty()).then(|| n as usize % self.streams.len());
+        let len = match (self.length, stream) {
+            (None, Some(s)) => self.streams[s].len() as u64,
+            (base, _) => {
+                let (lo, hi) = length_bounds(base.unwrap_or(20), self.variation);
+                lo + self.rng.lock().expect("rng lock").below(hi - lo + 1)
+            }
+        };
+        (id, len.max(1), stream)
     }
+
+    /// The data entry of step `step` of a sequence on `stream` (streams
+    /// shorter than the sequence are looped).
+    fn data(&self, stream: Option<usize>, step: u64) -> Option<usize> {
+        let s = &self.streams[stream?];
+        (!s.is_empty()).then(|| s[step as usize % s.len()])
+    }
+}
+
+/// The shortest and longest sequence for a base length and a variation in
+/// percent (at least 1).
+pub fn length_bounds(base: u64, variation: f64) -> (u64, u64) {
+    let v = variation.max(0.0) / 100.0;
+    let lo = ((base as f64 * (1.0 - v)).round().max(1.0)) as u64;
+    let hi = ((base as f64 * (1.0 + v)).round() as u64).max(lo);
+    (lo, hi)
 }
 
 /// One request of a sequence.
@@ -558,12 +883,16 @@ struct Step {
     id: u64,
     start: bool,
     end: bool,
+    /// Index into `Shared::data` (`--input-data FILE`).
+    data: Option<usize>,
 }
 
 /// A live sequence: its id, the next step, when its first step was due.
 #[derive(Debug, Clone, Copy)]
 struct Live {
     id: u64,
+    len: u64,
+    stream: Option<usize>,
     next: u64,
     first_at: Option<Instant>,
     measured: bool,
@@ -572,8 +901,11 @@ struct Live {
 
 impl Live {
     fn new(ids: &SequenceIds) -> Self {
+        let (id, len, stream) = ids.take();
         Live {
-            id: ids.take(),
+            id,
+            len,
+            stream,
             next: 0,
             first_at: None,
             measured: true,
@@ -581,11 +913,22 @@ impl Live {
         }
     }
 
-    fn step(&self, len: u64) -> Step {
+    fn step(&self, ids: &SequenceIds) -> Step {
         Step {
             id: self.id,
             start: self.next == 0,
-            end: self.next + 1 >= len,
+            end: self.next + 1 >= self.len,
+            data: ids.data(self.stream, self.next),
+        }
+    }
+
+    /// The extra last step of a sequence cut off by the end of a level.
+    fn cut_off(&self, ids: &SequenceIds) -> Step {
+        Step {
+            id: self.id,
+            start: false,
+            end: true,
+            data: ids.data(self.stream, self.next),
         }
     }
 }
@@ -596,18 +939,17 @@ impl Live {
 async fn closed_loop_sequences(
     opts: &PerfOptions,
     n: u64,
-    shared: &Arc<Shared>,
-    t0: Instant,
+    targets: &[Arc<Shared>],
     ids: &Arc<SequenceIds>,
 ) {
     let claimed = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let len = opts.sequence_length.max(1);
     let mut workers = Vec::new();
-    for _ in 0..n {
-        let (shared, claimed, stop, ids) =
-            (shared.clone(), claimed.clone(), stop.clone(), ids.clone());
-        let window = opts.window;
+    let _ = opts;
+    for i in 0..n {
+        // a worker's sequences stay on its server (the state lives there)
+        let shared = targets[i as usize % targets.len()].clone();
+        let (claimed, stop, ids) = (claimed.clone(), stop.clone(), ids.clone());
         workers.push(tokio::spawn(async move {
             let mut live = Live::new(&ids);
             loop {
@@ -615,21 +957,16 @@ async fn closed_loop_sequences(
                 let (measured, done) = if stop.load(Ordering::Relaxed) {
                     (false, true)
                 } else {
-                    claim(window, t0, sent, &claimed)
+                    shared.meter.claim(sent, &claimed)
                 };
                 if done {
                     stop.store(true, Ordering::Relaxed);
                     if live.next > 0 {
-                        let step = Step {
-                            id: live.id,
-                            start: false,
-                            end: true,
-                        };
-                        let _ = shared.infer_step(step).await;
+                        let _ = shared.infer_step(live.cut_off(&ids)).await;
                     }
                     break;
                 }
-                let step = live.step(len);
+                let step = live.step(&ids);
                 if step.start {
                     live.first_at = Some(sent);
                     live.measured = measured;
@@ -644,7 +981,7 @@ async fn closed_loop_sequences(
                 if step.end {
                     if live.measured && !live.failed {
                         if let Some(first) = live.first_at {
-                            shared.record_sequence(end - first);
+                            shared.record_sequence(end - first, end);
                         }
                     }
                     live = Live::new(&ids);
@@ -666,30 +1003,29 @@ async fn closed_loop_sequences(
 async fn open_loop_sequences(
     opts: &PerfOptions,
     rate: f64,
-    shared: &Arc<Shared>,
+    targets: &[Arc<Shared>],
     start: Instant,
-    t0: Instant,
     index: u64,
     ids: &Arc<SequenceIds>,
 ) {
     let slots = opts.num_sequences.max(1);
-    let len = opts.sequence_length.max(1);
     // None while a step of that sequence is in flight
     let live: Arc<Mutex<Vec<Option<Live>>>> = Arc::new(Mutex::new(
         (0..slots).map(|_| Some(Live::new(ids))).collect(),
     ));
     let idle = Arc::new(tokio::sync::Semaphore::new(slots));
-    let schedule = Schedule::new(rate, opts.distribution, opts.seed.wrapping_add(index));
+    let schedule = schedule_of(opts, rate, index);
     let handle = tokio::runtime::Handle::current();
-    let window = opts.window;
-    let (p_live, p_shared, p_idle, p_ids) =
-        (live.clone(), shared.clone(), idle.clone(), ids.clone());
+    let targets = targets.to_vec();
+    let p_targets = targets.clone();
+    let (p_live, p_idle, p_ids) = (live.clone(), idle.clone(), ids.clone());
     let pacer = tokio::task::spawn_blocking(move || {
         let claimed = AtomicU64::new(0);
         let mut turn = 0usize;
+        let meter = p_targets[0].meter.clone();
         for at in schedule {
             let intended = start + Duration::from_secs_f64(at);
-            let (measured, done) = claim(window, t0, intended, &claimed);
+            let (measured, done) = meter.claim(intended, &claimed);
             if done {
                 break;
             }
@@ -711,12 +1047,14 @@ async fn open_loop_sequences(
                 (i, l[i].take().expect("idle"))
             };
             let late = Instant::now() > intended + LATE;
-            let step = seq.step(len);
+            let step = seq.step(&p_ids);
             if step.start {
                 seq.first_at = Some(intended);
                 seq.measured = measured;
             }
-            let (shared, live, ids) = (p_shared.clone(), p_live.clone(), p_ids.clone());
+            // a slot's sequences stay on one server
+            let shared = p_targets[slot % p_targets.len()].clone();
+            let (live, ids) = (p_live.clone(), p_ids.clone());
             handle.spawn(async move {
                 let r = shared.infer_step(step).await;
                 let end = Instant::now();
@@ -728,7 +1066,7 @@ async fn open_loop_sequences(
                 if step.end {
                     if seq.measured && !seq.failed {
                         if let Some(first) = seq.first_at {
-                            shared.record_sequence(end - first);
+                            shared.record_sequence(end - first, end);
                         }
                     }
                     seq = Live::new(&ids);
@@ -741,27 +1079,68 @@ async fn open_loop_sequences(
     let _ = pacer.await;
     let _ = idle.acquire_many(slots as u32).await;
     // end the sequences cut off by the end of the window
-    let open: Vec<Live> = live
+    let open: Vec<(usize, Live)> = live
         .lock()
         .expect("sequences lock")
         .iter()
-        .flatten()
-        .filter(|s| s.next > 0)
-        .copied()
+        .enumerate()
+        .filter_map(|(i, s)| s.filter(|s| s.next > 0).map(|s| (i, s)))
         .collect();
     let mut ends = Vec::new();
-    for s in open {
-        let shared = shared.clone();
+    for (slot, s) in open {
+        let shared = targets[slot % targets.len()].clone();
+        let step = s.cut_off(ids);
         ends.push(tokio::spawn(async move {
-            let step = Step {
-                id: s.id,
-                start: false,
-                end: true,
-            };
             let _ = shared.infer_step(step).await;
         }));
     }
     for e in ends {
         let _ = e.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_lengths() {
+        assert_eq!(length_bounds(20, 20.0), (16, 24));
+        assert_eq!(length_bounds(5, 0.0), (5, 5));
+        assert_eq!(length_bounds(1, 50.0), (1, 2));
+        let ids = SequenceIds::new((10, 3), Some(10), 50.0, 1, Vec::new());
+        let taken: Vec<(u64, u64, Option<usize>)> = (0..200).map(|_| ids.take()).collect();
+        assert!(taken.iter().all(|t| (5..=15).contains(&t.1)));
+        assert!(taken.iter().any(|t| t.1 != taken[0].1));
+        assert_eq!(taken[3].0, 10);
+        let ids = SequenceIds::new((1, 100), None, 20.0, 1, vec![vec![0, 1], vec![2, 3, 4]]);
+        assert_eq!(ids.take(), (1, 2, Some(0)));
+        assert_eq!(ids.take(), (2, 3, Some(1)));
+        assert_eq!(ids.data(Some(1), 4), Some(3));
+    }
+
+    fn window(ok: u64, latency_us: u64) -> Recorder {
+        let mut r = Recorder::new(1);
+        for _ in 0..ok {
+            r.hist.saturating_record(latency_us);
+        }
+        r.ok = ok;
+        r
+    }
+
+    #[test]
+    fn stability() {
+        let w = vec![
+            window(50, 900),
+            window(100, 1000),
+            window(104, 1040),
+            window(98, 990),
+        ];
+        assert!(!stable(&w, 2, 10.0));
+        assert!(!stable(&w, 3, 10.0), "50 vs 104");
+        assert!(stable(&w, 4, 10.0));
+        assert!(!stable(&w, 4, 3.0));
+        let z = vec![window(0, 1), window(0, 1), window(0, 1)];
+        assert!(!stable(&z, 3, 10.0));
     }
 }

@@ -5,7 +5,9 @@
 //!   config when the server has that extension), shape overrides;
 //! - [`inputs`]: one request body, built once (JSON or binary tensors);
 //! - [`schedule`]: load ranges and open-loop send schedules;
-//! - [`client`]: a keep-alive HTTP/1.1 connection pool and error kinds;
+//! - [`client`]: a keep-alive HTTP/1.1 connection pool, error kinds, and
+//!   the client of either protocol the load uses;
+//! - [`grpc`]: the gRPC client (unary and streaming);
 //! - [`stats`]: the statistics extension, diffed around a level;
 //! - [`load`]: closed and open loops, measured into HDR histograms;
 //! - [`report`]: results as a table, JSON and perf_analyzer's CSV.
@@ -13,6 +15,7 @@
 //! Nothing here prints; progress is reported through a callback.
 
 pub mod client;
+pub mod grpc;
 pub mod inputs;
 pub mod load;
 pub mod model;

@@ -136,9 +136,9 @@ impl ModelInfo {
         })
     }
 
-    /// Applies `--shape NAME:D1,D2` overrides and checks that no variable
-    /// dim is left.
-    pub fn apply_shapes(&mut self, shapes: &[String]) -> Result<(), String> {
+    /// Applies `--shape NAME:D1,D2` overrides and, with `require_fixed`,
+    /// checks that no variable dim is left.
+    pub fn apply_shapes(&mut self, shapes: &[String], require_fixed: bool) -> Result<(), String> {
         for s in shapes {
             let (name, dims) = s
                 .rsplit_once(':')
@@ -161,14 +161,40 @@ impl ModelInfo {
                 })?;
             input.dims = dims;
         }
-        for i in &self.inputs {
+        let shown = |dims: &[i64]| {
+            dims.iter()
+                .map(|d| {
+                    if *d < 0 {
+                        "N".to_string()
+                    } else {
+                        d.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        for i in self.inputs.iter().filter(|_| require_fixed) {
             if i.dims.iter().any(|d| *d < 0) {
+                // without the config the batch dim is only known with
+                // --batched: a leading -1 is likely one
+                let batched_hint = if !self.has_config
+                    && self.max_batch_size == 0
+                    && i.dims.first() == Some(&-1)
+                {
+                    format!(
+                        "; if its first dim is the batch dim, pass --batched and give the rest, e.g. --batched --shape {}:{}",
+                        i.name,
+                        shown(&i.dims[1..])
+                    )
+                } else {
+                    String::new()
+                };
                 return Err(format!(
-                    "input '{}' has a variable dimension ({:?}); give its shape without the batch dimension with --shape {}:{}",
+                    "input '{}' has a variable dimension ({:?}); give its shape without the batch dimension with --shape {}:{}{batched_hint}",
                     i.name,
                     i.dims,
                     i.name,
-                    i.dims.iter().map(|d| if *d < 0 { "N".to_string() } else { d.to_string() }).collect::<Vec<_>>().join(",")
+                    shown(&i.dims)
                 ));
             }
         }
@@ -230,17 +256,23 @@ mod tests {
     fn metadata_only_and_shapes() {
         let mut info = ModelInfo::new(&meta(), None, false).unwrap();
         assert_eq!(info.inputs[0].dims, vec![-1, -1]);
-        let err = info.apply_shapes(&[]).unwrap_err();
+        let err = info.apply_shapes(&[], true).unwrap_err();
         assert!(err.contains("--shape X:"), "{err}");
+        assert!(err.contains("--batched --shape X:N"), "{err}");
         assert!(info.check_batch(2).is_err());
+        let fixed_first =
+            json!({"name": "m", "inputs": [{"name": "X", "datatype": "FP32", "shape": [3, -1]}]});
+        let mut f = ModelInfo::new(&fixed_first, None, false).unwrap();
+        let err = f.apply_shapes(&[], true).unwrap_err();
+        assert!(!err.contains("--batched"), "{err}");
         let mut b = ModelInfo::new(&meta(), None, true).unwrap();
-        b.apply_shapes(&["X:3".into()]).unwrap();
+        b.apply_shapes(&["X:3".into()], true).unwrap();
         assert_eq!(b.inputs[0].dims, vec![3]);
         assert!(b.check_batch(4).is_ok());
         assert!(b
-            .apply_shapes(&["Q:3".into()])
+            .apply_shapes(&["Q:3".into()], true)
             .unwrap_err()
             .contains("not an input"));
-        assert!(b.apply_shapes(&["X:a".into()]).is_err());
+        assert!(b.apply_shapes(&["X:a".into()], true).is_err());
     }
 }

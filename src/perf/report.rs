@@ -42,6 +42,20 @@ pub struct LevelResult {
     pub late_sends: u64,
     /// From the statistics extension (null when the server has none).
     pub server: Option<ServerStats>,
+    /// Stability windows: whether the last 3 agreed (null with
+    /// `--duration` or `--request-count`).
+    pub stable: Option<bool>,
+    /// Measurement windows run (1 with `--duration` or `--request-count`).
+    pub windows: u32,
+    /// Measured requests per server, in `-u` order.
+    pub targets: Vec<TargetCount>,
+}
+
+/// Measured requests sent to one server.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetCount {
+    pub url: String,
+    pub requests: u64,
 }
 
 impl LevelResult {
@@ -58,13 +72,25 @@ impl LevelResult {
 pub struct Report {
     pub model: String,
     pub protocol: String,
+    /// The first server.
     pub url: String,
+    /// Every server the load was spread over.
+    pub urls: Vec<String>,
     pub batch_size: u64,
     pub input_tensor_format: String,
     pub output_tensor_format: String,
-    /// "concurrency" or "request_rate".
+    /// "config" when the server's config endpoint answered, "metadata"
+    /// when batching and dims came from the model metadata alone.
+    pub model_config_source: String,
+    /// "concurrency", "request_rate" or "request_intervals".
     pub mode: String,
     pub levels: Vec<LevelResult>,
+    /// Notes about the setup for the user (not in the JSON document).
+    #[serde(skip)]
+    pub notes: Vec<String>,
+    /// Warnings about the setup (not in the JSON document).
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 fn us(v: f64) -> String {
@@ -142,11 +168,21 @@ impl Report {
             }
             t.add_row(row);
         }
+        let source = if self.model_config_source == "metadata" {
+            "model config: none (the server has no config endpoint; shapes and batching from the model metadata)\n"
+        } else {
+            ""
+        };
         format!(
-            "model {} at {} ({} over HTTP, inputs {}, outputs {}, batch {})\n{t}\n",
+            "model {} at {} ({} over {}, inputs {}, outputs {}, batch {})\n{source}{t}\n",
             self.model,
             self.url,
             self.mode.replace('_', " "),
+            if self.protocol == "grpc" {
+                "gRPC"
+            } else {
+                "HTTP"
+            },
             self.input_tensor_format,
             self.output_tensor_format,
             self.batch_size

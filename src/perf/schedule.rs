@@ -91,6 +91,9 @@ pub struct Schedule {
     dist: Distribution,
     rng: Rng,
     next: f64,
+    /// `--request-intervals`: these gaps in turn instead.
+    gaps: Option<std::sync::Arc<Vec<f64>>>,
+    turn: usize,
 }
 
 impl Schedule {
@@ -100,7 +103,17 @@ impl Schedule {
             dist,
             rng: Rng::new(seed),
             next: 0.0,
+            gaps: None,
+            turn: 0,
         }
+    }
+
+    /// The first send at 0, then the gaps (seconds, not all 0) in turn,
+    /// from the first again after the last.
+    pub fn intervals(gaps: std::sync::Arc<Vec<f64>>) -> Self {
+        let mut s = Schedule::new(1.0, Distribution::Constant, 0);
+        s.gaps = Some(gaps);
+        s
     }
 }
 
@@ -109,6 +122,11 @@ impl Iterator for Schedule {
 
     fn next(&mut self) -> Option<f64> {
         let at = self.next;
+        if let Some(g) = &self.gaps {
+            self.next += g[self.turn % g.len()];
+            self.turn += 1;
+            return Some(at);
+        }
         let mean = 1.0 / self.rate;
         self.next += match self.dist {
             Distribution::Constant => mean,
@@ -116,6 +134,37 @@ impl Iterator for Schedule {
         };
         Some(at)
     }
+}
+
+/// Reads perf_analyzer's `--request-intervals` file: one gap in
+/// microseconds per line (blank lines skipped). Returns the gaps in
+/// seconds.
+pub fn parse_intervals(name: &str, text: &str) -> Result<Vec<f64>, String> {
+    let mut gaps = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let us: f64 = line
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| {
+                format!(
+                    "{name}:{}: '{line}' is not an interval in microseconds",
+                    i + 1
+                )
+            })?;
+        gaps.push(us / 1e6);
+    }
+    if gaps.is_empty() {
+        return Err(format!("{name}: no intervals"));
+    }
+    if gaps.iter().all(|g| *g == 0.0) {
+        return Err(format!("{name}: every interval is 0"));
+    }
+    Ok(gaps)
 }
 
 #[cfg(test)]
@@ -159,5 +208,22 @@ mod tests {
             .take(3)
             .collect();
         assert_ne!(p1[..3], p3[..]);
+    }
+
+    #[test]
+    fn interval_files() {
+        let g = parse_intervals("f", "1000\n\n3000\n").unwrap();
+        assert_eq!(g, vec![0.001, 0.003]);
+        let at: Vec<f64> = Schedule::intervals(std::sync::Arc::new(g))
+            .take(5)
+            .collect();
+        let want = [0.0, 0.001, 0.004, 0.005, 0.008];
+        for (a, w) in at.iter().zip(want) {
+            assert!((a - w).abs() < 1e-12, "{at:?}");
+        }
+        assert!(parse_intervals("f", "10\nx\n").unwrap_err().contains("f:2"));
+        assert!(parse_intervals("f", "").is_err());
+        assert!(parse_intervals("f", "0\n0").is_err());
+        assert!(parse_intervals("f", "-5").is_err());
     }
 }

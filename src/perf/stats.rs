@@ -31,6 +31,20 @@ fn add(a: (i64, i64), b: (i64, i64)) -> (i64, i64) {
 }
 
 impl Snapshot {
+    /// The counters of two servers added up.
+    pub fn plus(&self, o: &Snapshot) -> Snapshot {
+        Snapshot {
+            inference_count: self.inference_count + o.inference_count,
+            execution_count: self.execution_count + o.execution_count,
+            success: add(self.success, o.success),
+            fail: add(self.fail, o.fail),
+            queue: add(self.queue, o.queue),
+            compute_input: add(self.compute_input, o.compute_input),
+            compute_infer: add(self.compute_infer, o.compute_infer),
+            compute_output: add(self.compute_output, o.compute_output),
+        }
+    }
+
     /// From a `/v2/models/M/stats` answer; `None` when it has no entry for
     /// the model.
     pub fn parse(doc: &Value, model: &str) -> Option<Snapshot> {

@@ -38,6 +38,15 @@ struct Behaviour {
     /// A sequence model: the config has a sequence batcher, and every
     /// request must carry a sequence id and flags that Triton would accept.
     sequence: bool,
+    /// Every infer request takes this long (holding the model lock) ...
+    delay: Option<Duration>,
+    /// ... plus this much more for each request before it.
+    slowdown: Option<Duration>,
+    /// Every answer says `Connection: close`, and the connection is closed
+    /// after it.
+    close_after_answer: bool,
+    /// Answer `GET /v2` (server metadata) with these extensions.
+    extensions: Option<Vec<&'static str>>,
 }
 
 #[derive(Default)]
@@ -46,8 +55,17 @@ struct Counters {
     binary: AtomicU64,
     json: AtomicU64,
     bad: Mutex<Vec<String>>,
-    /// Sequence id -> (live, a step in flight).
-    sequences: Mutex<BTreeMap<u64, (bool, bool)>>,
+    /// Sequence id (a number or a string, as sent) -> (live, a step in
+    /// flight, steps so far).
+    sequences: Mutex<BTreeMap<String, (bool, bool, u64)>>,
+    /// Ids sent as JSON strings.
+    string_ids: AtomicU64,
+    /// The number of steps of every ended sequence, in order.
+    lengths: Mutex<Vec<u64>>,
+    /// When each infer request arrived, in order.
+    arrivals: Mutex<Vec<Instant>>,
+    /// The values of input X of each infer request, in order.
+    x_values: Mutex<Vec<Vec<f32>>>,
     started: AtomicU64,
     ended: AtomicU64,
     /// Requests with the header `X-Test: yes`.
@@ -96,8 +114,16 @@ impl Responder {
     }
 }
 
+thread_local! {
+    /// The responder thread answers with `Connection: close`.
+    static CLOSING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 fn respond(s: &mut TcpStream, status: u16, extra: &[(&str, String)], body: &[u8]) -> bool {
     let mut head = format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\n", body.len());
+    if CLOSING.with(|c| c.get()) {
+        head.push_str("Connection: close\r\n");
+    }
     for (k, v) in extra {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -110,6 +136,7 @@ fn respond(s: &mut TcpStream, status: u16, extra: &[(&str, String)], body: &[u8]
 
 fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>) {
     let _ = stream.set_nodelay(true);
+    CLOSING.with(|c| c.set(b.close_after_answer));
     let mut out = stream.try_clone().unwrap();
     let mut r = BufReader::new(stream);
     loop {
@@ -175,12 +202,19 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
                 respond(&mut out, 200, &[], doc.to_string().as_bytes())
             }
             ("POST", "/v2/models/m/infer") => {
+                c.arrivals.lock().unwrap().push(Instant::now());
                 let n = c.infer.fetch_add(1, Ordering::SeqCst) + 1;
                 let guard = model_lock.lock().unwrap();
                 if let Some((at, d)) = b.stall {
                     if n == at {
                         std::thread::sleep(d);
                     }
+                }
+                if let Some(d) = b.delay {
+                    std::thread::sleep(d);
+                }
+                if let Some(d) = b.slowdown {
+                    std::thread::sleep(d * n as u32);
                 }
                 drop(guard);
                 if b.close.contains(&(n % 10)) {
@@ -194,9 +228,17 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
                     infer(&mut out, &headers, &body, c, b.sequence)
                 }
             }
+            ("GET", "/v2") if b.extensions.is_some() => {
+                let doc = json!({"name": "test", "version": "1", "extensions": b.extensions});
+                respond(&mut out, 200, &[], doc.to_string().as_bytes())
+            }
+            // as MLServer: no config extension
+            ("GET", p) if p.ends_with("/config") => {
+                respond(&mut out, 404, &[], br#"{"error":"not found"}"#)
+            }
             _ => respond(&mut out, 400, &[], br#"{"error":"unknown request"}"#),
         };
-        if !ok {
+        if !ok || b.close_after_answer {
             return;
         }
     }
@@ -242,6 +284,21 @@ fn infer(
     if x["name"] != "X" || x["datatype"] != "FP32" || shape.is_empty() {
         return fail(out, format!("bad input {x}"));
     }
+    let values: Vec<f32> = match x["parameters"]["binary_data_size"].as_u64() {
+        Some(_) => tail
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect(),
+        None => x["data"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_f64().map(|f| f as f32))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    c.x_values.lock().unwrap().push(values);
     match x["parameters"]["binary_data_size"].as_u64() {
         Some(size) => {
             c.binary.fetch_add(1, Ordering::SeqCst);
@@ -325,7 +382,7 @@ fn perf_json(args: &[&str]) -> (i32, Value) {
     (code, v)
 }
 
-fn assert_matches_schema(doc: &Value) {
+pub(crate) fn assert_matches_schema(doc: &Value) {
     let text = std::fs::read_to_string(crate_root().join("schemas/perf.schema.json")).unwrap();
     let schema: Value = serde_json::from_str(&text).expect("schema is JSON");
     jsonschema::meta::validate(&schema).expect("schema is a valid JSON Schema");
@@ -631,6 +688,8 @@ fn without_config_endpoint_shapes_come_from_flags() {
     let (code, _, err) = perf(&["-m", "m", "-u", &url, "--request-count", "5"]);
     assert_eq!(code, 2);
     assert!(err.contains("--shape X:"), "{err}");
+    // the leading -1 may be a batch dim
+    assert!(err.contains("--batched --shape X:N"), "{err}");
     let (code, _, err) = perf(&[
         "-m",
         "m",
@@ -666,6 +725,134 @@ fn without_config_endpoint_shapes_come_from_flags() {
 }
 
 #[test]
+fn connection_close_answers_are_not_reused() {
+    let r = Responder::start(Behaviour {
+        close_after_answer: true,
+        ..triton_like()
+    });
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--concurrency-range",
+        "2",
+        "--request-count",
+        "60",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let l = &doc["levels"][0];
+    assert_eq!(u(&l["requests"]), 60, "{l:#}");
+    assert_eq!(u(&l["errors"]), 0, "{l:#}");
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+}
+
+#[test]
+fn config_source_is_reported() {
+    let with = Responder::start(triton_like());
+    let (code, doc) = perf_json(&["-m", "m", "-u", &with.url(), "--request-count", "3"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["model_config_source"], "config");
+    let (code, out, err) = perf(&["-m", "m", "-u", &with.url(), "--request-count", "3"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("no config endpoint"), "{out}");
+    assert!(!err.contains("no model config endpoint"), "{err}");
+
+    let without = Responder::start(Behaviour {
+        x_shape: vec![4],
+        ..Behaviour::default()
+    });
+    let args = ["-m", "m", "-u", &without.url(), "--request-count", "3"];
+    let (code, doc) = perf_json(&args);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["model_config_source"], "metadata");
+    let (code, out, err) = perf(&args);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("no config endpoint"), "{out}");
+    assert!(
+        err.contains("note:") && err.contains("no model config endpoint"),
+        "{err}"
+    );
+    assert!(without.bad().is_empty(), "{:?}", without.bad());
+}
+
+#[test]
+fn json_tensors_when_the_server_lacks_binary_tensor_data() {
+    // as MLServer: GET /v2 lists no extensions
+    let r = Responder::start(Behaviour {
+        extensions: Some(vec![]),
+        ..triton_like()
+    });
+    let url = r.url();
+    let (code, out, err) = perf(&[
+        "-m",
+        "m",
+        "-u",
+        &url,
+        "--request-count",
+        "4",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_matches_schema(&doc);
+    assert_eq!(doc["input_tensor_format"], "json");
+    assert_eq!(doc["output_tensor_format"], "json");
+    assert!(
+        err.contains("note:") && err.contains("binary_tensor_data"),
+        "{err}"
+    );
+    assert!(!err.contains("warning:"), "{err}");
+    assert_eq!(r.counters.binary.load(Ordering::SeqCst), 0);
+    assert_eq!(r.counters.json.load(Ordering::SeqCst), 4);
+
+    // given explicitly: kept, with a warning
+    let (code, out, err) = perf(&[
+        "-m",
+        "m",
+        "-u",
+        &url,
+        "--request-count",
+        "4",
+        "--input-tensor-format",
+        "binary",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["input_tensor_format"], "binary");
+    assert_eq!(doc["output_tensor_format"], "json");
+    assert!(
+        err.contains("warning:") && err.contains("--input-tensor-format"),
+        "{err}"
+    );
+    assert_eq!(r.counters.binary.load(Ordering::SeqCst), 4);
+
+    // a server that lists the extension gets binary tensors, silently
+    let t = Responder::start(Behaviour {
+        extensions: Some(vec!["classification", "binary_tensor_data"]),
+        ..triton_like()
+    });
+    let (code, out, err) = perf(&[
+        "-m",
+        "m",
+        "-u",
+        &t.url(),
+        "--request-count",
+        "4",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["input_tensor_format"], "binary");
+    assert!(!err.contains("binary_tensor_data"), "{err}");
+    assert_eq!(t.counters.binary.load(Ordering::SeqCst), 4);
+}
+
+#[test]
 fn usage_errors_are_exit_2() {
     for args in [
         vec!["-m", "m", "--concurrency-range", "0:2"],
@@ -674,6 +861,18 @@ fn usage_errors_are_exit_2() {
         vec!["-m", "m", "-i", "grpc"],
         vec!["-m", "m", "-u", "https://h:1"],
         vec!["-m", "m", "--max-error-rate", "2"],
+        vec!["-m", "m", "--max-trials", "2"],
+        vec!["-m", "m", "--stability-percentage", "0"],
+        vec!["-m", "m", "--sequence-length-variation", "-1"],
+        vec!["-m", "m", "--request-intervals", "/no/such/file"],
+        vec![
+            "-m",
+            "m",
+            "--request-intervals",
+            "x",
+            "--concurrency-range",
+            "2",
+        ],
     ] {
         let (code, _, err) = perf(&args);
         assert_eq!(code, 2, "{args:?}: {err}");
@@ -684,17 +883,24 @@ fn usage_errors_are_exit_2() {
 /// The sequence batcher's rules for one request (the step is over when
 /// this returns: the answer follows).
 fn sequence_step(p: &Value, c: &Counters) -> Result<(), String> {
-    let id = p["sequence_id"]
-        .as_u64()
-        .filter(|id| *id > 0)
-        .ok_or(format!("no sequence id in {p}"))?;
+    let id = match &p["sequence_id"] {
+        Value::String(s) if !s.is_empty() => {
+            c.string_ids.fetch_add(1, Ordering::SeqCst);
+            s.clone()
+        }
+        v => v
+            .as_u64()
+            .filter(|id| *id > 0)
+            .ok_or(format!("no sequence id in {p}"))?
+            .to_string(),
+    };
     let (start, end) = match (p["sequence_start"].as_bool(), p["sequence_end"].as_bool()) {
         (Some(s), Some(e)) => (s, e),
         _ => return Err(format!("sequence flags missing in {p}")),
     };
     {
         let mut seqs = c.sequences.lock().unwrap();
-        let state = seqs.entry(id).or_insert((false, false));
+        let state = seqs.entry(id.clone()).or_insert((false, false, 0));
         if state.1 {
             return Err(format!("two steps of sequence {id} in flight"));
         }
@@ -712,9 +918,11 @@ fn sequence_step(p: &Value, c: &Counters) -> Result<(), String> {
     std::thread::sleep(Duration::from_millis(1));
     let mut seqs = c.sequences.lock().unwrap();
     let state = seqs.get_mut(&id).unwrap();
-    *state = (!end, false);
+    let steps = if start { 1 } else { state.2 + 1 };
+    *state = (!end, false, steps);
     if end {
         c.ended.fetch_add(1, Ordering::SeqCst);
+        c.lengths.lock().unwrap().push(steps);
     }
     Ok(())
 }
@@ -757,7 +965,7 @@ fn sequences_closed_loop() {
         .lock()
         .unwrap()
         .keys()
-        .copied()
+        .map(|k| k.parse().unwrap())
         .collect();
     assert!(ids.iter().all(|id| (100..200).contains(id)), "{ids:?}");
     let seq = &l["sequence_latency_us"];
@@ -820,4 +1028,437 @@ fn warmup_is_not_measured_and_headers_are_sent() {
     );
     // every request (metadata, config, statistics, inference) had it
     assert!(r.counters.with_header.load(Ordering::SeqCst) >= served + 3);
+}
+
+#[test]
+fn load_is_spread_over_several_servers() {
+    let a = Responder::start(triton_like());
+    let b = Responder::start(triton_like());
+    let (ua, ub) = (a.url(), b.url());
+    // closed loop: the two workers' connections go one to each server
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &ua,
+        "-u",
+        &ub,
+        "--concurrency-range",
+        "2",
+        "--request-count",
+        "100",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(a.bad().is_empty() && b.bad().is_empty());
+    assert_eq!(doc["urls"], json!([ua, ub]));
+    let l = &doc["levels"][0];
+    assert_eq!(u(&l["requests"]), 100, "one row for both servers");
+    let t = l["targets"].as_array().unwrap();
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[0]["url"], ua.as_str());
+    assert_eq!(u(&t[0]["requests"]) + u(&t[1]["requests"]), 100);
+    let (na, nb) = (
+        a.counters.infer.load(Ordering::SeqCst),
+        b.counters.infer.load(Ordering::SeqCst),
+    );
+    assert!(na >= 20 && nb >= 20, "{na} and {nb}");
+    // both servers have the statistics extension
+    assert!(!l["server"].is_null(), "{l:#}");
+
+    // open loop: the sends alternate
+    let a = Responder::start(triton_like());
+    let b = Responder::start(triton_like());
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &a.url(),
+        "-u",
+        &b.url(),
+        "--request-rate-range",
+        "200",
+        "--request-count",
+        "61",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let t = doc["levels"][0]["targets"].as_array().unwrap().clone();
+    assert_eq!((u(&t[0]["requests"]), u(&t[1]["requests"])), (31, 30));
+    assert_eq!(a.counters.infer.load(Ordering::SeqCst), 31);
+    assert_eq!(b.counters.infer.load(Ordering::SeqCst), 30);
+
+    // a second server without the model is refused before the load
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let (code, _, err) = perf(&[
+        "-m",
+        "m",
+        "-u",
+        &a.url(),
+        "-u",
+        &format!("127.0.0.1:{port}"),
+        "--request-count",
+        "5",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&port.to_string()), "{err}");
+}
+
+#[test]
+fn request_intervals_file_is_replayed() {
+    let r = Responder::start(triton_like());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gaps.txt");
+    // 20 ms, then 60 ms, then again from the top
+    std::fs::write(&file, "20000\n60000\n").unwrap();
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--request-intervals",
+        file.to_str().unwrap(),
+        "--request-count",
+        "9",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["mode"], "request_intervals");
+    let l = &doc["levels"][0];
+    assert_eq!(u(&l["requests"]), 9);
+    // the mean gap is 40 ms
+    assert!(
+        (l["request_rate"].as_f64().unwrap() - 25.0).abs() < 1e-6,
+        "{l:#}"
+    );
+    let arrivals = r.counters.arrivals.lock().unwrap().clone();
+    assert_eq!(arrivals.len(), 9, "exactly the measured requests");
+    let gaps: Vec<f64> = arrivals
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_secs_f64() * 1000.0)
+        .collect();
+    for (i, g) in gaps.iter().enumerate() {
+        let want = if i % 2 == 0 { 20.0 } else { 60.0 };
+        assert!(
+            (g - want).abs() < 12.0,
+            "gap {i}: {g:.1} ms, want {want}: {gaps:?}"
+        );
+    }
+
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, "100\nsoon\n").unwrap();
+    let (code, _, err) = perf(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--request-intervals",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("bad.txt:2"), "{err}");
+}
+
+#[test]
+fn input_data_file_values_are_sent_in_order() {
+    let r = Responder::start(triton_like());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.json");
+    // three forms: a flat list, content with a shape, raw base64 (9..12 as
+    // little-endian FP32)
+    std::fs::write(
+        &file,
+        r#"{"data": [{"X": [1, 2, 3, 4]},
+                     {"X": {"content": [[5, 6], [7, 8]], "shape": [4]}},
+                     {"X": {"b64": "AAAQQQAAIEEAADBBAABAQQ=="}}]}"#,
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--input-data",
+        f,
+        "--request-count",
+        "6",
+    ]);
+    assert_eq!(code, 0, "{doc:#} {:?}", r.bad());
+    let e = [
+        vec![1.0, 2.0, 3.0, 4.0],
+        vec![5.0, 6.0, 7.0, 8.0],
+        vec![9.0, 10.0, 11.0, 12.0],
+    ];
+    let want: Vec<Vec<f32>> = (0..6).map(|i| e[i % 3].clone()).collect();
+    assert_eq!(*r.counters.x_values.lock().unwrap(), want);
+
+    // as JSON tensors, batch 2: each entry twice per request
+    let r = Responder::start(triton_like());
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--input-data",
+        f,
+        "--request-count",
+        "3",
+        "-b",
+        "2",
+        "--input-tensor-format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{doc:#} {:?}", r.bad());
+    let want: Vec<Vec<f32>> = e.iter().map(|v| v.repeat(2)).collect();
+    assert_eq!(*r.counters.x_values.lock().unwrap(), want);
+
+    // errors name the file and the entry
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"data": [{"X": [1, 2, 3, 4]}, {"X": [1, 2, 3]}]}"#).unwrap();
+    let (code, _, err) = perf(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--input-data",
+        bad.to_str().unwrap(),
+        "--request-count",
+        "2",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("bad.json: data[1]") && err.contains("3 values"),
+        "{err}"
+    );
+    std::fs::write(&bad, r#"{"data": [{"Q": [1, 2, 3, 4]}]}"#).unwrap();
+    let (code, _, err) = perf(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--input-data",
+        bad.to_str().unwrap(),
+        "--request-count",
+        "2",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("data[0]") && err.contains("'Q'"), "{err}");
+    std::fs::write(&bad, r#"{"inputs": []}"#).unwrap();
+    let (code, _, err) = perf(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--input-data",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("bad.json") && err.contains("\"data\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn input_data_streams_are_one_per_sequence() {
+    let r = Responder::start(sequence_model());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("streams.json");
+    let v = |x: f32| json!({"X": [x, x, x, x]});
+    std::fs::write(
+        &file,
+        json!({"data": [[v(1.0), v(2.0), v(3.0)], [v(10.0), v(20.0)]]}).to_string(),
+    )
+    .unwrap();
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--input-data",
+        file.to_str().unwrap(),
+        "--request-count",
+        "10",
+    ]);
+    assert_eq!(code, 0, "{doc:#} {:?}", r.bad());
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+    // without --sequence-length a sequence is as long as its stream; the
+    // streams take turns
+    assert_eq!(*r.counters.lengths.lock().unwrap(), vec![3, 2, 3, 2]);
+    let firsts: Vec<f32> = r
+        .counters
+        .x_values
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|x| x[0])
+        .collect();
+    assert_eq!(
+        firsts,
+        vec![1.0, 2.0, 3.0, 10.0, 20.0, 1.0, 2.0, 3.0, 10.0, 20.0]
+    );
+}
+
+#[test]
+fn sequences_with_string_ids_and_varied_lengths() {
+    let r = Responder::start(sequence_model());
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--concurrency-range",
+        "2",
+        "--request-count",
+        "300",
+        "--sequence-length",
+        "10",
+        "--sequence-length-variation",
+        "50",
+        "--sequence-id-prefix",
+        "run7-",
+        "--sequence-id-range",
+        "1:1000000",
+    ]);
+    assert_eq!(code, 0, "{doc:#} {:?}", r.bad());
+    // the responder refuses two steps of one sequence in flight together
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+    let c = &r.counters;
+    let served = c.infer.load(Ordering::SeqCst);
+    assert_eq!(
+        c.string_ids.load(Ordering::SeqCst),
+        served,
+        "every id a string"
+    );
+    let seqs = c.sequences.lock().unwrap();
+    assert!(
+        seqs.keys().all(|k| k.starts_with("run7-")),
+        "{:?}",
+        seqs.keys()
+    );
+    // unique: as many ids as sequences started
+    assert_eq!(seqs.len() as u64, c.started.load(Ordering::SeqCst));
+    drop(seqs);
+    assert_eq!(c.live_sequences(), 0);
+    let lengths = c.lengths.lock().unwrap().clone();
+    assert!(lengths.iter().all(|n| *n <= 15), "{lengths:?}");
+    // only the 2 sequences cut off at the end may be shorter than 5
+    assert!(
+        lengths.iter().filter(|n| **n < 5).count() <= 2,
+        "{lengths:?}"
+    );
+    let distinct: std::collections::BTreeSet<u64> = lengths.iter().copied().collect();
+    assert!(distinct.len() >= 4, "lengths do not vary: {lengths:?}");
+    let l = &doc["levels"][0];
+    let seq = &l["sequence_latency_us"];
+    assert!(u(&seq["p50"]) > u(&l["latency_us"]["p50"]) * 3, "{l:#}");
+
+    // no variation: every complete sequence has exactly the length
+    let r = Responder::start(sequence_model());
+    let (code, _) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--request-count",
+        "40",
+        "--sequence-length",
+        "4",
+        "--sequence-length-variation",
+        "0",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(*r.counters.lengths.lock().unwrap(), vec![4; 10]);
+    assert_eq!(r.counters.string_ids.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn stability_windows() {
+    // every request takes 5 ms: stable from the first 3 windows on
+    let r = Responder::start(Behaviour {
+        delay: Some(Duration::from_millis(5)),
+        ..triton_like()
+    });
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "-p",
+        "200",
+        "--stability-percentage",
+        "30",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let l = &doc["levels"][0];
+    assert_eq!(l["stable"], true, "{l:#}");
+    assert_eq!(u(&l["windows"]), 3, "{l:#}");
+    assert!((l["duration_s"].as_f64().unwrap() - 0.6).abs() < 1e-9);
+    // about 600 ms / 5 ms of requests in the 3 windows
+    let n = u(&l["requests"]);
+    assert!((40..=125).contains(&n), "{n}");
+
+    // every request slower than the one before: never stable
+    let r = Responder::start(Behaviour {
+        slowdown: Some(Duration::from_micros(300)),
+        ..triton_like()
+    });
+    let (code, out, err) = perf(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "-p",
+        "150",
+        "--max-trials",
+        "4",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_matches_schema(&doc);
+    let l = &doc["levels"][0];
+    assert_eq!(l["stable"], false, "{l:#}");
+    assert_eq!(u(&l["windows"]), 4);
+    assert!(err.contains("did not stabilize"), "{err}");
+
+    // a fixed window says nothing about stability
+    let (_, doc) = perf_json(&["-m", "m", "-u", &r.url(), "--request-count", "3"]);
+    assert!(doc["levels"][0]["stable"].is_null());
+    assert_eq!(u(&doc["levels"][0]["windows"]), 1);
+}
+
+#[test]
+fn progress_bar_only_on_a_terminal_or_when_forced() {
+    let r = Responder::start(triton_like());
+    let url = r.url();
+    let args = [
+        "-m",
+        "m",
+        "-u",
+        url.as_str(),
+        "--concurrency-range",
+        "1:2",
+        "--duration",
+        "0.4",
+    ];
+    // standard error is a pipe here
+    let (code, _, err) = perf(&args);
+    assert_eq!(code, 0);
+    assert!(!err.contains("level 1/2"), "{err}");
+    let mut a = args.to_vec();
+    a.extend(["--progress", "always"]);
+    let (code, doc) = perf_json(&a);
+    assert_eq!(code, 0);
+    assert_eq!(doc["levels"].as_array().unwrap().len(), 2);
+    let (_, out, err) = perf(&[a.as_slice(), &["--format", "json"]].concat());
+    assert!(
+        out.trim_start().starts_with('{') && !out.contains("level 1/2"),
+        "{out}"
+    );
+    // a bar per level
+    assert!(err.contains("level 1/2 (concurrency 1)"), "{err}");
+    assert!(err.contains("level 2/2 (concurrency 2)"), "{err}");
 }

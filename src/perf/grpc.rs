@@ -1,0 +1,753 @@
+//! The gRPC side of `tritonctl perf` (`-i grpc`): the KServe v2 / Triton
+//! service from `proto/grpc_service.proto` through a tonic client on one
+//! HTTP/2 connection.
+//!
+//! - discovery (metadata, config, statistics) is turned into the same JSON
+//!   documents the HTTP endpoints give, so [`super::model`] and
+//!   [`super::stats`] read both protocols alike;
+//! - requests always carry their tensors in `raw_input_contents`;
+//! - unary `ModelInfer` by default; with `--streaming`, `ModelStreamInfer`
+//!   over a pool of bidirectional streams (a request takes an idle stream or
+//!   opens one, so there is one stream per request in flight, which is one
+//!   per concurrency slot or live sequence), replies matched to requests by
+//!   request id;
+//! - failures are classified into the same [`ErrorKind`]s as HTTP.
+
+use super::client::{Endpoint, ErrorKind};
+use super::inputs::Body;
+use crate::tensor::DataType;
+use bytes::Bytes;
+use pb::grpc_inference_service_client::GrpcInferenceServiceClient;
+use pb::infer_parameter::ParameterChoice;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue};
+use tonic::transport::Channel;
+use tonic::{Code, Status};
+
+/// Messages, client and server generated from `proto/grpc_service.proto`
+/// (the server is there for tests that stand in for Triton).
+#[allow(clippy::all, missing_docs)]
+pub mod pb {
+    include!(concat!(env!("OUT_DIR"), "/grpc/inference.rs"));
+}
+
+/// Triton accepts messages up to 2 GiB; so does this client.
+pub const MAX_MESSAGE_SIZE: usize = i32::MAX as usize;
+
+type Pending = HashMap<String, oneshot::Sender<Result<(), ErrorKind>>>;
+
+/// One `ModelStreamInfer` call: requests go in through `tx`, a reader task
+/// hands every reply to the request with the same id.
+struct InferStream {
+    tx: mpsc::UnboundedSender<pb::ModelInferRequest>,
+    pending: Mutex<Pending>,
+    /// The stream ended: no more requests.
+    dead: AtomicBool,
+    next_id: AtomicU64,
+}
+
+impl InferStream {
+    /// Ends the stream for good, failing what is still waiting.
+    fn fail_all(&self, kind: ErrorKind) {
+        let waiting: Vec<_> = {
+            let mut p = self.pending.lock().expect("stream lock");
+            self.dead.store(true, Ordering::SeqCst);
+            p.drain().map(|(_, tx)| tx).collect()
+        };
+        for tx in waiting {
+            let _ = tx.send(Err(kind.clone()));
+        }
+    }
+
+    fn deliver(&self, reply: pb::ModelStreamInferResponse) {
+        let id = reply
+            .infer_response
+            .as_ref()
+            .map(|r| r.id.clone())
+            .unwrap_or_default();
+        let waiter = {
+            let mut p = self.pending.lock().expect("stream lock");
+            match p.remove(&id) {
+                Some(w) => Some(w),
+                // a reply without id: only unambiguous with one request out
+                None if id.is_empty() && p.len() == 1 => {
+                    let k = p.keys().next().cloned().expect("one pending");
+                    p.remove(&k)
+                }
+                // a late reply to a request that timed out
+                None => None,
+            }
+        };
+        if let Some(w) = waiter {
+            let r = if !reply.error_message.is_empty() {
+                Err(ErrorKind::StreamError)
+            } else {
+                match &reply.infer_response {
+                    Some(resp) => check_response(resp),
+                    None => Err(ErrorKind::Malformed),
+                }
+            };
+            let _ = w.send(r);
+        }
+    }
+}
+
+/// A gRPC connection to one server, shared by every request.
+#[derive(Clone)]
+pub struct GrpcClient {
+    client: GrpcInferenceServiceClient<Channel>,
+    authority: String,
+    headers: Arc<Vec<(AsciiMetadataKey, AsciiMetadataValue)>>,
+    timeout: Duration,
+    /// Idle streams, with `--streaming`.
+    streams: Option<Arc<Mutex<Vec<Arc<InferStream>>>>>,
+}
+
+/// `grpc_` and the status code in snake case, e.g. `grpc_unavailable`.
+pub fn code_key(code: i32) -> String {
+    let name = match Code::from_i32(code) {
+        Code::Ok => "ok",
+        Code::Cancelled => "cancelled",
+        Code::Unknown => "unknown",
+        Code::InvalidArgument => "invalid_argument",
+        Code::DeadlineExceeded => "deadline_exceeded",
+        Code::NotFound => "not_found",
+        Code::AlreadyExists => "already_exists",
+        Code::PermissionDenied => "permission_denied",
+        Code::ResourceExhausted => "resource_exhausted",
+        Code::FailedPrecondition => "failed_precondition",
+        Code::Aborted => "aborted",
+        Code::OutOfRange => "out_of_range",
+        Code::Unimplemented => "unimplemented",
+        Code::Internal => "internal",
+        Code::Unavailable => "unavailable",
+        Code::DataLoss => "data_loss",
+        Code::Unauthenticated => "unauthenticated",
+    };
+    format!("grpc_{name}")
+}
+
+/// Classifies a failed call: no connection, a broken one, an answer that
+/// does not decode, or a status the server sent.
+pub fn kind_of(s: &Status) -> ErrorKind {
+    let Some(mut src) = std::error::Error::source(s) else {
+        if s.code() == Code::Internal && s.message().starts_with("failed to decode") {
+            return ErrorKind::Malformed;
+        }
+        return ErrorKind::Grpc(s.code() as i32);
+    };
+    // a failure on this side: find out whether a connection was made
+    loop {
+        if let Some(io) = src.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as Io;
+            if matches!(
+                io.kind(),
+                Io::ConnectionRefused
+                    | Io::HostUnreachable
+                    | Io::NetworkUnreachable
+                    | Io::AddrNotAvailable
+                    | Io::NotFound
+            ) {
+                return ErrorKind::Connect;
+            }
+        }
+        if src.to_string().contains("connect") {
+            return ErrorKind::Connect;
+        }
+        match src.source() {
+            Some(next) => src = next,
+            None => return ErrorKind::Connection,
+        }
+    }
+}
+
+/// Checks a reply: as many raw output buffers as outputs (when raw).
+fn check_response(r: &pb::ModelInferResponse) -> Result<(), ErrorKind> {
+    if !r.raw_output_contents.is_empty() && r.raw_output_contents.len() != r.outputs.len() {
+        return Err(ErrorKind::Malformed);
+    }
+    Ok(())
+}
+
+/// A JSON request parameter as an `InferParameter`: booleans, integers
+/// (as `int64_param`, the case Triton accepts for sequence ids), strings,
+/// other numbers as doubles.
+pub fn parameter(v: &Value) -> Option<pb::InferParameter> {
+    let choice = match v {
+        Value::Bool(b) => ParameterChoice::BoolParam(*b),
+        Value::String(s) => ParameterChoice::StringParam(s.clone()),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => ParameterChoice::Int64Param(i),
+            (None, Some(u), _) => ParameterChoice::Uint64Param(u),
+            (_, _, Some(f)) => ParameterChoice::DoubleParam(f),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(pb::InferParameter {
+        parameter_choice: Some(choice),
+    })
+}
+
+fn flatten<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
+    match v {
+        Value::Array(a) => a.iter().for_each(|x| flatten(x, out)),
+        other => out.push(other),
+    }
+}
+
+/// JSON tensor values as raw little-endian bytes (BYTES elements with
+/// 4-byte length prefixes).
+fn raw_from_json(name: &str, dt: DataType, data: &Value) -> Result<Vec<u8>, String> {
+    let mut values = Vec::new();
+    flatten(data, &mut values);
+    let bad = |v: &Value| format!("input '{name}': value {v} does not fit {}", dt.wire_name());
+    let mut raw = Vec::new();
+    for v in values {
+        let int = || -> Result<i128, String> {
+            v.as_i64()
+                .map(i128::from)
+                .or_else(|| v.as_u64().map(i128::from))
+                .or_else(|| v.as_bool().map(i128::from))
+                .ok_or_else(|| bad(v))
+        };
+        let float = || v.as_f64().ok_or_else(|| bad(v));
+        match dt {
+            DataType::Bool => raw.push(v.as_bool().ok_or_else(|| bad(v))? as u8),
+            DataType::U8 | DataType::I8 => raw.push(int()? as u8),
+            DataType::U16 | DataType::I16 => raw.extend_from_slice(&(int()? as u16).to_le_bytes()),
+            DataType::U32 | DataType::I32 => raw.extend_from_slice(&(int()? as u32).to_le_bytes()),
+            DataType::U64 | DataType::I64 => raw.extend_from_slice(&(int()? as u64).to_le_bytes()),
+            DataType::F32 => raw.extend_from_slice(&(float()? as f32).to_le_bytes()),
+            DataType::F64 => raw.extend_from_slice(&float()?.to_le_bytes()),
+            DataType::F16 | DataType::Bf16 => {
+                return Err(format!(
+                    "input '{name}': {} values cannot be given as JSON",
+                    dt.wire_name()
+                ))
+            }
+            DataType::Bytes => {
+                let s = match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                raw.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                raw.extend_from_slice(s.as_bytes());
+            }
+        }
+    }
+    Ok(raw)
+}
+
+/// The gRPC request carrying the same tensors as an HTTP body (binary
+/// chunks or JSON `data`), all as `raw_input_contents`.
+pub fn request_from_body(
+    body: &Body,
+    model: &str,
+    version: Option<&str>,
+) -> Result<pb::ModelInferRequest, String> {
+    let mut req = pb::ModelInferRequest {
+        model_name: model.to_string(),
+        model_version: version.unwrap_or_default().to_string(),
+        ..Default::default()
+    };
+    let mut tail: &[u8] = match body.header_len {
+        Some(n) if n <= body.bytes.len() => &body.bytes[n..],
+        _ => &[],
+    };
+    let empty = Vec::new();
+    let inputs = body
+        .header
+        .get("inputs")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    for t in inputs {
+        let name = t["name"].as_str().unwrap_or_default().to_string();
+        let datatype = t["datatype"].as_str().unwrap_or_default().to_string();
+        let dt = DataType::parse(&datatype)
+            .ok_or_else(|| format!("input '{name}': unknown datatype '{datatype}'"))?;
+        let shape: Vec<i64> = t["shape"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_i64).collect())
+            .unwrap_or_default();
+        let raw = match t["parameters"]["binary_data_size"].as_u64() {
+            Some(n) => {
+                let n = n as usize;
+                if n > tail.len() {
+                    return Err(format!("input '{name}': binary data is cut short"));
+                }
+                let (chunk, rest) = tail.split_at(n);
+                tail = rest;
+                chunk.to_vec()
+            }
+            None => raw_from_json(&name, dt, &t["data"])?,
+        };
+        req.inputs.push(pb::model_infer_request::InferInputTensor {
+            name,
+            datatype,
+            shape,
+            ..Default::default()
+        });
+        req.raw_input_contents.push(Bytes::from(raw));
+    }
+    if let Some(outs) = body.header.get("outputs").and_then(Value::as_array) {
+        for o in outs {
+            if let Some(name) = o["name"].as_str() {
+                req.outputs
+                    .push(pb::model_infer_request::InferRequestedOutputTensor {
+                        name: name.to_string(),
+                        ..Default::default()
+                    });
+            }
+        }
+    }
+    // request parameters, except the HTTP-only binary output switch
+    if let Some(p) = body.header.get("parameters").and_then(Value::as_object) {
+        for (k, v) in p {
+            if k == "binary_data_output" {
+                continue;
+            }
+            if let Some(ip) = parameter(v) {
+                req.parameters.insert(k.clone(), ip);
+            }
+        }
+    }
+    Ok(req)
+}
+
+fn tensor_json(t: &pb::model_metadata_response::TensorMetadata) -> Value {
+    json!({"name": t.name, "datatype": t.datatype, "shape": t.shape})
+}
+
+fn duration_json(d: &Option<pb::StatisticDuration>) -> Value {
+    let d = d.unwrap_or_default();
+    json!({"count": d.count, "ns": d.ns})
+}
+
+/// A statistics answer as the HTTP endpoint's JSON document.
+pub fn statistics_json(r: &pb::ModelStatisticsResponse) -> Value {
+    let models: Vec<Value> = r
+        .model_stats
+        .iter()
+        .map(|m| {
+            let i = m.inference_stats.unwrap_or_default();
+            json!({
+                "name": m.name,
+                "version": m.version,
+                "last_inference": m.last_inference,
+                "inference_count": m.inference_count,
+                "execution_count": m.execution_count,
+                "inference_stats": {
+                    "success": duration_json(&i.success),
+                    "fail": duration_json(&i.fail),
+                    "queue": duration_json(&i.queue),
+                    "compute_input": duration_json(&i.compute_input),
+                    "compute_infer": duration_json(&i.compute_infer),
+                    "compute_output": duration_json(&i.compute_output),
+                    "cache_hit": duration_json(&i.cache_hit),
+                    "cache_miss": duration_json(&i.cache_miss),
+                },
+            })
+        })
+        .collect();
+    json!({ "model_stats": models })
+}
+
+/// A metadata answer as the HTTP endpoint's JSON document.
+pub fn metadata_json(m: &pb::ModelMetadataResponse) -> Value {
+    json!({
+        "name": m.name,
+        "versions": m.versions,
+        "platform": m.platform,
+        "inputs": m.inputs.iter().map(tensor_json).collect::<Vec<_>>(),
+        "outputs": m.outputs.iter().map(tensor_json).collect::<Vec<_>>(),
+    })
+}
+
+/// A model config as the HTTP config endpoint's JSON (proto field names,
+/// defaults left out).
+pub fn config_json(c: &crate::schema::inference::ModelConfig) -> Result<Value, String> {
+    use prost::Message;
+    use prost_reflect::{DynamicMessage, SerializeOptions};
+    let msg = DynamicMessage::decode(crate::schema::model_config(), c.encode_to_vec().as_slice())
+        .map_err(|e| format!("the model config does not decode: {e}"))?;
+    let opts = SerializeOptions::new()
+        .use_proto_field_name(true)
+        .stringify_64_bit_integers(false);
+    msg.serialize_with_options(serde_json::value::Serializer, &opts)
+        .map_err(|e| format!("the model config does not convert to JSON: {e}"))
+}
+
+impl GrpcClient {
+    /// A client for `url` (`HOST:PORT`, `grpc://` or `http://HOST:PORT`,
+    /// port 8001 by default). Connects lazily: a refused connection shows
+    /// on the first call. Must be called inside a tokio runtime.
+    pub fn new(
+        url: &str,
+        headers: &[(String, String)],
+        timeout: Duration,
+        streaming: bool,
+    ) -> Result<Self, String> {
+        let url = url.strip_prefix("grpc://").unwrap_or(url);
+        let authority = Endpoint::parse_with_port(url, 8001)?.authority;
+        let mut meta = Vec::new();
+        for (k, v) in headers {
+            let key = AsciiMetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes())
+                .map_err(|_| format!("-H '{k}' is not a valid gRPC metadata key"))?;
+            let value = AsciiMetadataValue::try_from(v.as_str())
+                .map_err(|_| format!("-H '{k}: {v}' is not a valid gRPC metadata value"))?;
+            meta.push((key, value));
+        }
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{authority}"))
+            .map_err(|e| format!("-u {url}: {e}"))?
+            .connect_timeout(timeout)
+            .tcp_nodelay(true)
+            .http2_adaptive_window(true)
+            .connect_lazy();
+        let client = GrpcInferenceServiceClient::new(channel)
+            .max_decoding_message_size(MAX_MESSAGE_SIZE)
+            .max_encoding_message_size(MAX_MESSAGE_SIZE);
+        Ok(GrpcClient {
+            client,
+            authority,
+            headers: Arc::new(meta),
+            timeout,
+            streams: streaming.then(|| Arc::new(Mutex::new(Vec::new()))),
+        })
+    }
+
+    pub fn authority(&self) -> &str {
+        &self.authority
+    }
+
+    fn request<T>(&self, msg: T) -> tonic::Request<T> {
+        let mut r = tonic::Request::new(msg);
+        for (k, v) in self.headers.iter() {
+            r.metadata_mut().insert(k.clone(), v.clone());
+        }
+        r
+    }
+
+    /// A sentence for a failure before the load starts.
+    pub fn describe(&self, s: &Status) -> String {
+        let at = &self.authority;
+        match kind_of(s) {
+            ErrorKind::Connect => {
+                format!(
+                    "cannot connect to the gRPC server at {at} (connection refused or unreachable)"
+                )
+            }
+            ErrorKind::Connection => format!("the gRPC connection to {at} broke: {}", s.message()),
+            _ => format!(
+                "the gRPC server at {at} answered {}: {}",
+                code_key(s.code() as i32)
+                    .trim_start_matches("grpc_")
+                    .to_uppercase(),
+                s.message()
+            ),
+        }
+    }
+
+    async fn within<T>(
+        &self,
+        f: impl std::future::Future<Output = Result<T, Status>>,
+    ) -> Result<T, Status> {
+        match tokio::time::timeout(self.timeout, f).await {
+            Ok(r) => r,
+            Err(_) => Err(Status::deadline_exceeded(format!(
+                "no answer within {} ms",
+                self.timeout.as_millis()
+            ))),
+        }
+    }
+
+    /// The model metadata as JSON (the HTTP document's shape).
+    pub async fn metadata(&self, model: &str, version: Option<&str>) -> Result<Value, String> {
+        let req = self.request(pb::ModelMetadataRequest {
+            name: model.to_string(),
+            version: version.unwrap_or_default().to_string(),
+        });
+        let mut c = self.client.clone();
+        match self.within(c.model_metadata(req)).await {
+            Ok(r) => Ok(metadata_json(r.get_ref())),
+            Err(s)
+                if std::error::Error::source(&s).is_none()
+                    && s.code() != Code::DeadlineExceeded =>
+            {
+                Err(format!(
+                    "model '{model}' is not available at {}: gRPC {}: {}",
+                    self.authority,
+                    code_key(s.code() as i32)
+                        .trim_start_matches("grpc_")
+                        .to_uppercase(),
+                    s.message()
+                ))
+            }
+            Err(s) => Err(self.describe(&s)),
+        }
+    }
+
+    /// The model config as JSON; `None` when the server has none to give.
+    pub async fn config(
+        &self,
+        model: &str,
+        version: Option<&str>,
+    ) -> Result<Option<Value>, String> {
+        let req = self.request(pb::ModelConfigRequest {
+            name: model.to_string(),
+            version: version.unwrap_or_default().to_string(),
+        });
+        let mut c = self.client.clone();
+        match self.within(c.model_config(req)).await {
+            Ok(r) => match &r.get_ref().config {
+                Some(cfg) => config_json(cfg).map(Some),
+                None => Ok(None),
+            },
+            Err(s)
+                if std::error::Error::source(&s).is_none()
+                    && s.code() != Code::DeadlineExceeded =>
+            {
+                Ok(None)
+            }
+            Err(s) => Err(self.describe(&s)),
+        }
+    }
+
+    /// The statistics as JSON; `None` on any failure.
+    pub async fn statistics(&self, model: &str, version: Option<&str>) -> Option<Value> {
+        let req = self.request(pb::ModelStatisticsRequest {
+            name: model.to_string(),
+            version: version.unwrap_or_default().to_string(),
+        });
+        let mut c = self.client.clone();
+        self.within(c.model_statistics(req))
+            .await
+            .ok()
+            .map(|r| statistics_json(r.get_ref()))
+    }
+
+    /// Sends one inference request (with extra request parameters, e.g.
+    /// the sequence id and flags) and waits for its answer.
+    pub async fn infer(
+        &self,
+        template: &pb::ModelInferRequest,
+        params: Option<&Map<String, Value>>,
+    ) -> Result<(), ErrorKind> {
+        let mut req = template.clone();
+        if let Some(p) = params {
+            for (k, v) in p {
+                if let Some(ip) = parameter(v) {
+                    req.parameters.insert(k.clone(), ip);
+                }
+            }
+        }
+        match &self.streams {
+            None => {
+                let mut c = self.client.clone();
+                let call = c.model_infer(self.request(req));
+                match tokio::time::timeout(self.timeout, call).await {
+                    Err(_) => Err(ErrorKind::Timeout),
+                    Ok(Err(s)) => Err(kind_of(&s)),
+                    Ok(Ok(r)) => check_response(r.get_ref()),
+                }
+            }
+            Some(pool) => self.infer_streamed(pool, req).await,
+        }
+    }
+
+    async fn infer_streamed(
+        &self,
+        pool: &Arc<Mutex<Vec<Arc<InferStream>>>>,
+        mut req: pb::ModelInferRequest,
+    ) -> Result<(), ErrorKind> {
+        let stream = loop {
+            let s = pool.lock().expect("stream pool lock").pop();
+            match s {
+                Some(s) if !s.dead.load(Ordering::SeqCst) => break s,
+                Some(_) => continue,
+                None => break self.open_stream(),
+            }
+        };
+        let id = stream.next_id.fetch_add(1, Ordering::Relaxed).to_string();
+        req.id = id.clone();
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut p = stream.pending.lock().expect("stream lock");
+            if stream.dead.load(Ordering::SeqCst) {
+                return Err(ErrorKind::Connection);
+            }
+            p.insert(id.clone(), tx);
+        }
+        if stream.tx.send(req).is_err() {
+            stream.pending.lock().expect("stream lock").remove(&id);
+            return Err(ErrorKind::Connection);
+        }
+        let r = match tokio::time::timeout(self.timeout, rx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(ErrorKind::Connection),
+            Err(_) => {
+                stream.pending.lock().expect("stream lock").remove(&id);
+                Err(ErrorKind::Timeout)
+            }
+        };
+        if !stream.dead.load(Ordering::SeqCst) {
+            pool.lock().expect("stream pool lock").push(stream);
+        }
+        r
+    }
+
+    /// Opens a `ModelStreamInfer` call; its reader task runs until the
+    /// server ends the stream or the stream is dropped.
+    fn open_stream(&self) -> Arc<InferStream> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stream = Arc::new(InferStream {
+            tx,
+            pending: Mutex::new(HashMap::new()),
+            dead: AtomicBool::new(false),
+            next_id: AtomicU64::new(1),
+        });
+        let reader = Arc::downgrade(&stream);
+        let req = self.request(tokio_stream::wrappers::UnboundedReceiverStream::new(rx));
+        let mut c = self.client.clone();
+        tokio::spawn(async move {
+            let end = match c.model_stream_infer(req).await {
+                Err(s) => kind_of(&s),
+                Ok(resp) => {
+                    let mut inbound = resp.into_inner();
+                    loop {
+                        match inbound.message().await {
+                            Ok(Some(reply)) => match reader.upgrade() {
+                                Some(s) => s.deliver(reply),
+                                None => return,
+                            },
+                            Ok(None) => break ErrorKind::Connection,
+                            Err(s) => break kind_of(&s),
+                        }
+                    }
+                }
+            };
+            if let Some(s) = reader.upgrade() {
+                s.fail_all(end);
+            }
+        });
+        stream
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf::inputs::{self, BodyOptions, InputData};
+    use crate::perf::model::{InputSpec, ModelInfo};
+
+    fn info() -> ModelInfo {
+        ModelInfo {
+            name: "m".into(),
+            max_batch_size: 4,
+            inputs: vec![
+                InputSpec {
+                    name: "X".into(),
+                    datatype: DataType::I32,
+                    dims: vec![3],
+                },
+                InputSpec {
+                    name: "S".into(),
+                    datatype: DataType::Bytes,
+                    dims: vec![1],
+                },
+            ],
+            outputs: vec!["Y".into()],
+            sequence: false,
+            decoupled: false,
+            has_config: true,
+        }
+    }
+
+    fn body(binary: bool) -> Body {
+        inputs::build(
+            &info(),
+            BodyOptions {
+                batch: 2,
+                data: InputData::Random,
+                seed: 7,
+                binary_inputs: binary,
+                binary_outputs: binary,
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn json_and_binary_bodies_give_the_same_raw_tensors() {
+        let a = request_from_body(&body(true), "m", Some("2")).unwrap();
+        let b = request_from_body(&body(false), "m", None).unwrap();
+        assert_eq!(a.model_version, "2");
+        assert_eq!(a.inputs.len(), 2);
+        assert_eq!(a.inputs[0].shape, vec![2, 3]);
+        assert_eq!(a.inputs[1].datatype, "BYTES");
+        // 6 INT32 values, 2 strings with 4-byte length prefixes
+        assert_eq!(a.raw_input_contents[0].len(), 24);
+        let s = &a.raw_input_contents[1];
+        let first = u32::from_le_bytes([s[0], s[1], s[2], s[3]]) as usize;
+        assert_eq!(s.len(), 2 * (4 + first));
+        assert_eq!(a.raw_input_contents, b.raw_input_contents);
+        assert_eq!(b.outputs[0].name, "Y");
+        // the HTTP-only switch does not go over gRPC
+        assert!(!a.parameters.contains_key("binary_data_output"));
+    }
+
+    #[test]
+    fn parameters_use_the_cases_triton_accepts() {
+        let p = |v: Value| parameter(&v).unwrap().parameter_choice.unwrap();
+        assert_eq!(p(json!(5)), ParameterChoice::Int64Param(5));
+        assert_eq!(p(json!(true)), ParameterChoice::BoolParam(true));
+        assert_eq!(p(json!("abc")), ParameterChoice::StringParam("abc".into()));
+        assert_eq!(p(json!(0.5)), ParameterChoice::DoubleParam(0.5));
+        assert!(parameter(&json!(null)).is_none());
+    }
+
+    #[test]
+    fn status_classification() {
+        assert_eq!(
+            kind_of(&Status::invalid_argument("x")),
+            ErrorKind::Grpc(Code::InvalidArgument as i32)
+        );
+        assert_eq!(
+            kind_of(&Status::internal(
+                "failed to decode Protobuf message: buffer underflow"
+            )),
+            ErrorKind::Malformed
+        );
+        assert_eq!(code_key(14), "grpc_unavailable");
+        assert_eq!(ErrorKind::Grpc(3).key(), "grpc_invalid_argument");
+    }
+
+    #[test]
+    fn config_as_http_json() {
+        use crate::schema::inference::{ModelConfig, ModelInput, ModelSequenceBatching};
+        let c = ModelConfig {
+            name: "m".into(),
+            max_batch_size: 8,
+            input: vec![ModelInput {
+                name: "X".into(),
+                dims: vec![4],
+                ..Default::default()
+            }],
+            scheduling_choice: Some(
+                crate::schema::inference::model_config::SchedulingChoice::SequenceBatching(
+                    ModelSequenceBatching::default(),
+                ),
+            ),
+            ..Default::default()
+        };
+        let v = config_json(&c).unwrap();
+        assert_eq!(v["max_batch_size"], 8);
+        assert_eq!(v["input"][0]["dims"], json!([4]));
+        assert!(v["sequence_batching"].is_object());
+    }
+}

@@ -1,0 +1,672 @@
+//! `tritonctl perf -i grpc` against a small in-process gRPC server on the
+//! loopback interface (tonic, with the service types the crate generates
+//! from its own proto). The server checks every inference request it gets
+//! (raw tensors, shapes and sizes, sequence parameters as Triton accepts
+//! them, the order of the steps of each sequence) and records what is
+//! wrong, so a run without errors shows the wire format is right; it can
+//! also fail or stall chosen requests, to check how perf counts them.
+
+use crate::common::tritonctl;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_stream::StreamExt;
+use tonic::{Request, Response, Status};
+use tritonctl::perf::grpc::pb;
+use tritonctl::perf::grpc::pb::grpc_inference_service_server::{
+    GrpcInferenceService, GrpcInferenceServiceServer,
+};
+use tritonctl::perf::grpc::pb::infer_parameter::ParameterChoice;
+use tritonctl::schema::inference as cfg;
+
+/// What the server does.
+#[derive(Clone, Default)]
+struct Behaviour {
+    /// By request number modulo 10: these fail with INTERNAL (a stream
+    /// reply with an error message on streams).
+    fail: Vec<u64>,
+    /// The request with this number (from 1) takes this long.
+    stall: Option<(u64, Duration)>,
+}
+
+#[derive(Default)]
+struct State {
+    unary: AtomicU64,
+    streamed: AtomicU64,
+    streams_opened: AtomicU64,
+    streams_open: AtomicUsize,
+    max_streams_open: AtomicUsize,
+    bad: Mutex<Vec<String>>,
+    /// Sequence id -> (live, a step in flight, steps so far).
+    sequences: Mutex<BTreeMap<i64, (bool, bool, u64)>>,
+    ended: AtomicU64,
+    /// Successful requests (for the statistics).
+    ok: AtomicU64,
+}
+
+#[derive(Clone)]
+struct Svc {
+    b: Behaviour,
+    s: Arc<State>,
+}
+
+fn x_input(shape: Vec<i64>) -> pb::model_metadata_response::TensorMetadata {
+    pb::model_metadata_response::TensorMetadata {
+        name: "X".into(),
+        datatype: "FP32".into(),
+        shape,
+    }
+}
+
+/// Elements of X per batch element: 4, or 200000 (800 kB) for model "big".
+fn width(model: &str) -> i64 {
+    if model == "big" {
+        200_000
+    } else {
+        4
+    }
+}
+
+fn known(model: &str) -> bool {
+    matches!(model, "m" | "seq" | "big")
+}
+
+fn param(p: &pb::InferParameter) -> Option<&ParameterChoice> {
+    p.parameter_choice.as_ref()
+}
+
+impl Svc {
+    fn bad(&self, what: String) -> Status {
+        self.s.bad.lock().unwrap().push(what.clone());
+        Status::invalid_argument(what)
+    }
+
+    /// Checks a request as Triton would (and more), then answers it.
+    async fn handle(
+        &self,
+        r: pb::ModelInferRequest,
+        n: u64,
+    ) -> Result<pb::ModelInferResponse, Status> {
+        if let Some((k, d)) = self.b.stall {
+            if n == k {
+                tokio::time::sleep(d).await;
+            }
+        }
+        if self.b.fail.contains(&(n % 10)) {
+            return Err(Status::internal("injected failure"));
+        }
+        if !known(&r.model_name) {
+            return Err(Status::not_found(format!("no model {}", r.model_name)));
+        }
+        if r.inputs.len() != 1 || r.raw_input_contents.len() != 1 {
+            return Err(self.bad(format!(
+                "{} inputs, {} raw buffers",
+                r.inputs.len(),
+                r.raw_input_contents.len()
+            )));
+        }
+        let x = &r.inputs[0];
+        let elems: i64 = x.shape.iter().product();
+        if x.name != "X"
+            || x.datatype != "FP32"
+            || x.shape.len() != 2
+            || x.shape[1] != width(&r.model_name)
+            || x.contents.is_some()
+            || r.raw_input_contents[0].len() as i64 != elems * 4
+        {
+            return Err(self.bad(format!(
+                "input {} {} {:?} with {} raw bytes",
+                x.name,
+                x.datatype,
+                x.shape,
+                r.raw_input_contents[0].len()
+            )));
+        }
+        if r.parameters.contains_key("binary_data_output") {
+            return Err(self.bad("HTTP-only parameter binary_data_output".into()));
+        }
+        let seq_id = if r.model_name == "seq" {
+            Some(self.sequence_step(&r)?)
+        } else {
+            None
+        };
+        // the work itself
+        tokio::time::sleep(Duration::from_micros(200)).await;
+        if let Some(id) = seq_id {
+            let mut seqs = self.s.sequences.lock().unwrap();
+            if let Some(e) = seqs.get_mut(&id) {
+                e.1 = false;
+            }
+        }
+        self.s.ok.fetch_add(1, Ordering::Relaxed);
+        Ok(pb::ModelInferResponse {
+            model_name: r.model_name.clone(),
+            id: r.id.clone(),
+            outputs: vec![pb::model_infer_response::InferOutputTensor {
+                name: "Y".into(),
+                datatype: "FP32".into(),
+                shape: x.shape.clone(),
+                ..Default::default()
+            }],
+            raw_output_contents: vec![r.raw_input_contents[0].clone()],
+            ..Default::default()
+        })
+    }
+
+    /// The sequence rules: an id as `int64_param`, both flags as
+    /// `bool_param`, START only for a new id, no step for an unknown one,
+    /// one step in flight per sequence.
+    fn sequence_step(&self, r: &pb::ModelInferRequest) -> Result<i64, Status> {
+        let id = match r.parameters.get("sequence_id").and_then(param) {
+            Some(ParameterChoice::Int64Param(v)) if *v > 0 => *v,
+            other => return Err(self.bad(format!("sequence_id {other:?}"))),
+        };
+        let flag = |k: &str| match r.parameters.get(k).and_then(param) {
+            Some(ParameterChoice::BoolParam(b)) => Ok(*b),
+            other => Err(format!("{k} {other:?}")),
+        };
+        let (start, end) = match (flag("sequence_start"), flag("sequence_end")) {
+            (Ok(s), Ok(e)) => (s, e),
+            (Err(e), _) | (_, Err(e)) => return Err(self.bad(e)),
+        };
+        let mut seqs = self.s.sequences.lock().unwrap();
+        let e = seqs.entry(id).or_insert((false, false, 0));
+        if start && e.0 {
+            drop(seqs);
+            return Err(self.bad(format!("START for live sequence {id}")));
+        }
+        if !start && !e.0 {
+            drop(seqs);
+            return Err(self.bad(format!("step without START for sequence {id}")));
+        }
+        if e.1 {
+            drop(seqs);
+            return Err(self.bad(format!("two steps of sequence {id} in flight")));
+        }
+        if start {
+            *e = (true, false, 0);
+        }
+        e.1 = true;
+        e.2 += 1;
+        if end {
+            e.0 = false;
+            self.s.ended.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(id)
+    }
+}
+
+#[tonic::async_trait]
+impl GrpcInferenceService for Svc {
+    async fn server_live(
+        &self,
+        _: Request<pb::ServerLiveRequest>,
+    ) -> Result<Response<pb::ServerLiveResponse>, Status> {
+        Ok(Response::new(pb::ServerLiveResponse { live: true }))
+    }
+
+    async fn server_ready(
+        &self,
+        _: Request<pb::ServerReadyRequest>,
+    ) -> Result<Response<pb::ServerReadyResponse>, Status> {
+        Ok(Response::new(pb::ServerReadyResponse { ready: true }))
+    }
+
+    async fn model_ready(
+        &self,
+        _: Request<pb::ModelReadyRequest>,
+    ) -> Result<Response<pb::ModelReadyResponse>, Status> {
+        Ok(Response::new(pb::ModelReadyResponse { ready: true }))
+    }
+
+    async fn model_metadata(
+        &self,
+        r: Request<pb::ModelMetadataRequest>,
+    ) -> Result<Response<pb::ModelMetadataResponse>, Status> {
+        let name = r.into_inner().name;
+        if !known(&name) {
+            return Err(Status::not_found(format!(
+                "Request for unknown model: '{name}' is not found"
+            )));
+        }
+        let w = width(&name);
+        Ok(Response::new(pb::ModelMetadataResponse {
+            name,
+            versions: vec!["1".into()],
+            platform: "python".into(),
+            inputs: vec![x_input(vec![-1, w])],
+            outputs: vec![pb::model_metadata_response::TensorMetadata {
+                name: "Y".into(),
+                ..x_input(vec![-1, w])
+            }],
+        }))
+    }
+
+    async fn model_config(
+        &self,
+        r: Request<pb::ModelConfigRequest>,
+    ) -> Result<Response<pb::ModelConfigResponse>, Status> {
+        let name = r.into_inner().name;
+        let config = cfg::ModelConfig {
+            name: name.clone(),
+            backend: "python".into(),
+            max_batch_size: 8,
+            input: vec![cfg::ModelInput {
+                name: "X".into(),
+                data_type: cfg::DataType::TypeFp32 as i32,
+                dims: vec![width(&name)],
+                ..Default::default()
+            }],
+            scheduling_choice: (name == "seq").then(|| {
+                cfg::model_config::SchedulingChoice::SequenceBatching(
+                    cfg::ModelSequenceBatching::default(),
+                )
+            }),
+            ..Default::default()
+        };
+        Ok(Response::new(pb::ModelConfigResponse {
+            config: Some(config),
+        }))
+    }
+
+    async fn model_statistics(
+        &self,
+        r: Request<pb::ModelStatisticsRequest>,
+    ) -> Result<Response<pb::ModelStatisticsResponse>, Status> {
+        let n = self.s.ok.load(Ordering::Relaxed);
+        let d = |per: u64| pb::StatisticDuration {
+            count: n,
+            ns: n * per,
+        };
+        Ok(Response::new(pb::ModelStatisticsResponse {
+            model_stats: vec![pb::ModelStatistics {
+                name: r.into_inner().name,
+                version: "1".into(),
+                inference_count: n,
+                execution_count: n,
+                inference_stats: Some(pb::InferStatistics {
+                    success: Some(d(10_000)),
+                    queue: Some(d(2_000)),
+                    compute_input: Some(d(1_000)),
+                    compute_infer: Some(d(5_000)),
+                    compute_output: Some(d(1_000)),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+        }))
+    }
+
+    async fn model_infer(
+        &self,
+        r: Request<pb::ModelInferRequest>,
+    ) -> Result<Response<pb::ModelInferResponse>, Status> {
+        let n = self.s.unary.fetch_add(1, Ordering::SeqCst) + 1;
+        self.handle(r.into_inner(), n).await.map(Response::new)
+    }
+
+    type ModelStreamInferStream = std::pin::Pin<
+        Box<dyn tokio_stream::Stream<Item = Result<pb::ModelStreamInferResponse, Status>> + Send>,
+    >;
+
+    async fn model_stream_infer(
+        &self,
+        r: Request<tonic::Streaming<pb::ModelInferRequest>>,
+    ) -> Result<Response<Self::ModelStreamInferStream>, Status> {
+        let mut inbound = r.into_inner();
+        let me = self.clone();
+        me.s.streams_opened.fetch_add(1, Ordering::SeqCst);
+        let open = me.s.streams_open.fetch_add(1, Ordering::SeqCst) + 1;
+        me.s.max_streams_open.fetch_max(open, Ordering::SeqCst);
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            // requests of one stream are answered in order, like Triton
+            while let Some(Ok(req)) = inbound.next().await {
+                let n = me.s.streamed.fetch_add(1, Ordering::SeqCst) + 1;
+                let id = req.id.clone();
+                let name = req.model_name.clone();
+                if id.is_empty() {
+                    me.bad("a stream request without id".into());
+                }
+                let reply = match me.handle(req, n).await {
+                    Ok(resp) => pb::ModelStreamInferResponse {
+                        error_message: String::new(),
+                        infer_response: Some(resp),
+                    },
+                    Err(s) => pb::ModelStreamInferResponse {
+                        error_message: s.message().to_string(),
+                        infer_response: Some(pb::ModelInferResponse {
+                            model_name: name,
+                            id,
+                            ..Default::default()
+                        }),
+                    },
+                };
+                if tx.send(Ok(reply)).is_err() {
+                    break;
+                }
+            }
+            me.s.streams_open.fetch_sub(1, Ordering::SeqCst);
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::UnboundedReceiverStream::new(rx),
+        )))
+    }
+}
+
+/// A server on a free loopback port, in its own thread and runtime.
+struct Server {
+    port: u16,
+    state: Arc<State>,
+}
+
+impl Server {
+    fn start(b: Behaviour) -> Server {
+        let state = Arc::new(State::default());
+        let svc = Svc {
+            b,
+            s: state.clone(),
+        };
+        let (ptx, prx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                ptx.send(l.local_addr().unwrap().port()).unwrap();
+                let incoming = tokio_stream::wrappers::TcpListenerStream::new(l);
+                tonic::transport::Server::builder()
+                    .add_service(
+                        GrpcInferenceServiceServer::new(svc)
+                            .max_decoding_message_size(usize::MAX)
+                            .max_encoding_message_size(usize::MAX),
+                    )
+                    .serve_with_incoming(incoming)
+                    .await
+                    .unwrap();
+            });
+        });
+        let port = prx.recv_timeout(Duration::from_secs(10)).unwrap();
+        Server { port, state }
+    }
+
+    fn url(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn bad(&self) -> Vec<String> {
+        self.state.bad.lock().unwrap().clone()
+    }
+}
+
+/// Runs `tritonctl perf ARGS` (killed after 60 s: a hang is a failure).
+fn perf(args: &[&str]) -> (i32, String, String) {
+    let mut c = tritonctl();
+    c.arg("perf").args(args).timeout(Duration::from_secs(60));
+    let started = Instant::now();
+    let out = c.output().expect("tritonctl runs");
+    let code = out.status.code().unwrap_or_else(|| {
+        panic!(
+            "tritonctl perf {args:?} killed after {:?} (hang?)",
+            started.elapsed()
+        )
+    });
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (code, String::from_utf8(out.stdout).unwrap(), stderr)
+}
+
+fn perf_json(args: &[&str]) -> (i32, Value) {
+    let mut a = args.to_vec();
+    a.extend(["--format", "json"]);
+    let (code, out, err) = perf(&a);
+    let v: Value = serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}\nstderr:\n{err}"));
+    crate::perf::assert_matches_schema(&v);
+    (code, v)
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("{v} is not an unsigned integer"))
+}
+
+#[test]
+fn unary_closed_loop() {
+    let s = Server::start(Behaviour::default());
+    let url = s.url();
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &url,
+        "-i",
+        "grpc",
+        "--concurrency-range",
+        "2",
+        "--request-count",
+        "100",
+        "-b",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(s.bad().is_empty(), "{:?}", s.bad());
+    assert_eq!(doc["protocol"], "grpc");
+    assert_eq!(doc["url"], url.as_str());
+    let l = &doc["levels"][0];
+    assert_eq!(u(&l["requests"]), 100, "{l:#}");
+    assert_eq!(u(&l["errors"]), 0, "{l:#}");
+    // the server's statistics came over gRPC
+    assert!(u(&l["server"]["requests"]) >= 90, "{l:#}");
+    assert!(s.state.unary.load(Ordering::SeqCst) >= 100);
+    assert_eq!(s.state.streamed.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn streaming_uses_one_stream_per_request_in_flight() {
+    let s = Server::start(Behaviour::default());
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &s.url(),
+        "-i",
+        "grpc",
+        "--streaming",
+        "--concurrency-range",
+        "4",
+        "--request-count",
+        "200",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(s.bad().is_empty(), "{:?}", s.bad());
+    let l = &doc["levels"][0];
+    assert_eq!(u(&l["requests"]), 200, "{l:#}");
+    assert_eq!(u(&l["errors"]), 0, "{l:#}");
+    assert_eq!(s.state.unary.load(Ordering::SeqCst), 0);
+    assert!(s.state.streamed.load(Ordering::SeqCst) >= 200);
+    let opened = s.state.streams_opened.load(Ordering::SeqCst);
+    assert!(
+        (1..=4).contains(&opened),
+        "{opened} streams for concurrency 4"
+    );
+}
+
+#[test]
+fn sequences_stay_in_order_at_concurrency_16() {
+    for streaming in [false, true] {
+        let s = Server::start(Behaviour::default());
+        let url = s.url();
+        let mut args = vec![
+            "-m",
+            "seq",
+            "-u",
+            &url,
+            "-i",
+            "grpc",
+            "--concurrency-range",
+            "16",
+            "--request-count",
+            "400",
+            "--sequence-length",
+            "5",
+        ];
+        if streaming {
+            args.push("--streaming");
+        }
+        let (code, doc) = perf_json(&args);
+        assert_eq!(code, 0, "streaming {streaming}: {doc:#}");
+        assert!(s.bad().is_empty(), "streaming {streaming}: {:?}", s.bad());
+        let l = &doc["levels"][0];
+        assert_eq!(u(&l["errors"]), 0, "{l:#}");
+        assert!(s.state.ended.load(Ordering::SeqCst) >= 16, "{l:#}");
+        assert!(l["sequence_latency_us"].is_object(), "{l:#}");
+        // every sequence was ended
+        let live = s
+            .state
+            .sequences
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|e| e.0)
+            .count();
+        assert_eq!(live, 0, "streaming {streaming}");
+    }
+}
+
+#[test]
+fn errors_are_counted_by_kind() {
+    for (streaming, key) in [(false, "grpc_internal"), (true, "grpc_stream_error")] {
+        let s = Server::start(Behaviour {
+            fail: vec![3, 7],
+            ..Behaviour::default()
+        });
+        let url = s.url();
+        let mut args = vec![
+            "-m",
+            "m",
+            "-u",
+            &url,
+            "-i",
+            "grpc",
+            "--concurrency-range",
+            "2",
+            "--request-count",
+            "200",
+        ];
+        if streaming {
+            args.push("--streaming");
+        }
+        let (code, doc) = perf_json(&args);
+        assert_eq!(code, 1, "error rate 20 % is above the default 0");
+        let l = &doc["levels"][0];
+        assert_eq!(u(&l["requests"]), 200, "{l:#}");
+        assert_eq!(u(&l["errors"]), 40, "{l:#}");
+        let mut want = serde_json::Map::new();
+        want.insert(key.into(), 40.into());
+        assert_eq!(l["errors_by_kind"], Value::Object(want), "{l:#}");
+    }
+}
+
+#[test]
+fn timeouts_end_requests() {
+    for streaming in [false, true] {
+        let s = Server::start(Behaviour {
+            stall: Some((3, Duration::from_secs(2))),
+            ..Behaviour::default()
+        });
+        let url = s.url();
+        let started = Instant::now();
+        let mut args = vec![
+            "-m",
+            "m",
+            "-u",
+            &url,
+            "-i",
+            "grpc",
+            "--duration",
+            "1",
+            "--timeout",
+            "200",
+            "--max-error-rate",
+            "1",
+        ];
+        if streaming {
+            args.push("--streaming");
+        }
+        let (code, doc) = perf_json(&args);
+        assert_eq!(code, 0, "{doc:#}");
+        let l = &doc["levels"][0];
+        assert!(u(&l["errors_by_kind"]["timeout"]) >= 1, "{l:#}");
+        assert!(u(&l["requests"]) > u(&l["errors"]), "{l:#}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+}
+
+#[test]
+fn refused_and_unknown_model_are_exit_2() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("127.0.0.1:{port}");
+    let (code, out, err) = perf(&["-m", "m", "-u", &url, "-i", "grpc", "--timeout", "2000"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("cannot connect") && err.contains(&port.to_string()),
+        "{err}"
+    );
+
+    let s = Server::start(Behaviour::default());
+    let (code, _, err) = perf(&["-m", "nope", "-u", &s.url(), "-i", "grpc"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("'nope'") && err.contains("NOT_FOUND"), "{err}");
+}
+
+#[test]
+fn grpc_without_url_goes_to_port_8001() {
+    // refused, or (with a server running there) no such model: either
+    // way the error names where perf went
+    let model = "tritonctl-test-no-such-model";
+    let (code, out, err) = perf(&["-m", model, "-i", "grpc", "--timeout", "2000"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("localhost:8001"), "{err}");
+    let (code, out, err) = perf(&["-m", model, "--timeout", "2000"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("localhost:8000"), "{err}");
+}
+
+#[test]
+fn streaming_needs_grpc() {
+    let (code, _, err) = perf(&["-m", "m", "-u", "127.0.0.1:1", "--streaming"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--streaming") && err.contains("grpc"), "{err}");
+}
+
+#[test]
+fn messages_above_4_mib_go_through() {
+    // 8 x 200000 FP32 values: 6.4 MB each way, above gRPC's usual 4 MiB
+    let s = Server::start(Behaviour::default());
+    let (code, doc) = perf_json(&[
+        "-m",
+        "big",
+        "-u",
+        &s.url(),
+        "-i",
+        "grpc",
+        "-b",
+        "8",
+        "--request-count",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(s.bad().is_empty(), "{:?}", s.bad());
+    let l = &doc["levels"][0];
+    assert_eq!(u(&l["requests"]), 3, "{l:#}");
+    assert_eq!(u(&l["errors"]), 0, "{l:#}");
+}
