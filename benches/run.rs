@@ -83,11 +83,15 @@ fn requests(m: &LoadedModel, sequences: usize, steps: usize) -> Vec<RunRequest> 
 /// starts).
 fn timed(m: &LoadedModel, reqs: &[RunRequest]) -> Duration {
     let out = run_model(m, reqs, &RunOptions::default()).expect("run");
-    assert!(out.results.iter().all(|r| r.is_ok()));
+    if let Some(bad) = out.results.iter().find(|r| !r.is_ok()) {
+        let failed = out.results.iter().filter(|r| !r.is_ok()).count();
+        panic!("{failed} requests failed, the first: {bad:?}");
+    }
     out.elapsed
 }
 
-fn python_per_step(model: &Path, steps: usize) -> Option<f64> {
+/// Python onnxruntime's (wall, CPU) µs per step.
+fn python_per_step(model: &Path, steps: usize) -> Option<(f64, f64)> {
     let script = r#"
 import sys, time
 import numpy as np
@@ -103,9 +107,10 @@ reset = np.zeros((1, 1), dtype=bool)
 for _ in range(min(n, 100)):
     s.run(None, {"Input": x, "Accumulate_In": state, "ResetSequence": reset})
 t = time.perf_counter()
+c = time.process_time()
 for _ in range(n):
     out, state = s.run(None, {"Input": x, "Accumulate_In": state, "ResetSequence": reset})
-print((time.perf_counter() - t) * 1e6 / n)
+print((time.perf_counter() - t) * 1e6 / n, (time.process_time() - c) * 1e6 / n)
 "#;
     let o = std::process::Command::new("python3")
         .args(["-c", script])
@@ -116,7 +121,22 @@ print((time.perf_counter() - t) * 1e6 / n)
     if !o.status.success() {
         return None;
     }
-    String::from_utf8_lossy(&o.stdout).trim().parse().ok()
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mut it = text.split_whitespace().map(|v| v.parse::<f64>().ok());
+    Some((it.next()??, it.next()??))
+}
+
+/// CPU time of the calling thread (ns precision where the kernel gives
+/// it; `None` elsewhere).
+fn thread_cpu() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
 }
 
 fn main() {
@@ -129,12 +149,34 @@ fn main() {
     let no_delay = load_model(&no_delay_copy(tmp.path(), false), None).expect("model loads");
     let steps = if quick { 50 } else { 20_000 };
 
-    // 1. Per-step overhead, one sequence.
+    // `TRITONCTL_BENCH_PROFILE=<steps>`: run one sequence of that many
+    // steps through the runner once and stop (for callgrind/perf).
+    if let Some(n) = std::env::var("TRITONCTL_BENCH_PROFILE")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        let reqs = requests(&no_delay, 1, n);
+        let d = timed(&no_delay, &reqs);
+        println!(
+            "profile: {n} steps, {:.2} µs/step",
+            d.as_secs_f64() * 1e6 / n as f64
+        );
+        return;
+    }
+
+    // 1. Per-step overhead, one sequence. Wall time per step is the
+    // runner's own clock (sessions open before it starts) and the bare
+    // loop's; CPU time per step is the difference between a long and a
+    // short run divided by the extra steps, which cancels the fixed costs
+    // (opening sessions). The runner runs a one-instance model on the
+    // calling thread, so the thread's CPU time is all of it.
     let long = requests(&no_delay, 1, steps);
+    let short_steps = steps / 10;
+    let short = requests(&no_delay, 1, short_steps);
+    let extra = (steps - short_steps) as f64;
     let rounds = if quick { 1 } else { 5 };
-    let mut runner = f64::MAX;
-    let mut exec = f64::MAX;
-    let mut bare = f64::MAX;
+    let (mut runner, mut runner_cpu, mut exec) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut bare, mut bare_cpu) = (Vec::new(), Vec::new());
     let file = no_delay.model_file.clone().unwrap();
     let x = Tensor::new(
         vec![4, 1, 5],
@@ -143,15 +185,8 @@ fn main() {
     .unwrap();
     let state = Tensor::zeros(DataType::F32, vec![1, 5]).unwrap();
     let reset = Tensor::zeros(DataType::Bool, vec![1, 1]).unwrap();
-    for _ in 0..rounds {
-        let out = run_model(&no_delay, &long, &RunOptions::default()).expect("run");
-        assert!(out.results.iter().all(|r| r.is_ok()));
-        let per = out.elapsed.as_secs_f64() * 1e6 / steps as f64;
-        let mut times: Vec<u64> = out.executions.values().flatten().copied().collect();
-        times.sort_unstable();
-        exec = exec.min(times[times.len() / 2] as f64);
-        runner = runner.min(per);
-        let b = bench::bare_loop(
+    let bare_run = |n: usize| {
+        bench::bare_loop(
             &file,
             &SessionOptions::default(),
             &[
@@ -160,24 +195,77 @@ fn main() {
                 ("ResetSequence", &reset),
             ],
             &[("Accumulate_Out", "Accumulate_In")],
-            steps,
+            n,
         )
-        .expect("bare loop");
-        bare = bare.min(b.per_step().as_secs_f64() * 1e6);
+        .expect("bare loop")
+    };
+    let cpu_of = |f: &mut dyn FnMut()| {
+        let c = thread_cpu();
+        f();
+        c.zip(thread_cpu())
+            .map(|(a, b)| (b - a).as_secs_f64() * 1e6)
+    };
+    for _ in 0..rounds {
+        let mut out = None;
+        let long_cpu = cpu_of(&mut || {
+            out = Some(run_model(&no_delay, &long, &RunOptions::default()).expect("run"))
+        });
+        let out = out.expect("ran");
+        assert!(out.results.iter().all(|r| r.is_ok()));
+        runner.push(out.elapsed.as_secs_f64() * 1e6 / steps as f64);
+        let mut times: Vec<f64> = out
+            .executions
+            .values()
+            .flatten()
+            .map(|&t| t as f64)
+            .collect();
+        exec.push(median(&mut times));
+        let short_cpu = cpu_of(&mut || {
+            timed(&no_delay, &short);
+        });
+        if let (Some(l), Some(s)) = (long_cpu, short_cpu) {
+            runner_cpu.push((l - s) / extra);
+        }
+        let mut b = None;
+        let long_cpu = cpu_of(&mut || b = Some(bare_run(steps)));
+        bare.push(b.expect("ran").per_step().as_secs_f64() * 1e6);
+        let short_cpu = cpu_of(&mut || {
+            bare_run(short_steps);
+        });
+        if let (Some(l), Some(s)) = (long_cpu, short_cpu) {
+            bare_cpu.push((l - s) / extra);
+        }
     }
-    println!("per step, one sequence of {steps} requests (best of {rounds}):");
-    println!("  runner  {runner:8.2} µs   (of which ModelSession::run_into, median: {exec:.0} µs)");
+    let (runner, exec, bare) = (median(&mut runner), median(&mut exec), median(&mut bare));
+    let cpu = |v: &mut Vec<f64>| (!v.is_empty()).then(|| median(v));
+    let (runner_cpu, bare_cpu) = (cpu(&mut runner_cpu), cpu(&mut bare_cpu));
+    let python = python_per_step(&file, steps);
+    let show = |v: Option<f64>| v.map_or("     n/a".to_string(), |v| format!("{v:8.2}"));
+    println!("per step, one sequence of {steps} requests (median of {rounds}; CPU: thread time of {steps} minus {short_steps} steps):");
+    println!("             wall µs   CPU µs");
     println!(
-        "  bare    {bare:8.2} µs   runner/bare {:.2}x (target ≤ 1.2x)",
-        runner / bare
+        "  runner    {runner:8.2} {}   (ModelSession::run_into inside it, median: {exec:.0} µs)",
+        show(runner_cpu)
     );
-    match python_per_step(&file, steps) {
-        Some(py) => println!(
-            "  python  {py:8.2} µs   python/runner {:.2}x (target ≥ 2x)",
-            py / runner
-        ),
-        None => println!("  python  skipped (python3 without onnxruntime)"),
+    println!("  bare      {bare:8.2} {}", show(bare_cpu));
+    match python {
+        Some((py, py_cpu)) => println!("  python    {py:8.2} {py_cpu:8.2}"),
+        None => println!("  python    skipped (python3 without onnxruntime)"),
     }
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => format!("{:.2}x", a / b),
+        _ => "n/a".to_string(),
+    };
+    println!(
+        "  runner/bare    wall {:.2}x  CPU {}   (target ≤ 1.2x)",
+        runner / bare,
+        ratio(runner_cpu, bare_cpu)
+    );
+    println!(
+        "  python/runner  wall {}  CPU {}   (target ≥ 2x)",
+        ratio(python.map(|p| p.0), Some(runner)),
+        ratio(python.map(|p| p.1), runner_cpu)
+    );
 
     // 2. Throughput: 64 sequences batched under Oldest vs one at a time.
     let batched = load_model(&model_dir(), None).expect("model loads");

@@ -21,6 +21,13 @@ testdata/run` reports nothing). Its models:
                        no control inputs: only the initial state resets.
   preprocess           stateless: Output = 2 * Input + 1, dynamic batching.
   pipeline             ensemble preprocess -> accumulate_implicit.
+  lookup               loads fine but fails inside ONNX Runtime for some
+                       inputs: implicit state, max_batch_size 0 (one
+                       request per run), Direct strategy, two instances;
+                       Accumulate_Out = Accumulate_In + Table[Index] with
+                       Table = [10, 20, 30, 40], Output = Accumulate_Out.
+                       An Index outside -4..3 makes the Gather node
+                       ("Table_Lookup") fail at run time.
 
 Files at the top of testdata/run/ (a repository ignores files) are inputs
 for these models in the two formats `tritonctl run --input` reads:
@@ -163,6 +170,30 @@ def scale_shift():
                 [vi("Output", T.FLOAT, ["batch", 4])], inits, opset=17, ir=8)
 
 
+LOOKUP_TABLE = [10.0, 20.0, 30.0, 40.0]
+
+
+def table_lookup():
+    """Accumulate_Out = Accumulate_In + Table[Index]; Output = Accumulate_Out.
+
+    Unbatched (max_batch_size 0): Index is INT64 [1], the state FP32 [1].
+    Gather fails in ONNX Runtime when Index is out of range.
+    """
+    vi = h.make_tensor_value_info
+    inits = [numpy_helper.from_array(np.array(LOOKUP_TABLE, np.float32),
+                                     "Table")]
+    nodes = [h.make_node("Gather", ["Table", "Index"], ["Looked_Up"],
+                         name="Table_Lookup", axis=0),
+             h.make_node("Add", ["Accumulate_In", "Looked_Up"],
+                         ["Accumulate_Out"]),
+             h.make_node("Identity", ["Accumulate_Out"], ["Output"])]
+    return make(nodes,
+                [vi("Index", T.INT64, [1]), vi("Accumulate_In", T.FLOAT, [1])],
+                [vi("Output", T.FLOAT, [1]),
+                 vi("Accumulate_Out", T.FLOAT, [1])],
+                inits, opset=17, ir=8)
+
+
 # ------------------------------------------------------- numpy references
 
 def ref_accumulate_fp32(feeds):
@@ -188,6 +219,12 @@ def ref_scale_shift(feeds):
     return {"Output": feeds["Input"] * np.float32(2) + np.float32(1)}
 
 
+def ref_table_lookup(feeds):
+    acc = feeds["Accumulate_In"] + np.array(LOOKUP_TABLE,
+                                            np.float32)[feeds["Index"]]
+    return {"Output": acc, "Accumulate_Out": acc}
+
+
 def check_with_ort(path, reference, feeds):
     """Runs `path` in onnxruntime and compares with the numpy reference."""
     try:
@@ -201,6 +238,23 @@ def check_with_ort(path, reference, feeds):
         if not np.array_equal(got[name], want):
             raise SystemExit(f"{path}: output {name} differs from the "
                              f"reference:\n{got[name]}\n{want}")
+
+
+def check_fails_in_ort(path, feeds):
+    """Runs `path` in onnxruntime and expects the run to fail."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 4  # the expected failure is not news
+    sess = ort.InferenceSession(path, opts,
+                                providers=["CPUExecutionProvider"])
+    try:
+        sess.run(None, feeds)
+    except Exception:  # onnxruntime's own exception types vary by version
+        return
+    raise SystemExit(f"{path}: expected a run-time failure for {feeds}")
 
 
 def self_check(models_dir):
@@ -223,6 +277,13 @@ def self_check(models_dir):
                    {"Input": ints(b, 4), "Accumulate_In": ints(b, 1)})
     check_with_ort(os.path.join(models_dir, "preprocess", "1", "model.onnx"),
                    ref_scale_shift, {"Input": ints(b, 4)})
+    lookup = os.path.join(models_dir, "lookup", "1", "model.onnx")
+    for i in (0, 3, -1):
+        check_with_ort(lookup, ref_table_lookup,
+                       {"Index": np.array([i], np.int64),
+                        "Accumulate_In": np.array([0.5], np.float32)})
+    check_fails_in_ort(lookup, {"Index": np.array([4], np.int64),
+                                "Accumulate_In": np.zeros(1, np.float32)})
 
 
 # ------------------------------------------------------------ the configs
@@ -255,6 +316,9 @@ ACCUMULATE = f"""\
 # requests of a sequence are stacked along the -1 axis of Input; the backend
 # keeps Accumulate_In/Accumulate_Out per sequence and sets ResetSequence
 # (the model's reset input) on the first request of a sequence.
+# max_candidate_sequence_use_ratio 1.0 lets the backend store as many
+# sequences as Triton admits (8); with the default 0.9 it stores only 7 and
+# the 8th live sequence fails with "Too many simultaneous connections".
 name: "accumulate"
 backend: "stateful"
 max_batch_size: 4
@@ -284,6 +348,10 @@ parameters [
   {{
     key: "state_pairs"
     value {{ string_value: "<<<Accumulate_In, Accumulate_Out>>>" }}
+  }},
+  {{
+    key: "max_candidate_sequence_use_ratio"
+    value {{ string_value: "1.0" }}
   }}
 ]
 """
@@ -423,6 +491,41 @@ ensemble_scheduling {{
       model_version: -1
       input_map {{ key: "Input" value: "scaled" }}
       output_map {{ key: "Output" value: "Output" }}
+    }}
+  ]
+}}
+"""
+
+LOOKUP = f"""\
+# Loads fine but fails in ONNX Runtime for an Index outside -4..3 (the
+# Gather node "Table_Lookup" of Table = [10, 20, 30, 40]). Unbatched: every
+# request runs alone, so a failing request fails alone and the other
+# sequences keep running. Implicit state starting from zero:
+# Accumulate_Out = Accumulate_In + Table[Index]; Output = Accumulate_Out.
+name: "lookup"
+backend: "onnxruntime"
+max_batch_size: 0
+input [
+{io("input", "Index", "TYPE_INT64", [1])}
+]
+output [
+{io("output", "Output", "TYPE_FP32", [1])}
+]
+{cpu_instances(2)}sequence_batching {{
+  max_sequence_idle_microseconds: 5000000
+  direct {{ }}
+  state [
+    {{
+      input_name: "Accumulate_In"
+      output_name: "Accumulate_Out"
+      data_type: TYPE_FP32
+      dims: [ 1 ]
+      initial_state {{
+        name: "zero"
+        data_type: TYPE_FP32
+        dims: [ 1 ]
+        zero_data: true
+      }}
     }}
   ]
 }}
@@ -577,6 +680,7 @@ def generate(root):
     with open(os.path.join(init, "hundred.bin"), "wb") as f:
         f.write(struct.pack("<f", 100.0))
     write_model(run, "preprocess", PREPROCESS, scale_shift())
+    write_model(run, "lookup", LOOKUP, table_lookup())
     os.makedirs(os.path.join(run, "pipeline", "1"))
     with open(os.path.join(run, "pipeline", "config.pbtxt"), "w") as f:
         f.write(PIPELINE)

@@ -2,7 +2,9 @@
 //! same scheduler code `simulate` uses, on a real clock (see
 //! `crate::run::runner`).
 //!
-//! Exit status: 0 every request succeeded, 1 some request failed, 2 the
+//! Exit status: 0 every request succeeded, 1 some request failed (when it
+//! ran, or before: a request with bad tensors and the rest of its sequence
+//! fail alone), 2 the
 //! run could not start (usage error, unreadable model or input, config
 //! errors, no ONNX Runtime, an unusable `--device`, a binary built without
 //! the `run` feature).
@@ -20,6 +22,40 @@ pub fn run(
     Err(CommandError::Usage(
         "this tritonctl was built without the `run` feature (ONNX Runtime support); rebuild it with `--features run`".into(),
     ))
+}
+
+/// The results of the requests that ran (one per request, in order) and
+/// the requests that failed before running, in input order.
+#[cfg(feature = "run")]
+fn merge_failed(
+    ran: Vec<crate::run::output::RunResult>,
+    requests: &[crate::run::input::RunRequest],
+    failed: &[crate::run::input::FailedRequest],
+) -> Vec<crate::run::output::RunResult> {
+    use crate::run::output::RunResult;
+    let mut out = Vec::with_capacity(ran.len() + failed.len());
+    let mut ran = requests.iter().map(|r| r.index).zip(ran).peekable();
+    let mut failed = failed.iter().peekable();
+    loop {
+        let take_failed = match (ran.peek(), failed.peek()) {
+            (Some((i, _)), Some(f)) => f.index < *i,
+            (None, Some(_)) => true,
+            (_, None) => false,
+        };
+        if take_failed {
+            let f = failed.next().expect("peeked");
+            out.push(RunResult {
+                id: f.id.clone(),
+                sequence_id: f.sequence_id.clone(),
+                outcome: Err(f.error.clone()),
+            });
+        } else if let Some((_, r)) = ran.next() {
+            out.push(r);
+        } else {
+            break;
+        }
+    }
+    out
 }
 
 #[cfg(feature = "run")]
@@ -58,6 +94,14 @@ pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
     let device = crate::runtime::select_device(args.device.as_deref())
         .map_err(|e| CommandError::Usage(e.to_string()))?;
     crate::runtime::probe().map_err(|e| CommandError::Input(e.to_string()))?;
+    if matches!(device, crate::runtime::Device::Cpu) && !ctx.global.quiet {
+        for note in &model.notes {
+            crate::term::warning(
+                ctx.global.color,
+                &format!("{}: {note}", args.model.display()),
+            );
+        }
+    }
 
     let (text, file) = if args.input.as_os_str() == "-" {
         let bytes = crate::term::read_stdin()
@@ -105,8 +149,16 @@ pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
         device,
         progress: if show_progress { Some(&progress) } else { None },
     };
-    let output = crate::run::ensemble::run(&model, &parsed.requests, &opts)
+    let mut output = crate::run::ensemble::run(&model, &parsed.requests, &opts)
         .map_err(|e| CommandError::Input(format!("{}: {e}", args.model.display())))?;
+    // Requests with bad tensors (and the rest of their sequences) failed
+    // while the input was read: their errors take their places among the
+    // results.
+    output.results = merge_failed(
+        std::mem::take(&mut output.results),
+        &parsed.requests,
+        &parsed.failed,
+    );
 
     match args.format {
         SimulateFormat::Json => {

@@ -20,6 +20,11 @@
 //! inputs (START/END/READY/CORRID) and state inputs itself; naming them is
 //! an error. Every error names the file, the line (JSON Lines) or JSON
 //! path (perf_analyzer), the request and the input.
+//!
+//! A malformed file (bad JSON, bad request fields) is refused as a whole; a
+//! request whose tensors cannot be used (unknown, missing, wrong type or
+//! shape) fails alone (`ParsedInput::failed`), and so does the rest of its
+//! sequence, whose state would be wrong.
 
 use super::codec::{b64_decode, decode_le, f32_to_bf16, f32_to_f16};
 use super::state::stateful_pairs;
@@ -195,10 +200,105 @@ impl RunRequest {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParsedInput {
     pub format: InputFormat,
+    /// The requests to run, in input order.
     pub requests: Vec<RunRequest>,
+    /// The requests that fail without running, in input order: bad
+    /// tensors, and the rest of a sequence after a bad step. Their `index`
+    /// places them among `requests`.
+    pub failed: Vec<FailedRequest>,
     /// `file:line: ...` or `file: path: ...` notes (unknown fields, ignored
     /// sections, duplicate ids).
     pub warnings: Vec<String>,
+}
+
+/// A request that fails before it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedRequest {
+    pub id: String,
+    /// 0-based position in the input (as `RunRequest::index`).
+    pub index: usize,
+    pub sequence_id: Option<CorrId>,
+    /// Names the file and line (or JSON path), the request and the tensor.
+    pub error: String,
+}
+
+/// A request as read, with the error that keeps it from running.
+pub type Parsed = (RunRequest, Option<Box<InputError>>);
+
+/// Splits the requests read into those to run and those that fail. A bad
+/// step of a sequence also fails the rest of that sequence (up to its END,
+/// or a new START with the same id): its state would be wrong. Arrival
+/// times are made explicit, so that a request keeps its release time when
+/// the one before it is left out.
+fn finish(format: InputFormat, file: &str, all: Vec<Parsed>, warnings: Vec<String>) -> ParsedInput {
+    let timed = all.iter().any(|(r, _)| r.arrival_us.is_some());
+    let any_bad = all.iter().any(|(_, bad)| bad.is_some());
+    let mut requests = Vec::with_capacity(all.len());
+    let mut failed = Vec::new();
+    // Sequence -> the bad request that aborted it (label, location).
+    let mut aborted: std::collections::HashMap<CorrId, (String, String)> =
+        std::collections::HashMap::new();
+    let mut last = 0u64;
+    for (mut req, bad) in all {
+        if timed && any_bad {
+            let a = req.arrival_us.unwrap_or(last);
+            req.arrival_us = Some(a);
+            last = a;
+        }
+        let fail = |error: String| FailedRequest {
+            id: req.id.clone(),
+            index: req.index,
+            sequence_id: req.sequence_id.clone(),
+            error,
+        };
+        if let Some(e) = bad {
+            failed.push(fail(e.to_string()));
+            if let Some(seq) = &req.sequence_id {
+                if req.end {
+                    aborted.remove(seq);
+                } else {
+                    aborted.insert(
+                        seq.clone(),
+                        (request_label(&req), location(file, &req.origin)),
+                    );
+                }
+            }
+            continue;
+        }
+        if let Some(seq) = &req.sequence_id {
+            if req.start {
+                aborted.remove(seq);
+            } else if let Some((label, loc)) = aborted.get(seq) {
+                let error = format!(
+                    "{}: request {}: not run: sequence {seq} was aborted by the earlier bad \
+                     request {label} ({loc})",
+                    location(file, &req.origin),
+                    request_label(&req),
+                );
+                failed.push(fail(error));
+                if req.end {
+                    aborted.remove(seq);
+                }
+                continue;
+            }
+        }
+        requests.push(req);
+    }
+    ParsedInput {
+        format,
+        requests,
+        failed,
+        warnings,
+    }
+}
+
+/// `file:3` for a JSON Lines request, `file: at data[1][0]` for a
+/// perf_analyzer one.
+fn location(file: &str, origin: &str) -> String {
+    match origin.strip_prefix("line ") {
+        Some(n) => format!("{file}:{n}"),
+        None => format!("{file}: at {origin}"),
+    }
 }
 
 /// Why the input cannot be used.
@@ -297,11 +397,12 @@ pub fn parse_input(
                 let mut warnings = Vec::new();
                 let compact = single.to_string();
                 let req = parse_request_line(&compact, line, 0, file, schema, &mut warnings)?;
-                return Ok(ParsedInput {
-                    format: InputFormat::JsonLines,
-                    requests: req.into_iter().collect(),
+                return Ok(finish(
+                    InputFormat::JsonLines,
+                    file,
+                    req.into_iter().collect(),
                     warnings,
-                });
+                ));
             }
             Ok(_) => {}
             Err(e) => {
@@ -426,17 +527,21 @@ pub fn parse_perf_analyzer(
     }
     let mut requests = Vec::with_capacity(steps.len());
     for (index, (path, flags, obj)) in steps.into_iter().enumerate() {
-        let inputs = inputs_from_object(obj, schema).map_err(|e| {
-            let mut err = at(format!("{path}{}", e.path), e.message);
-            err.request = Some(index.to_string());
-            err.input = e.input;
-            err
-        })?;
+        // A bad tensor fails this request only.
+        let (inputs, bad) = match inputs_from_object(obj, schema) {
+            Ok(inputs) => (inputs, None),
+            Err(e) => {
+                let mut err = at(format!("{path}{}", e.path), e.message);
+                err.request = Some(index.to_string());
+                err.input = e.input;
+                (BTreeMap::new(), Some(err))
+            }
+        };
         let (sequence_id, start, end) = match flags {
             Some((id, start, end)) => (Some(CorrId::Int(id)), start, end),
             None => (None, false, false),
         };
-        requests.push(RunRequest {
+        let req = RunRequest {
             id: index.to_string(),
             index,
             origin: path,
@@ -447,13 +552,10 @@ pub fn parse_perf_analyzer(
             priority: 0,
             timeout_us: 0,
             inputs,
-        });
+        };
+        requests.push((req, bad));
     }
-    Ok(ParsedInput {
-        format: InputFormat::PerfAnalyzer,
-        requests,
-        warnings,
-    })
+    Ok(finish(InputFormat::PerfAnalyzer, file, requests, warnings))
 }
 
 /// JSON Lines of requests. Blank lines are skipped.
@@ -463,13 +565,13 @@ pub fn parse_json_lines(
     schema: &InputSchema,
 ) -> Result<ParsedInput, Box<InputError>> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut requests: Vec<RunRequest> = Vec::new();
+    let mut requests: Vec<Parsed> = Vec::new();
     let mut warnings = Vec::new();
     let mut last_arrival: Option<(u64, usize)> = None;
     let mut ids = HashSet::new();
     for (n, line) in text.lines().enumerate() {
         let line_no = n + 1;
-        let Some(req) =
+        let Some((req, bad)) =
             parse_request_line(line, line_no, requests.len(), file, schema, &mut warnings)?
         else {
             continue;
@@ -497,16 +599,12 @@ pub fn parse_json_lines(
                 req.id
             ));
         }
-        requests.push(req);
+        requests.push((req, bad));
     }
     if requests.is_empty() {
         return Err(InputError::new(file, "the input holds no requests"));
     }
-    Ok(ParsedInput {
-        format: InputFormat::JsonLines,
-        requests,
-        warnings,
-    })
+    Ok(finish(InputFormat::JsonLines, file, requests, warnings))
 }
 
 fn request_label(r: &RunRequest) -> String {
@@ -519,7 +617,9 @@ fn request_label(r: &RunRequest) -> String {
 
 /// One line of JSON Lines input: `None` for a blank line. `index` is the
 /// request's 0-based position (its default id); `warnings` receives notes
-/// about unknown fields.
+/// about unknown fields. A request whose tensors cannot be used (unknown,
+/// missing, wrong type or shape) comes with its error and no inputs: it
+/// fails alone; errors in the line itself (JSON, fields) fail the input.
 pub fn parse_request_line(
     text: &str,
     line: usize,
@@ -527,7 +627,7 @@ pub fn parse_request_line(
     file: &str,
     schema: &InputSchema,
     warnings: &mut Vec<String>,
-) -> Result<Option<RunRequest>, Box<InputError>> {
+) -> Result<Option<Parsed>, Box<InputError>> {
     let text = text.trim();
     if text.is_empty() {
         return Ok(None);
@@ -649,13 +749,17 @@ pub fn parse_request_line(
             ))))
         }
     };
-    let inputs = inputs_from_object(inputs_obj, schema).map_err(|e| {
-        let mut x = with_request(err(e.message));
-        x.path = Some(format!("inputs{}", e.path));
-        x.input = e.input;
-        x
-    })?;
-    Ok(Some(RunRequest {
+    // A bad tensor fails this request only: the line itself is sound.
+    let (inputs, bad) = match inputs_from_object(inputs_obj, schema) {
+        Ok(inputs) => (inputs, None),
+        Err(e) => {
+            let mut x = with_request(err(e.message));
+            x.path = Some(format!("inputs{}", e.path));
+            x.input = e.input;
+            (BTreeMap::new(), Some(x))
+        }
+    };
+    let req = RunRequest {
         id,
         index,
         origin: format!("line {line}"),
@@ -666,7 +770,8 @@ pub fn parse_request_line(
         priority,
         timeout_us,
         inputs,
-    }))
+    };
+    Ok(Some((req, bad)))
 }
 
 /// An error in a request's inputs: `path` relative to the inputs object
@@ -1172,8 +1277,93 @@ mod tests {
         parse_input(text, "in.json", s, &ParseOptions { sequence })
     }
 
+    /// The error that stops the input, or else that of the first request
+    /// that fails alone.
     fn err(text: &str, s: &InputSchema, sequence: bool) -> String {
-        parse(text, s, sequence).unwrap_err().to_string()
+        match parse(text, s, sequence) {
+            Err(e) => e.to_string(),
+            Ok(p) => match p.failed.first() {
+                Some(f) => f.error.clone(),
+                None => panic!("no error in {text}"),
+            },
+        }
+    }
+
+    #[test]
+    fn a_bad_tensor_fails_its_request_and_the_rest_of_its_sequence() {
+        // perf_analyzer sequences: data[1][1] has a string for FP32.
+        let p = parse(
+            r#"{"data": [[{"INPUT0": [1, 2, 3, 4]}, {"INPUT0": [1, 2, 3, 4]}],
+                         [{"INPUT0": [1, 2, 3, 4]}, {"INPUT0": [1, "x", 3, 4]},
+                          {"INPUT0": [1, 2, 3, 4]}, {"INPUT0": [1, 2, 3, 4]}],
+                         [{"INPUT0": [1, 2, 3, 4]}]]}"#,
+            &schema(),
+            true,
+        )
+        .unwrap();
+        let ran: Vec<usize> = p.requests.iter().map(|r| r.index).collect();
+        assert_eq!(ran, vec![0, 1, 2, 6]);
+        let failed: Vec<usize> = p.failed.iter().map(|f| f.index).collect();
+        assert_eq!(failed, vec![3, 4, 5]);
+        assert!(p
+            .failed
+            .iter()
+            .all(|f| f.sequence_id == Some(CorrId::Int(2))));
+        assert!(
+            p.failed[0].error.starts_with(
+                "in.json: at data[1][1].INPUT0[1]: request 3, input 'INPUT0': \
+                 expected a number for FP32, found the string \"x\""
+            ),
+            "{}",
+            p.failed[0].error
+        );
+        for f in &p.failed[1..] {
+            assert!(
+                f.error.contains(&format!(
+                    "request {}: not run: sequence 2 was aborted",
+                    f.index
+                )) && f.error.contains("bad request 3 (in.json: at data[1][1])"),
+                "{}",
+                f.error
+            );
+        }
+
+        // JSON Lines: the abort lasts until the sequence's END; a new START
+        // with the same id runs again; other sequences are not touched.
+        let lines = [
+            r#"{"id": "a0", "sequence_id": 1, "start": true, "arrival_us": 10, "inputs": {"INPUT0": [1, 2, 3, 4]}}"#,
+            r#"{"id": "b0", "sequence_id": 2, "start": true, "inputs": {"INPUT0": [1, 2, 3, 4]}}"#,
+            r#"{"id": "a1", "sequence_id": 1, "arrival_us": 20, "inputs": {"INPUT0": [1, 2, 3]}}"#,
+            r#"{"id": "b1", "sequence_id": 2, "inputs": {"INPUT0": [1, 2, 3, 4]}}"#,
+            r#"{"id": "a2", "sequence_id": 1, "end": true, "inputs": {"INPUT0": [1, 2, 3, 4]}}"#,
+            r#"{"id": "a3", "sequence_id": 1, "inputs": {"INPUT0": [1, 2, 3, 4]}}"#,
+            r#"{"id": "c0", "sequence_id": 1, "start": true, "inputs": {"NOPE": [1, 2, 3, 4]}}"#,
+            r#"{"id": "c1", "sequence_id": 1, "inputs": {"INPUT0": [1, 2, 3, 4]}}"#,
+            r#"{"id": "d0", "sequence_id": 1, "start": true, "inputs": {"INPUT0": [1, 2, 3, 4]}}"#,
+        ];
+        let p = parse(&lines.join("\n"), &schema(), false).unwrap();
+        let ran: Vec<&str> = p.requests.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ran, ["a0", "b0", "b1", "a3", "d0"]);
+        let failed: Vec<&str> = p.failed.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(failed, ["a1", "a2", "c0", "c1"]);
+        let indexes: Vec<usize> = p.failed.iter().map(|f| f.index).collect();
+        assert_eq!(indexes, [2, 4, 6, 7]);
+        assert!(p.failed[0].error.starts_with(
+            "in.json:3: at inputs.INPUT0: request 'a1', input 'INPUT0': expected 4 values"
+        ));
+        assert!(
+            p.failed[1].error.starts_with(
+                "in.json:5: request 'a2': not run: sequence 1 was aborted by the earlier bad \
+                 request 'a1' (in.json:3)"
+            ),
+            "{}",
+            p.failed[1].error
+        );
+        assert!(p.failed[2].error.contains("unknown input 'NOPE'"));
+        assert!(p.failed[3].error.contains("bad request 'c0' (in.json:7)"));
+        // b1 keeps its release time (it follows a1 at 20 µs).
+        let arrivals: Vec<Option<u64>> = p.requests.iter().map(|r| r.arrival_us).collect();
+        assert_eq!(arrivals, [Some(10), Some(10), Some(20), Some(20), Some(20)]);
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod output;
 pub mod runner;
 pub mod stack;
 pub mod state;
+pub mod stateful;
 
 #[cfg(test)]
 mod tests;

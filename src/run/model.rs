@@ -27,6 +27,10 @@ pub struct LoadedModel {
     pub model_file: Option<PathBuf>,
     /// Whether the config was auto-completed (no `config.pbtxt`).
     pub autocompleted: bool,
+    /// Things the user should know before the run, e.g. stateful-backend
+    /// parameters that only matter on a GPU (see
+    /// [`super::stateful::gpu_only_notes`]).
+    pub notes: Vec<String>,
 }
 
 impl LoadedModel {
@@ -163,12 +167,14 @@ pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadE
         }
         None => all.last().copied(),
     };
+    let notes = super::stateful::gpu_only_notes(&cfg);
     let mut model = LoadedModel {
         name,
         dir: dir.to_path_buf(),
         cfg,
         version: chosen,
         model_file: None,
+        notes,
         autocompleted,
     };
     if model.is_ensemble() {

@@ -1,6 +1,7 @@
 //! The local runner of `tritonctl run` (feature `run`): the scheduler core
 //! ([`crate::batching::Scheduler`]) driven on a real clock, one ONNX
-//! Runtime session per model instance, each on its own worker thread.
+//! Runtime session per model instance (with more than one instance, each
+//! on its own worker thread).
 //!
 //! The driving thread owns the scheduler and every sequence's state. For
 //! each batch the scheduler starts, it assembles the model's inputs:
@@ -15,8 +16,9 @@
 //! * the states of the rows' sequences (reset on START rows, zeros on
 //!   padding rows).
 //!
-//! It hands the batch to the instance's worker and, when the worker
-//! reports back, stores the state outputs, splits the other outputs per
+//! It runs the batch (on the driving thread itself when the model has one
+//! instance, else on the instance's worker) and, when it is done, stores
+//! the state outputs, splits the other outputs per
 //! request and lets the scheduler complete the batch. Results come back in
 //! input order, one per request; a request that fails (scheduler
 //! rejection with Triton's message, ONNX Runtime error) fails alone (with
@@ -26,7 +28,7 @@
 use super::input::RunRequest;
 use super::model::LoadedModel;
 use super::output::RunResult;
-use super::stack::{concat_axis, split_axis};
+use super::stack::{concat_axis, copy_data, put, split_axis};
 use super::state::{implicit_states, stateful_pairs, StateSpec, StateStore};
 use crate::batching::controls::{ControlSpec, ControlValues};
 use crate::batching::{
@@ -127,14 +129,53 @@ struct Plan {
     max_batch_size: i64,
 }
 
-struct Job {
+/// The tensors of one instance's runs, reused from batch to batch: the
+/// assembled inputs are refilled in place (so the session keeps its views
+/// of their memory) and the output vectors are refilled by
+/// [`ModelSession::run_into`].
+#[derive(Default)]
+struct Io {
     inputs: Vec<(String, Tensor)>,
+    outputs: Vec<(String, Tensor)>,
 }
 
+/// A batch for a worker: its tensors, and whether to run them (false when
+/// assembling the inputs failed).
+struct Job {
+    io: Io,
+    run: bool,
+}
+
+/// A batch a worker finished.
 struct Done {
     instance: usize,
-    outcome: Result<Vec<(String, Tensor)>, RunError>,
+    io: Io,
+    outcome: Result<(), RunError>,
     elapsed: Duration,
+}
+
+/// Runs the inputs of `io` on `session` into its outputs.
+fn execute(session: &mut ModelSession, io: &mut Io) -> (Result<(), RunError>, Duration) {
+    let refs: Vec<(&str, &Tensor)> = io.inputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    let t0 = Instant::now();
+    let r = session.run_into(&refs, &mut io.outputs);
+    (r, t0.elapsed())
+}
+
+/// Makes entry `k` of `buf` the tensor `t` (moved; copied into the memory
+/// already there when it fits, see [`put`]).
+fn put_tensor(buf: &mut Vec<(String, Tensor)>, k: usize, name: &str, t: Tensor) {
+    match buf.get_mut(k) {
+        Some((n, old)) if n == name => {
+            if copy_data(&mut old.data, &t.data) {
+                old.shape = t.shape;
+            } else {
+                *old = t;
+            }
+        }
+        Some(slot) => *slot = (name.to_string(), t),
+        None => buf.push((name.to_string(), t)),
+    }
 }
 
 /// One dispatched batch, remembered until it completes.
@@ -331,7 +372,6 @@ fn plan(model: &LoadedModel, session: &ModelSession) -> Result<Plan, RunnerError
         max_batch_size: i64::from(cfg.max_batch_size),
     })
 }
-
 /// The scheduler's view of a request: `id` is its index (records are
 /// matched back by it), `tag` too.
 fn sched_request(index: usize, r: &RunRequest, mbs: i64, enforce: bool, sequence: bool) -> Request {
@@ -347,34 +387,59 @@ fn sched_request(index: usize, r: &RunRequest, mbs: i64, enforce: bool, sequence
     q.timeout_us = r.timeout_us;
     q.tag = index as u64;
     if enforce {
-        let sig: Vec<String> = r
-            .inputs
-            .iter()
-            .map(|(n, t)| format!("{n}{:?}", t.shape))
-            .collect();
-        q.shape = Some(sig.join(";"));
+        use std::fmt::Write;
+        let mut sig = String::new();
+        for (k, (n, t)) in r.inputs.iter().enumerate() {
+            if k > 0 {
+                sig.push(';');
+            }
+            let _ = write!(sig, "{n}{:?}", t.shape);
+        }
+        q.shape = Some(sig);
     }
     q
 }
 
 impl Plan {
-    /// Assembles the inputs of one batch.
-    fn inputs(
+    /// Assembles the inputs of one batch into `buf` (see [`Io`]).
+    fn inputs_into(
         &mut self,
         requests: &[RunRequest],
         flight: &InFlight,
-        records: &[crate::batching::SlotRecord],
+        batch: &crate::batching::Batch,
         starts: &[bool],
-    ) -> Result<Vec<(String, Tensor)>, String> {
-        let real: Vec<&RunRequest> = flight
+        buf: &mut Vec<(String, Tensor)>,
+    ) -> Result<(), String> {
+        let first = flight
             .tags
             .iter()
             .flatten()
             .map(|&i| &requests[i])
-            .collect();
-        let first = *real.first().ok_or("a batch without requests")?;
-        let mut out: Vec<(String, Tensor)> = Vec::new();
+            .next()
+            .ok_or("a batch without requests")?;
+        let mut k = 0;
         for (name, sample) in &first.inputs {
+            // A batch of one request: its tensor as it is (copied into the
+            // buffer, no intermediate tensors).
+            if let [Some(_)] = flight.tags.as_slice() {
+                let axis = self.axes.get(name).copied().unwrap_or(0);
+                let shape = match self.layout {
+                    Layout::Single => Some(&sample.shape[..]),
+                    Layout::Batch if !sample.shape.is_empty() => Some(&sample.shape[..]),
+                    Layout::Stateful
+                        if sample.shape.first() == Some(&1) && axis + 1 < sample.shape.len() =>
+                    {
+                        Some(&sample.shape[1..])
+                    }
+                    // Errors come from the general path.
+                    _ => None,
+                };
+                if let Some(shape) = shape {
+                    put(buf, k, name, shape, &sample.data)?;
+                    k += 1;
+                    continue;
+                }
+            }
             let mut parts: Vec<Tensor> = Vec::with_capacity(flight.tags.len());
             for tag in &flight.tags {
                 let t = match tag {
@@ -418,29 +483,48 @@ impl Plan {
                     concat_axis(&refs, axis).map_err(|e| format!("input '{name}': {e}"))?
                 }
             };
-            out.push((name.clone(), t));
+            put_tensor(buf, k, name, t);
+            k += 1;
         }
         if let Some(reset) = &self.reset_input {
-            let n = flight.tags.len() as i64;
-            let data: Vec<bool> = starts.to_vec();
-            out.push((
-                reset.clone(),
-                Tensor::new(vec![n, 1], TensorData::Bool(data)).map_err(|e| e.to_string())?,
-            ));
+            let n = starts.len() as i64;
+            // Copied in place when the buffer holds a reset tensor of this
+            // size already.
+            let fits = matches!(buf.get(k), Some((nm, t)) if nm == reset
+                && matches!(&t.data, TensorData::Bool(v) if v.len() == starts.len()));
+            if fits {
+                let (_, t) = &mut buf[k];
+                if let TensorData::Bool(v) = &mut t.data {
+                    v.copy_from_slice(starts);
+                }
+                if t.shape != [n, 1] {
+                    t.shape = vec![n, 1];
+                }
+            } else {
+                let t = Tensor::new(vec![n, 1], TensorData::Bool(starts.to_vec()))
+                    .map_err(|e| e.to_string())?;
+                put_tensor(buf, k, reset, t);
+            }
+            k += 1;
         } else if let Some(spec) = &self.controls {
-            for c in spec.tensors(records)? {
+            let records = batch.executed_slot_records();
+            for c in spec.tensors(&records)? {
                 if !self.session_inputs.contains(&c.name) {
                     continue;
                 }
                 let t = Tensor::new(c.shape, control_data(c.data)).map_err(|e| e.to_string())?;
-                out.push((c.name, t));
+                put_tensor(buf, k, &c.name, t);
+                k += 1;
             }
         }
         if !self.store.specs().is_empty() {
-            let states = self.store.gather(&flight.keys).map_err(|e| e.to_string())?;
-            out.extend(states);
+            k = self
+                .store
+                .gather_into(&flight.keys, buf, k)
+                .map_err(|e| e.to_string())?;
         }
-        Ok(out)
+        buf.truncate(k);
+        Ok(())
     }
 
     /// Splits the outputs of one batch per row; stores the states.
@@ -448,7 +532,7 @@ impl Plan {
     fn outputs(
         &mut self,
         flight: &InFlight,
-        mut outs: Vec<(String, Tensor)>,
+        outs: &[(String, Tensor)],
     ) -> Result<Vec<Option<Vec<(String, Tensor)>>>, String> {
         if !self.store.specs().is_empty() {
             self.store
@@ -458,15 +542,17 @@ impl Plan {
                 .map_err(|e| e.to_string())?;
         }
         let rows = flight.tags.len();
-        let mut per_row: Vec<Vec<(String, Tensor)>> = vec![Vec::new(); rows];
+        let mut per_row: Vec<Vec<(String, Tensor)>> = (0..rows)
+            .map(|_| Vec::with_capacity(self.outputs.len()))
+            .collect();
         for name in &self.outputs {
-            let pos = outs
+            let t = outs
                 .iter()
-                .position(|(n, _)| n == name)
+                .find(|(n, _)| n == name)
+                .map(|(_, t)| t)
                 .ok_or_else(|| format!("the model did not return output '{name}'"))?;
-            let (_, t) = outs.swap_remove(pos);
             let pieces: Vec<Tensor> = match self.layout {
-                Layout::Single => vec![t],
+                Layout::Single => vec![t.clone()],
                 Layout::Batch => {
                     let mut v = Vec::with_capacity(rows);
                     let mut start = 0;
@@ -480,15 +566,26 @@ impl Plan {
                 }
                 Layout::Stateful => {
                     let axis = self.axes.get(name).copied().unwrap_or(0);
-                    let ones = vec![1usize; rows];
-                    split_axis(&t, axis, &ones)
-                        .map_err(|e| format!("output '{name}' with shape {:?}: {e}", t.shape))?
-                        .into_iter()
-                        .map(|mut p| {
-                            p.shape.insert(0, 1);
-                            p
-                        })
-                        .collect()
+                    if rows == 1 && t.shape.get(axis) == Some(&1) {
+                        // One row: the whole tensor, with a batch axis.
+                        let mut shape = Vec::with_capacity(t.shape.len() + 1);
+                        shape.push(1);
+                        shape.extend_from_slice(&t.shape);
+                        vec![Tensor {
+                            shape,
+                            data: t.data.clone(),
+                        }]
+                    } else {
+                        let ones = vec![1usize; rows];
+                        split_axis(t, axis, &ones)
+                            .map_err(|e| format!("output '{name}' with shape {:?}: {e}", t.shape))?
+                            .into_iter()
+                            .map(|mut p| {
+                                p.shape.insert(0, 1);
+                                p
+                            })
+                            .collect()
+                    }
                 }
             };
             for (j, p) in pieces.into_iter().enumerate() {
@@ -505,7 +602,8 @@ impl Plan {
 }
 
 /// How many requests without an arrival time may be released ahead of
-/// the finished ones.
+/// the finished ones (raised when nothing runs and nothing is due, so that
+/// sequences waiting for a slot cannot hold up the ones that own one).
 const WINDOW: usize = 256;
 
 /// How long a waiting thread polls its channel before it blocks.
@@ -538,7 +636,273 @@ fn spin<T>(rx: &mpsc::Receiver<T>, wait: Duration) -> Option<T> {
     }
 }
 
+/// The driving thread's state: the scheduler, the requests and their
+/// results, the batches in flight.
+struct Driver<'r> {
+    requests: &'r [RunRequest],
+    plan: Plan,
+    sched: Scheduler,
+    sink: Records,
+    started: Vec<usize>,
+    flights: Vec<InFlight>,
+    /// Per instance: its buffers, `None` while a worker holds them.
+    ios: Vec<Option<Io>>,
+    results: Vec<Option<RunResult>>,
+    executions: BTreeMap<u32, Vec<u64>>,
+    /// Per request: its release time.
+    arrivals: Vec<u64>,
+    /// Request indices in release order.
+    order: Vec<usize>,
+    /// Position in `order` of the next request to release.
+    next: usize,
+    done_count: usize,
+    window: usize,
+    busy: usize,
+    epoch: Instant,
+    enforce: bool,
+    sequence: bool,
+    /// Per request: its scheduler form, built before the clock starts
+    /// (taken when it is released).
+    pending: Vec<Option<Request>>,
+    /// An emptied [`InFlight`] and start-flag buffer for the next batch.
+    spare: InFlight,
+    starts: Vec<bool>,
+    /// The stateful backend's own per-batch rules (`crate::run::stateful`).
+    stateful: Option<super::stateful::StatefulBackend>,
+}
+
+impl Driver<'_> {
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64
+    }
+
+    /// Whether the request at `order[next]` is held back by the window.
+    fn held(&self) -> bool {
+        self.requests[self.order[self.next]].arrival_us.is_none()
+            && self.next - self.done_count >= self.window
+    }
+
+    /// The release time of the next request, unless none is left or it is
+    /// held back.
+    fn next_arrival(&self) -> Option<u64> {
+        (self.next < self.requests.len() && !self.held())
+            .then(|| self.arrivals[self.order[self.next]])
+    }
+
+    /// Releases the requests due at `t`. Requests without an arrival time
+    /// are released as fast as possible, but at most `window` ahead of the
+    /// finished ones (the scheduler's queues stay short).
+    fn admit(&mut self, t: u64) {
+        while self.next_arrival().is_some_and(|a| a <= t) {
+            let i = self.order[self.next];
+            let r = match self.pending.get_mut(i).and_then(Option::take) {
+                Some(r) => r,
+                None => sched_request(
+                    i,
+                    &self.requests[i],
+                    self.plan.max_batch_size,
+                    self.enforce,
+                    self.sequence,
+                ),
+            };
+            self.sched.arrive(t, r, &mut self.sink);
+            self.next += 1;
+        }
+    }
+
+    fn set_result(&mut self, i: usize, outcome: Result<Vec<(String, Tensor)>, String>) {
+        self.done_count += usize::from(self.results[i].is_none());
+        self.results[i] = Some(RunResult {
+            id: self.requests[i].id.clone(),
+            sequence_id: self.requests[i].sequence_id.clone(),
+            outcome,
+        });
+    }
+
+    /// A batch finished: its results, then the scheduler's completion.
+    fn finish(&mut self, d: Done) {
+        self.busy -= 1;
+        let flight = std::mem::take(&mut self.flights[d.instance]);
+        let io = d.io;
+        let outcome = match (&flight.failed, d.outcome) {
+            (Some(e), _) => Err(e.clone()),
+            (None, Ok(())) => {
+                self.executions
+                    .entry(flight.size)
+                    .or_default()
+                    .push(d.elapsed.as_micros() as u64);
+                self.plan.outputs(&flight, &io.outputs)
+            }
+            (None, Err(e)) => {
+                self.executions
+                    .entry(flight.size)
+                    .or_default()
+                    .push(d.elapsed.as_micros() as u64);
+                Err(e.to_string())
+            }
+        };
+        self.ios[d.instance] = Some(io);
+        match outcome {
+            Ok(rows) => {
+                for (tag, o) in flight.tags.iter().zip(rows) {
+                    if let (Some(i), Some(o)) = (tag, o) {
+                        self.set_result(*i, Ok(o));
+                    }
+                }
+            }
+            Err(e) => {
+                let ids: Vec<&str> = flight
+                    .tags
+                    .iter()
+                    .flatten()
+                    .map(|&i| self.requests[i].id.as_str())
+                    .collect();
+                let msgs: Vec<(usize, String)> = flight
+                    .tags
+                    .iter()
+                    .flatten()
+                    .map(|&i| {
+                        let msg = if ids.len() > 1 {
+                            format!(
+                                "request {}: {e} (in a batch with requests {})",
+                                self.requests[i].id,
+                                ids.join(", ")
+                            )
+                        } else {
+                            format!("request {}: {e}", self.requests[i].id)
+                        };
+                        (i, msg)
+                    })
+                    .collect();
+                for (i, msg) in msgs {
+                    self.set_result(i, Err(msg));
+                }
+            }
+        }
+        let now = self.now();
+        self.sched.complete(now, d.instance, &mut self.sink);
+        for released in self.sched.drain_releases() {
+            self.plan.store.release(&released.sequence);
+        }
+        let mut flight = flight;
+        flight.tags.clear();
+        flight.keys.clear();
+        flight.sizes.clear();
+        flight.size = 0;
+        flight.failed = None;
+        self.spare = flight;
+    }
+
+    /// Forms the job of the batch the scheduler started on `instance`.
+    fn start(&mut self, instance: usize) -> Job {
+        let batch = self.sched.batch(instance);
+        // The vectors of a finished batch, emptied, are reused.
+        let mut flight = std::mem::take(&mut self.spare);
+        flight.size = batch.size;
+        let mut starts = std::mem::take(&mut self.starts);
+        starts.clear();
+        for row in &batch.rows {
+            let tag = row.request.as_ref().map(|r| r.tag as usize);
+            flight.tags.push(tag);
+            flight.sizes.push(
+                row.request
+                    .as_ref()
+                    .map_or(1, |r| r.batch_size.max(1) as usize),
+            );
+            let key = if tag.is_some() { row.sequence } else { None };
+            flight.keys.push(key);
+            let start = row.request.as_ref().is_some_and(|r| r.start);
+            starts.push(start || tag.is_none());
+            if let Some(k) = key {
+                if start || !self.plan.store.contains(&k) {
+                    self.plan.store.reset(k);
+                }
+            }
+        }
+        let answers = match self.stateful.as_mut() {
+            Some(b) => {
+                let now = self.epoch.elapsed().as_micros() as u64;
+                let f = &mut flight;
+                b.apply(
+                    instance,
+                    now,
+                    self.requests,
+                    &mut f.tags,
+                    &mut f.keys,
+                    &mut f.sizes,
+                    &mut starts,
+                )
+            }
+            None => Vec::new(),
+        };
+        let mut io = self.ios[instance].take().unwrap_or_default();
+        let assembled =
+            self.plan
+                .inputs_into(self.requests, &flight, batch, &starts, &mut io.inputs);
+        if let Err(e) = assembled {
+            flight.failed = Some(e);
+        }
+        let run = flight.failed.is_none();
+        self.flights[instance] = flight;
+        self.starts = starts;
+        for (i, r) in answers {
+            self.set_result(i, r.outcome);
+        }
+        self.busy += 1;
+        Job { io, run }
+    }
+
+    /// Inline execution: replays what happened while the batch ran (from
+    /// `from` to now) in time order, as a driver thread watching the clock
+    /// would have seen it: releases at their times, scheduler timers at
+    /// their deadlines.
+    fn catch_up(&mut self, from: u64) {
+        let end = self.now();
+        let mut last = from;
+        let mut started = Vec::new();
+        loop {
+            let a = self.next_arrival();
+            let d = self.sched.next_deadline().filter(|&d| d > last);
+            let e = match (a, d) {
+                (Some(a), Some(d)) => Some(a.min(d)),
+                (x, None) | (None, x) => x,
+            };
+            let Some(e) = e.filter(|&e| e <= end) else {
+                break;
+            };
+            let at = e.max(last);
+            self.admit(at);
+            self.sched.poll(at, &mut self.sink, &mut started);
+            // The only instance is running: nothing can start.
+            debug_assert!(started.is_empty());
+            last = at;
+        }
+    }
+
+    /// Results for the requests the scheduler refused or timed out.
+    fn refusals(&mut self) {
+        let records = std::mem::take(&mut self.sink.requests);
+        for rec in records {
+            let Ok(i) = rec.id.parse::<usize>() else {
+                continue;
+            };
+            if rec.status != Status::Ok && self.results[i].is_none() {
+                let reason = rec.reason.unwrap_or_else(|| match rec.status {
+                    Status::TimedOut => "request timed out".to_string(),
+                    _ => "request rejected".to_string(),
+                });
+                self.set_result(i, Err(reason));
+            }
+        }
+    }
+}
+
 /// Runs `requests` on a single (non-ensemble) model.
+///
+/// With one instance the batches run on the calling thread (no hand-offs:
+/// while a batch runs nothing else can start, and what happened meanwhile
+/// is replayed in time order when it returns); with more, each instance has
+/// a worker thread.
 pub fn run_model(
     model: &LoadedModel,
     requests: &[RunRequest],
@@ -546,10 +910,8 @@ pub fn run_model(
 ) -> Result<RunOutput, RunnerError> {
     let settings = Settings::from_config(&model.cfg).map_err(setup)?;
     let sessions = open_sessions(model, opts.device, settings.instances)?;
-    let mut plan = plan(model, &sessions[0])?;
+    let plan = plan(model, &sessions[0])?;
     let n = requests.len();
-    let mut results: Vec<Option<RunResult>> = vec![None; n];
-    let mut executions: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     if n == 0 {
         return Ok(RunOutput::default());
     }
@@ -566,245 +928,153 @@ pub fn run_model(
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&i| arrivals[i]);
 
-    let mut elapsed = Duration::ZERO;
-    let (done_tx, done_rx) = mpsc::channel::<Done>();
-    std::thread::scope(|scope| -> Result<(), RunnerError> {
-        let mut job_txs: Vec<mpsc::Sender<Job>> = Vec::new();
-        for (instance, mut session) in sessions.into_iter().enumerate() {
-            let (tx, rx) = mpsc::channel::<Job>();
-            job_txs.push(tx);
-            let done = done_tx.clone();
-            scope.spawn(move || {
-                let mut outputs = Vec::new();
-                while let Some(job) = receive(&rx, Instant::now() + SPIN) {
-                    let refs: Vec<(&str, &Tensor)> =
-                        job.inputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
-                    let t0 = Instant::now();
-                    let r = session.run_into(&refs, &mut outputs);
-                    let elapsed = t0.elapsed();
-                    let outcome = r.map(|()| std::mem::take(&mut outputs));
-                    if done
-                        .send(Done {
+    let sequence = matches!(
+        settings.kind,
+        crate::batching::SchedulerKind::Direct(_) | crate::batching::SchedulerKind::Oldest(_)
+    );
+    let pending: Vec<Option<Request>> = requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            Some(sched_request(
+                i,
+                r,
+                plan.max_batch_size,
+                settings.enforce_shapes,
+                sequence,
+            ))
+        })
+        .collect();
+
+    let instances = settings.instances.max(1);
+    let stateful =
+        super::stateful::StatefulBackend::from_config(&model.cfg, instances).map_err(setup)?;
+    let mut drv = Driver {
+        stateful,
+        requests,
+        plan,
+        sched: Scheduler::new(&settings),
+        sink: Records::default(),
+        started: Vec::new(),
+        flights: (0..instances).map(|_| InFlight::default()).collect(),
+        ios: (0..instances).map(|_| Some(Io::default())).collect(),
+        results: vec![None; n],
+        executions: BTreeMap::new(),
+        arrivals,
+        order,
+        next: 0,
+        done_count: 0,
+        window: WINDOW,
+        busy: 0,
+        epoch: Instant::now(),
+        enforce: settings.enforce_shapes,
+        sequence,
+        pending,
+        spare: InFlight::default(),
+        starts: Vec::new(),
+    };
+
+    let elapsed;
+    if sessions.len() == 1 {
+        let mut session = sessions.into_iter().next().expect("one session");
+        drv.epoch = Instant::now();
+        drive(
+            &mut drv,
+            opts,
+            |drv, instance, mut job| {
+                let from = drv.now();
+                let (outcome, elapsed) = if job.run {
+                    execute(&mut session, &mut job.io)
+                } else {
+                    (Ok(()), Duration::ZERO)
+                };
+                drv.catch_up(from);
+                drv.finish(Done {
+                    instance,
+                    io: job.io,
+                    outcome,
+                    elapsed,
+                });
+                Ok(())
+            },
+            |_, _| unreachable!("inline batches finish at once"),
+        )?;
+        elapsed = drv.epoch.elapsed();
+    } else {
+        let (done_tx, done_rx) = mpsc::channel::<Done>();
+        elapsed = std::thread::scope(|scope| -> Result<Duration, RunnerError> {
+            let mut job_txs: Vec<mpsc::Sender<Job>> = Vec::new();
+            for (instance, mut session) in sessions.into_iter().enumerate() {
+                let (tx, rx) = mpsc::channel::<Job>();
+                job_txs.push(tx);
+                let done = done_tx.clone();
+                scope.spawn(move || {
+                    while let Some(mut job) = receive(&rx, Instant::now() + SPIN) {
+                        let (outcome, elapsed) = if job.run {
+                            execute(&mut session, &mut job.io)
+                        } else {
+                            (Ok(()), Duration::ZERO)
+                        };
+                        let d = Done {
                             instance,
+                            io: job.io,
                             outcome,
                             elapsed,
-                        })
-                        .is_err()
-                    {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(done_tx);
-
-        let mut sched = Scheduler::new(&settings);
-        let mut sink = Records::default();
-        let mut started = Vec::new();
-        let mut flights: Vec<InFlight> = (0..settings.instances)
-            .map(|_| InFlight::default())
-            .collect();
-        let mut busy = 0usize;
-        let mut next = 0usize;
-        let mut finished = 0usize;
-        let mut done_count = 0usize;
-        let mut inbox: Vec<Done> = Vec::new();
-        let epoch = Instant::now();
-        let now = || epoch.elapsed().as_micros() as u64;
-        let enforce = settings.enforce_shapes;
-        let sequence = matches!(
-            settings.kind,
-            crate::batching::SchedulerKind::Direct(_) | crate::batching::SchedulerKind::Oldest(_)
-        );
-
-        let driven: Result<(), RunnerError> = 'drive: loop {
-            // 1. Completions.
-            while let Ok(d) = done_rx.try_recv() {
-                inbox.push(d);
-            }
-            for d in inbox.drain(..) {
-                busy -= 1;
-                let flight = std::mem::take(&mut flights[d.instance]);
-                executions
-                    .entry(flight.size)
-                    .or_default()
-                    .push(d.elapsed.as_micros() as u64);
-                let outcome = match (flight.failed.clone(), d.outcome) {
-                    (Some(e), _) => Err(e),
-                    (None, Ok(outs)) => plan.outputs(&flight, outs),
-                    (None, Err(e)) => Err(e.to_string()),
-                };
-                match outcome {
-                    Ok(rows) => {
-                        for (tag, o) in flight.tags.iter().zip(rows) {
-                            if let (Some(i), Some(o)) = (tag, o) {
-                                done_count += usize::from(results[*i].is_none());
-                                results[*i] = Some(RunResult {
-                                    id: requests[*i].id.clone(),
-                                    sequence_id: requests[*i].sequence_id.clone(),
-                                    outcome: Ok(o),
-                                });
-                            }
+                        };
+                        if done.send(d).is_err() {
+                            break;
                         }
                     }
-                    Err(e) => {
-                        let ids: Vec<&str> = flight
-                            .tags
-                            .iter()
-                            .flatten()
-                            .map(|&i| requests[i].id.as_str())
-                            .collect();
-                        for &i in flight.tags.iter().flatten() {
-                            let msg = if ids.len() > 1 {
-                                format!(
-                                    "request {}: {e} (in a batch with requests {})",
-                                    requests[i].id,
-                                    ids.join(", ")
-                                )
-                            } else {
-                                format!("request {}: {e}", requests[i].id)
-                            };
-                            done_count += usize::from(results[i].is_none());
-                            results[i] = Some(RunResult {
-                                id: requests[i].id.clone(),
-                                sequence_id: requests[i].sequence_id.clone(),
-                                outcome: Err(msg),
-                            });
+                });
+            }
+            drop(done_tx);
+            drv.epoch = Instant::now();
+            let driven = drive(
+                &mut drv,
+                opts,
+                |_, instance, job| {
+                    job_txs[instance]
+                        .send(job)
+                        .map_err(|_| setup("a worker thread stopped"))
+                },
+                |drv, wait| {
+                    // Completions that are there already, else a short spin
+                    // (a step of a small model takes tens of microseconds,
+                    // less than putting the thread to sleep and waking it
+                    // up again), then a blocking wait.
+                    let first = match done_rx.try_recv() {
+                        Ok(d) => Some(d),
+                        Err(_) if wait.is_zero() => None,
+                        Err(_) => match spin(&done_rx, wait) {
+                            Some(d) => Some(d),
+                            None => match done_rx.recv_timeout(wait.saturating_sub(SPIN)) {
+                                Ok(d) => Some(d),
+                                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                                    return Err(setup("the worker threads stopped"))
+                                }
+                            },
+                        },
+                    };
+                    if let Some(d) = first {
+                        drv.finish(d);
+                        while let Ok(d) = done_rx.try_recv() {
+                            drv.finish(d);
                         }
                     }
-                }
-                sched.complete(now(), d.instance, &mut sink);
-            }
-            for released in sched.drain_releases() {
-                plan.store.release(&released.sequence);
-            }
-            // 2. Arrivals.
-            let t = now();
-            // Requests without an arrival time are released as fast as
-            // possible, but at most WINDOW ahead of the finished ones (the
-            // scheduler's queues stay short).
-            let held = |next: usize, done: usize| {
-                requests[order[next]].arrival_us.is_none() && next - done >= WINDOW
-            };
-            while next < n && arrivals[order[next]] <= t && !held(next, done_count) {
-                let i = order[next];
-                sched.arrive(
-                    t,
-                    sched_request(i, &requests[i], plan.max_batch_size, enforce, sequence),
-                    &mut sink,
-                );
-                next += 1;
-            }
-            // 3. Timers and batches.
-            sched.poll(now(), &mut sink, &mut started);
-            for &instance in &started {
-                let batch = sched.batch(instance);
-                let records = batch.executed_slot_records();
-                let mut flight = InFlight {
-                    size: batch.size,
-                    ..InFlight::default()
-                };
-                let mut starts = Vec::with_capacity(batch.rows.len());
-                for row in &batch.rows {
-                    let tag = row.request.as_ref().map(|r| r.tag as usize);
-                    flight.tags.push(tag);
-                    flight.sizes.push(
-                        row.request
-                            .as_ref()
-                            .map_or(1, |r| r.batch_size.max(1) as usize),
-                    );
-                    let key = if tag.is_some() { row.sequence } else { None };
-                    flight.keys.push(key);
-                    let start = row.request.as_ref().is_some_and(|r| r.start);
-                    starts.push(start || tag.is_none());
-                    if let Some(k) = key {
-                        if start || !plan.store.contains(&k) {
-                            plan.store.reset(k);
-                        }
-                    }
-                }
-                let job = match plan.inputs(requests, &flight, &records, &starts) {
-                    Ok(inputs) => Job { inputs },
-                    Err(e) => {
-                        flight.failed = Some(e);
-                        Job { inputs: Vec::new() }
-                    }
-                };
-                flights[instance] = flight;
-                busy += 1;
-                if job_txs[instance].send(job).is_err() {
-                    break 'drive Err(setup("a worker thread stopped"));
-                }
-            }
-            started.clear();
-            // Records of requests that will not run (and confirmations).
-            for rec in sink.requests.drain(..) {
-                let Ok(i) = rec.id.parse::<usize>() else {
-                    continue;
-                };
-                if rec.status != Status::Ok && results[i].is_none() {
-                    let reason = rec.reason.unwrap_or_else(|| match rec.status {
-                        Status::TimedOut => "request timed out".to_string(),
-                        _ => "request rejected".to_string(),
-                    });
-                    done_count += 1;
-                    results[i] = Some(RunResult {
-                        id: requests[i].id.clone(),
-                        sequence_id: requests[i].sequence_id.clone(),
-                        outcome: Err(reason),
-                    });
-                }
-            }
-            let done_now = done_count;
-            if done_now != finished {
-                finished = done_now;
-                if let Some(p) = opts.progress {
-                    p(finished, n);
-                }
-            }
-            if finished == n && busy == 0 {
-                break Ok(());
-            }
-            // 4. Wait for a completion, the next arrival or a deadline.
-            let t = now();
-            let mut wake: Option<u64> = sched.next_deadline();
-            if next < n && !held(next, done_count) {
-                let a = arrivals[order[next]];
-                wake = Some(wake.map_or(a, |w| w.min(a)));
-            }
-            if busy == 0 && wake.is_none() {
-                // Nothing can change any more.
-                break Ok(());
-            }
-            let wait = wake.map_or(Duration::from_secs(3600), |w| {
-                Duration::from_micros(w.saturating_sub(t))
-            });
-            if wait.is_zero() {
-                continue;
-            }
-            if busy > 0 {
-                // A short spin first: a step of a small model takes tens of
-                // microseconds, less than putting the thread to sleep and
-                // waking it up again.
-                if let Some(d) = spin(&done_rx, wait) {
-                    inbox.push(d);
-                    continue;
-                }
-                match done_rx.recv_timeout(wait.saturating_sub(SPIN)) {
-                    Ok(d) => inbox.push(d),
-                    Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    Err(mpsc::RecvTimeoutError::Disconnected) => {
-                        break Err(setup("the worker threads stopped"))
-                    }
-                }
-            } else {
-                std::thread::sleep(wait);
-            }
-        };
-        elapsed = epoch.elapsed();
-        drop(job_txs);
-        driven
-    })?;
+                    Ok(())
+                },
+            );
+            let elapsed = drv.epoch.elapsed();
+            drop(job_txs);
+            driven.map(|()| elapsed)
+        })?;
+    }
+    let Driver {
+        results,
+        executions,
+        ..
+    } = drv;
     let results = results
         .into_iter()
         .enumerate()
@@ -821,4 +1091,73 @@ pub fn run_model(
         executions,
         elapsed,
     })
+}
+
+/// The driving loop. `dispatch` hands a job to an instance (inline: runs it
+/// and finishes it); `wait` waits at most the given time for completions
+/// and finishes them (only called while batches are in flight).
+fn drive<'r>(
+    drv: &mut Driver<'r>,
+    opts: &RunOptions,
+    mut dispatch: impl FnMut(&mut Driver<'r>, usize, Job) -> Result<(), RunnerError>,
+    mut wait_done: impl FnMut(&mut Driver<'r>, Duration) -> Result<(), RunnerError>,
+) -> Result<(), RunnerError> {
+    let n = drv.requests.len();
+    let mut finished = 0usize;
+    loop {
+        // 1. Arrivals (completions were finished as they came).
+        let t = drv.now();
+        drv.admit(t);
+        // 2. Timers and batches.
+        let now = drv.now();
+        let mut started = std::mem::take(&mut drv.started);
+        drv.sched.poll(now, &mut drv.sink, &mut started);
+        let ran = !started.is_empty();
+        for &instance in &started {
+            let job = drv.start(instance);
+            dispatch(drv, instance, job)?;
+        }
+        started.clear();
+        drv.started = started;
+        // Records of requests that will not run (and confirmations).
+        drv.refusals();
+        if drv.done_count != finished {
+            finished = drv.done_count;
+            if let Some(p) = opts.progress {
+                p(finished, n);
+            }
+        }
+        if finished == n && drv.busy == 0 {
+            return Ok(());
+        }
+        if ran && drv.busy == 0 {
+            // Inline: the batch is done; look again at once.
+            continue;
+        }
+        // 3. Wait for a completion, the next arrival or a deadline.
+        if drv.busy == 0 && drv.next < n && drv.held() {
+            // Nothing runs and the window is full: the requests released
+            // so far cannot make progress without more (e.g. sequences
+            // waiting for a slot whose owner's next request is held).
+            drv.window += WINDOW;
+            continue;
+        }
+        let t = drv.now();
+        let mut wake: Option<u64> = drv.sched.next_deadline();
+        if let Some(a) = drv.next_arrival() {
+            wake = Some(wake.map_or(a, |w| w.min(a)));
+        }
+        if drv.busy == 0 && wake.is_none() {
+            // Nothing can change any more.
+            return Ok(());
+        }
+        let wait = wake.map_or(Duration::from_secs(3600), |w| {
+            Duration::from_micros(w.saturating_sub(t))
+        });
+        if drv.busy > 0 {
+            wait_done(drv, wait)?;
+        } else if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
+    }
 }

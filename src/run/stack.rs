@@ -153,6 +153,50 @@ fn insert_axis(t: &Tensor, axis: usize) -> Result<Tensor, TensorError> {
     })
 }
 
+/// Copies `src` into `dst` without reallocating when both hold the same
+/// element type and count; false (and `dst` untouched) otherwise.
+pub(crate) fn copy_data(dst: &mut TensorData, src: &TensorData) -> bool {
+    macro_rules! same {
+        ($($v:ident),*) => {
+            match (dst, src) {
+                $((TensorData::$v(d), TensorData::$v(s)) if d.len() == s.len() => {
+                    d.clone_from_slice(s);
+                    true
+                })*
+                _ => false,
+            }
+        };
+    }
+    same!(Bool, U8, U16, U32, U64, I8, I16, I32, I64, F16, F32, F64, Bf16, Bytes)
+}
+
+/// Makes entry `k` of `buf` the tensor `name` with `shape` and a copy of
+/// `data`, in the memory already there when it fits (same name, element
+/// type and count). Entries past `k` are left alone (truncate afterwards).
+pub(crate) fn put(
+    buf: &mut Vec<(String, Tensor)>,
+    k: usize,
+    name: &str,
+    shape: &[i64],
+    data: &TensorData,
+) -> Result<(), String> {
+    if let Some((n, t)) = buf.get_mut(k) {
+        if n == name && copy_data(&mut t.data, data) {
+            if t.shape != shape {
+                t.shape.clear();
+                t.shape.extend_from_slice(shape);
+            }
+            return Ok(());
+        }
+    }
+    let t = Tensor::new(shape.to_vec(), data.clone()).map_err(|e| e.to_string())?;
+    match buf.get_mut(k) {
+        Some(slot) => *slot = (name.to_string(), t),
+        None => buf.push((name.to_string(), t)),
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -342,6 +342,17 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
     }
 
     fn check_unique(keys: &[Option<K>]) -> Result<(), StateError> {
+        // Batches are small: pairwise comparison, no set to allocate.
+        if keys.len() <= 32 {
+            for (j, k) in keys.iter().enumerate() {
+                if let Some(k) = k {
+                    if keys[..j].iter().flatten().any(|o| o == k) {
+                        return Err(StateError::DuplicateSequence(format!("{k:?}")));
+                    }
+                }
+            }
+            return Ok(());
+        }
         let mut seen = HashSet::with_capacity(keys.len());
         for k in keys.iter().flatten() {
             if !seen.insert(k) {
@@ -349,6 +360,43 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
             }
         }
         Ok(())
+    }
+
+    /// [`StateStore::gather`] into entries `k..` of `buf`, reusing the
+    /// memory of the tensors already there (see [`super::stack::put`]).
+    /// Returns the index after the last entry written.
+    pub fn gather_into(
+        &self,
+        keys: &[Option<K>],
+        buf: &mut Vec<(String, Tensor)>,
+        k: usize,
+    ) -> Result<usize, StateError> {
+        if let [Some(key)] = keys {
+            // One sequence: its states as they are, with a batch axis of 1.
+            let states = self.states_of(key)?;
+            let mut shape = Vec::new();
+            for (i, spec) in self.specs.iter().enumerate() {
+                let t = &states[i];
+                shape.clear();
+                shape.extend_from_slice(&t.shape);
+                if let Some(axis) = spec.batch_axis {
+                    if axis > shape.len() {
+                        return Err(StateError::Tensor(TensorError::Shape(t.shape.clone())));
+                    }
+                    shape.insert(axis, 1);
+                }
+                super::stack::put(buf, k + i, &spec.input_name, &shape, &t.data)
+                    .map_err(StateError::Batch)?;
+            }
+            return Ok(k + self.specs.len());
+        }
+        let states = self.gather(keys)?;
+        let mut k = k;
+        for (name, t) in states {
+            super::stack::put(buf, k, &name, &t.shape, &t.data).map_err(StateError::Batch)?;
+            k += 1;
+        }
+        Ok(k)
     }
 
     fn states_of(&self, key: &K) -> Result<&Vec<Tensor>, StateError> {
@@ -410,6 +458,11 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
         keys: &[Option<K>],
         output: impl Fn(&str) -> Option<&'a Tensor>,
     ) -> Result<(), StateError> {
+        if let [Some(key)] = keys {
+            if self.scatter_one(key, &output)? {
+                return Ok(());
+            }
+        }
         Self::check_unique(keys)?;
         for k in keys.iter().flatten() {
             self.states_of(k)?;
@@ -461,6 +514,68 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
             }
         }
         Ok(())
+    }
+
+    /// [`StateStore::scatter`] of a single sequence, copying the outputs
+    /// into the stored tensors in place. `Ok(false)` (nothing stored) when
+    /// the general path has to handle it (errors, changed types or sizes).
+    fn scatter_one<'a>(
+        &mut self,
+        key: &K,
+        output: &impl Fn(&str) -> Option<&'a Tensor>,
+    ) -> Result<bool, StateError> {
+        let states = self.states_of(key)?;
+        for (i, spec) in self.specs.iter().enumerate() {
+            let Some(t) = output(&spec.output_name) else {
+                return Ok(false);
+            };
+            let fits = match spec.batch_axis {
+                None => true,
+                Some(axis) => t.shape.get(axis) == Some(&1),
+            };
+            if !fits
+                || t.data.dtype() != states[i].data.dtype()
+                || t.data.len() != states[i].data.len()
+            {
+                return Ok(false);
+            }
+        }
+        let fp16 = self.fp16_storage;
+        let Some(states) = self.seqs.get_mut(key) else {
+            return Ok(false);
+        };
+        for (i, spec) in self.specs.iter().enumerate() {
+            let Some(t) = output(&spec.output_name) else {
+                continue;
+            };
+            let dst = &mut states[i];
+            super::stack::copy_data(&mut dst.data, &t.data);
+            let rank = t.shape.len() - usize::from(spec.batch_axis.is_some());
+            if dst.shape.len() != rank
+                || t.shape
+                    .iter()
+                    .enumerate()
+                    .filter(|(d, _)| Some(*d) != spec.batch_axis)
+                    .zip(&dst.shape)
+                    .any(|((_, a), b)| a != b)
+            {
+                dst.shape = t
+                    .shape
+                    .iter()
+                    .enumerate()
+                    .filter(|(d, _)| Some(*d) != spec.batch_axis)
+                    .map(|(_, &v)| v)
+                    .collect();
+            }
+            if fp16 {
+                if let TensorData::F32(v) = &mut dst.data {
+                    for x in v.iter_mut() {
+                        *x = f16_to_f32(f32_to_f16(*x));
+                    }
+                }
+            }
+        }
+        Ok(true)
     }
 
     fn stored(&self, mut t: Tensor) -> Tensor {
@@ -516,6 +631,32 @@ mod tests {
         s.scatter(keys, |name| (name == "S_OUT").then_some(&out))
             .unwrap();
         input
+    }
+
+    #[test]
+    fn gather_into_matches_gather_and_reuses_the_buffer() {
+        let mut s = store(3);
+        s.reset(1);
+        s.reset(2);
+        step(&mut s, &[Some(1), Some(2)], &[1.0, 2.0]);
+        let mut buf = vec![("X".to_string(), f32s(&[1], &[9.0]))];
+        for keys in [vec![Some(1)], vec![Some(2), None, Some(1)], vec![Some(2)]] {
+            let end = s.gather_into(&keys, &mut buf, 1).unwrap();
+            assert_eq!(end, 2);
+            assert_eq!(buf[0].0, "X", "entries before k are kept");
+            assert_eq!(buf[1..], s.gather(&keys).unwrap()[..]);
+        }
+        // The single-sequence buffer keeps its memory from step to step.
+        let ptr = |b: &Vec<(String, Tensor)>| match &b[1].1.data {
+            TensorData::F32(v) => v.as_ptr(),
+            _ => unreachable!(),
+        };
+        let before = ptr(&buf);
+        step(&mut s, &[Some(2)], &[5.0]);
+        s.gather_into(&[Some(2)], &mut buf, 1).unwrap();
+        assert_eq!(ptr(&buf), before);
+        assert_eq!(values(&buf[1].1), vec![7.0, 7.0, 7.0]);
+        assert_eq!(buf[1].1.shape, vec![1, 3]);
     }
 
     #[test]

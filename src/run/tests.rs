@@ -368,3 +368,28 @@ fn the_progress_callback_counts_every_request() {
     let out = run_model(&m, &parsed.requests, &opts).unwrap();
     assert_eq!(last.load(Ordering::SeqCst), out.results.len());
 }
+
+#[test]
+fn loading_a_stateful_model_notes_its_gpu_only_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = model_dir("accumulate");
+    let dst = dir.path().join("accumulate");
+    std::fs::create_dir_all(dst.join("1")).unwrap();
+    std::fs::copy(
+        src.join("1").join("model.onnx"),
+        dst.join("1").join("model.onnx"),
+    )
+    .unwrap();
+    let cfg = std::fs::read_to_string(src.join("config.pbtxt")).unwrap();
+    std::fs::write(dst.join("config.pbtxt"), &cfg).unwrap();
+    let plain = super::model::load_model(&dst, None).unwrap();
+    assert!(plain.notes.is_empty(), "{:?}", plain.notes);
+    let gpu = cfg
+        + "parameters { key: \"enable_cuda_graph\" value { string_value: \"1\" } }\n\
+           parameters { key: \"compute_precision\" value { string_value: \"fp32\" } }\n";
+    std::fs::write(dst.join("config.pbtxt"), gpu).unwrap();
+    let m = super::model::load_model(&dst, None).unwrap();
+    assert_eq!(m.notes.len(), 2, "{:?}", m.notes);
+    assert!(m.notes.iter().any(|n| n.contains("'enable_cuda_graph'")));
+    assert!(m.notes.iter().any(|n| n.contains("'compute_precision'")));
+}

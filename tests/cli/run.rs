@@ -397,21 +397,30 @@ fn sequences_never_see_each_others_state() {
     }
 }
 
+/// The single result line of `out`, which must be an error.
+fn sole_error(out: &Out) -> String {
+    let lines = out.lines();
+    assert_eq!(lines.len(), 1, "{}", out.stdout);
+    assert_eq!(lines[0]["status"], "error", "{}", out.stdout);
+    lines[0]["error"].as_str().unwrap().to_string()
+}
+
 #[test]
 fn bad_inputs_and_models_are_reported_with_exit_2() {
     let Some(lib) = ort() else { return };
     let dir = tempfile::tempdir().unwrap();
+    // A bad tensor fails its request (exit 1), the run goes on.
     let wrong_shape = write_lines(
         dir.path(),
         "shape.jsonl",
         &[json!({"id": "r7", "inputs": {"Input": [1, 2, 3]}})],
     );
     let out = run(&lib, &model("preprocess"), &wrong_shape, &[]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let e = sole_error(&out);
     assert!(
-        out.stderr.contains("request 'r7'") && out.stderr.contains("'Input'"),
-        "{}",
-        out.stderr
+        e.contains("shape.jsonl:1") && e.contains("request 'r7'") && e.contains("'Input'"),
+        "{e}"
     );
 
     let unknown = write_lines(
@@ -420,12 +429,28 @@ fn bad_inputs_and_models_are_reported_with_exit_2() {
         &[json!({"id": "r8", "inputs": {"Inptu": [1, 2, 3, 4]}})],
     );
     let out = run(&lib, &model("preprocess"), &unknown, &[]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let e = sole_error(&out);
+    assert!(
+        e.contains("request 'r8'") && e.contains("unknown input 'Inptu'"),
+        "{e}"
+    );
+
+    // A file that is not JSON stops the run, naming line and column.
+    let broken = dir.path().join("broken.jsonl");
+    std::fs::write(
+        &broken,
+        "{\"id\": \"r1\", \"inputs\": {\"Input\": [1, 2, 3, 4]}}\n{\"id\": \"r2\", \"inputs\": {\n",
+    )
+    .unwrap();
+    let out = run(&lib, &model("preprocess"), &broken, &[]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
-        out.stderr.contains("request 'r8'") && out.stderr.contains("unknown input 'Inptu'"),
+        out.stderr.contains("broken.jsonl:2:") && out.stderr.contains("malformed JSON"),
         "{}",
         out.stderr
     );
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
 
     let ok = write_lines(
         dir.path(),
@@ -559,4 +584,395 @@ fn profile_writes_a_latency_file_simulate_accepts() {
     let spec = std::fs::read_to_string(&lat).unwrap();
     let parsed = tritonctl::batching::Latency::parse(spec.trim()).expect("a latency spec");
     assert!(matches!(parsed, tritonctl::batching::Latency::Points(ref p) if !p.is_empty()));
+}
+
+/// The table of the lookup model (scripts/gen-run-models.py): Output =
+/// running sum of TABLE[Index] over the sequence.
+const LOOKUP_TABLE: [f64; 4] = [10.0, 20.0, 30.0, 40.0];
+
+#[test]
+fn an_onnx_runtime_error_fails_its_request_alone_and_other_sequences_keep_running() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // Six sequences of five steps, interleaved; two requests carry an
+    // index the model's Gather cannot take.
+    let bad: [(u64, u64, i64); 2] = [(3, 1, 9), (5, 3, -7)];
+    let mut rng = Lcg(11);
+    let mut steps = [0u64; 7];
+    let mut requests = Vec::new();
+    while steps[1..].iter().any(|&s| s < 5) {
+        let seq = 1 + rng.below(6);
+        let step = steps[seq as usize];
+        if step == 5 {
+            continue;
+        }
+        steps[seq as usize] += 1;
+        let index = bad
+            .iter()
+            .find(|b| b.0 == seq && b.1 == step)
+            .map_or(rng.below(4) as i64, |b| b.2);
+        requests.push(json!({
+            "id": format!("s{seq}.{step}"),
+            "sequence_id": seq,
+            "start": step == 0,
+            "end": step == 4,
+            "inputs": {"Index": [index]},
+        }));
+    }
+    let input = write_lines(dir.path(), "in.jsonl", &requests);
+    let out = run(&lib, &model("lookup"), &input, &["--sequence"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    let lines = out.lines();
+    assert_eq!(lines.len(), requests.len());
+    let mut sums = std::collections::HashMap::new();
+    let mut failed = Vec::new();
+    for (line, req) in lines.iter().zip(&requests) {
+        assert_eq!(line["id"], req["id"]);
+        let seq = req["sequence_id"].as_u64().unwrap();
+        let id = req["id"].as_str().unwrap();
+        let index = req["inputs"]["Index"][0].as_i64().unwrap();
+        if !(0..4).contains(&index) {
+            assert_eq!(line["status"], "error", "{line}");
+            let e = line["error"].as_str().unwrap();
+            assert!(
+                e.contains(&format!("request {id}"))
+                    && e.contains("ONNX Runtime")
+                    && e.contains("Table_Lookup"),
+                "{e}"
+            );
+            failed.push(id.to_string());
+            continue;
+        }
+        if bad.iter().any(|b| b.0 == seq) {
+            // The failing sequences: not checked after their failure.
+            continue;
+        }
+        let s = sums.entry(seq).or_insert(0.0);
+        *s += LOOKUP_TABLE[index as usize];
+        assert_eq!(line["status"], "ok", "{line}");
+        assert_eq!(data(&line["outputs"]["Output"]["data"]), vec![*s], "{line}");
+    }
+    failed.sort();
+    assert_eq!(failed, ["s3.1", "s5.3"]);
+    assert_eq!(sums.len(), 4);
+}
+
+#[test]
+fn wrong_types_and_missing_inputs_name_the_request_and_the_tensor() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, Value, &str, &str); 5] = [
+        (
+            "preprocess",
+            json!({"id": "t1", "inputs": {"Input": [1, "two", 3, 4]}}),
+            "'Input'",
+            "expected a number for FP32",
+        ),
+        (
+            "preprocess",
+            json!({"id": "t2", "inputs": {"Input": [true, false, true, false]}}),
+            "'Input'",
+            "FP32",
+        ),
+        (
+            "lookup",
+            json!({"id": "t3", "sequence_id": 1, "start": true, "inputs": {"Index": [1.5]}}),
+            "'Index'",
+            "not an integer (INT64)",
+        ),
+        (
+            "preprocess",
+            json!({"id": "t4", "inputs": {}}),
+            "'Input'",
+            "missing input 'Input'",
+        ),
+        (
+            "lookup",
+            json!({"id": "t5", "sequence_id": 1, "start": true}),
+            "'Index'",
+            "missing input 'Index'",
+        ),
+    ];
+    for (k, (m, req, tensor, what)) in cases.into_iter().enumerate() {
+        let ok = json!({"id": "fine", "sequence_id": 2, "start": true, "inputs": {"Index": [0]}});
+        let ok = if m == "lookup" {
+            ok
+        } else {
+            json!({"id": "fine", "inputs": {"Input": [1, 2, 3, 4]}})
+        };
+        let id = req["id"].as_str().unwrap().to_string();
+        let input = write_lines(dir.path(), &format!("case{k}.jsonl"), &[ok, req]);
+        let extra: &[&str] = if m == "lookup" { &["--sequence"] } else { &[] };
+        let out = run(&lib, &model(m), &input, extra);
+        // The bad request fails alone; the good one runs.
+        assert_eq!(out.code, 1, "{id}: {}{}", out.stdout, out.stderr);
+        let lines = out.lines();
+        assert_eq!(lines.len(), 2, "{}", out.stdout);
+        assert_eq!(lines[0]["id"], "fine");
+        assert_eq!(lines[0]["status"], "ok", "{}", lines[0]);
+        assert_eq!(lines[1]["id"], id.as_str());
+        assert_eq!(lines[1]["status"], "error", "{}", lines[1]);
+        let e = lines[1]["error"].as_str().unwrap();
+        assert!(
+            e.contains(&format!("request '{id}'"))
+                && e.contains(tensor)
+                && e.contains(what)
+                && e.contains(&format!("case{k}.jsonl:2")),
+            "{id}: {e}"
+        );
+        assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    }
+}
+
+#[test]
+fn a_bad_step_fails_the_rest_of_its_sequence_and_the_others_keep_running() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // perf_analyzer sequences: 4 sequences of 5 steps; step 2 of sequence
+    // 3 (data[2][2]) has a string where FP32 values go.
+    let value = |s: usize, k: usize, j: usize| (s * 10 + k) as f64 - j as f64;
+    let seqs: Vec<Value> = (0..4)
+        .map(|s| {
+            Value::Array(
+                (0..5)
+                    .map(|k| {
+                        let v: Vec<Value> = (0..4)
+                            .map(|j| {
+                                if (s, k, j) == (2, 2, 1) {
+                                    json!("seven")
+                                } else {
+                                    json!(value(s, k, j))
+                                }
+                            })
+                            .collect();
+                        json!({ "Input": v })
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    let input = dir.path().join("seq.json");
+    std::fs::write(&input, json!({ "data": seqs }).to_string()).unwrap();
+    let out = run(&lib, &model("accumulate_implicit"), &input, &["--sequence"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    let lines = out.lines();
+    assert_eq!(lines.len(), 20, "{}", out.stdout);
+    for s in 0..4 {
+        // state += sum(Input); Output = Input + state.
+        let mut state = 0.0;
+        for k in 0..5 {
+            let line = &lines[s * 5 + k];
+            assert_eq!(line["id"], (s * 5 + k).to_string(), "{line}");
+            assert_eq!(line["sequence_id"], s as u64 + 1, "{line}");
+            if s == 2 && k >= 2 {
+                assert_eq!(line["status"], "error", "{line}");
+                let e = line["error"].as_str().unwrap();
+                if k == 2 {
+                    assert!(
+                        e.contains("seq.json: at data[2][2].Input[1]")
+                            && e.contains("request 12, input 'Input'")
+                            && e.contains("expected a number for FP32"),
+                        "{e}"
+                    );
+                } else {
+                    assert!(
+                        e.contains(&format!("request {}", s * 5 + k))
+                            && e.contains("sequence 3 was aborted")
+                            && e.contains("bad request 12"),
+                        "{e}"
+                    );
+                }
+                continue;
+            }
+            let x: Vec<f64> = (0..4).map(|j| value(s, k, j)).collect();
+            state += x.iter().sum::<f64>();
+            let want: Vec<f64> = x.iter().map(|v| v + state).collect();
+            assert_eq!(line["status"], "ok", "{line}");
+            assert_eq!(data(&line["outputs"]["Output"]["data"]), want, "{line}");
+        }
+    }
+}
+
+/// A copy of the stateful-backend accumulate model whose config is
+/// changed by `edit`.
+fn accumulate_variant(root: &Path, edit: impl Fn(String) -> String) -> PathBuf {
+    let src = model("accumulate");
+    let dst = root.join("accumulate");
+    std::fs::create_dir_all(dst.join("1")).unwrap();
+    std::fs::copy(
+        src.join("1").join("model.onnx"),
+        dst.join("1").join("model.onnx"),
+    )
+    .unwrap();
+    let cfg = std::fs::read_to_string(src.join("config.pbtxt")).unwrap();
+    let changed = edit(cfg.clone());
+    assert_ne!(changed, cfg, "the edit changed nothing");
+    std::fs::write(dst.join("config.pbtxt"), changed).unwrap();
+    dst
+}
+
+/// A stateful-backend parameter, to append to a config.
+fn stateful_param(key: &str, value: &str) -> String {
+    format!("parameters {{ key: \"{key}\" value {{ string_value: \"{value}\" }} }}\n")
+}
+
+fn accumulate_request(id: &str, seq: Value, start: bool, end: bool, base: f64) -> Value {
+    let values: Vec<f64> = (0..20).map(|j| base + j as f64).collect();
+    json!({"id": id, "arrival_us": 0, "sequence_id": seq, "start": start, "end": end,
+           "inputs": {"Input": values}})
+}
+
+#[test]
+fn the_stateful_backend_holds_fewer_sequences_than_triton_admits() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // max_candidate_sequences 8 with the default use ratio 0.9: the backend
+    // stores 7 sequences, Triton admits 8 (stateful-backend.md §4, §6).
+    let m = accumulate_variant(dir.path(), |c| {
+        c.replace(
+            "max_candidate_sequence_use_ratio\"\n    value { string_value: \"1.0\" }",
+            "max_candidate_sequence_use_ratio\"\n    value { string_value: \"0.9\" }",
+        )
+    });
+    let mut requests = Vec::new();
+    for step in 0..2 {
+        for seq in 1..=8u64 {
+            let base = 100.0 * seq as f64 + 1000.0 * step as f64;
+            requests.push(accumulate_request(
+                &format!("s{seq}.{step}"),
+                json!(seq),
+                step == 0,
+                step == 1,
+                base,
+            ));
+        }
+    }
+    let input = write_lines(dir.path(), "in.jsonl", &requests);
+    let out = run(&lib, &m, &input, &["--sequence"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let lines = out.lines();
+    let too_many: Vec<&Value> = lines.iter().filter(|l| l["status"] == "error").collect();
+    assert_eq!(too_many.len(), 1, "{}", out.stdout);
+    let failed = too_many[0]["id"].as_str().unwrap().to_string();
+    assert!(failed.ends_with(".0"), "{failed}");
+    assert_eq!(
+        too_many[0]["error"],
+        format!("request {failed}: Too many simultaneous connections")
+    );
+    // The seven stored sequences are unaffected.
+    let failed_seq = too_many[0]["sequence_id"].clone();
+    let kept: Vec<Value> = requests
+        .iter()
+        .filter(|r| r["sequence_id"] != failed_seq)
+        .cloned()
+        .collect();
+    let want = expected_stateful(&kept);
+    let got: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["sequence_id"] != failed_seq)
+        .collect();
+    assert_eq!(got.len(), 14);
+    for (line, w) in got.iter().zip(&want) {
+        assert_eq!(line["status"], "ok", "{line}");
+        assert_eq!(&data(&line["outputs"]["Output"]["data"]), w, "{line}");
+    }
+    // With the committed ratio 1.0 all eight fit.
+    let out = run(&lib, &model("accumulate"), &input, &["--sequence"]);
+    assert_outputs(
+        &out,
+        &requests,
+        &expected_stateful(&requests),
+        &[1, 4, 1, 5],
+    );
+}
+
+#[test]
+fn infer_end_requests_0_answers_end_requests_without_running_them() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let m = accumulate_variant(dir.path(), |c| {
+        c + &stateful_param("infer_end_requests", "0")
+    });
+    // Two sequences of two data requests each, then an END-only request
+    // (as the backend's example client sends them).
+    let mut requests = Vec::new();
+    for step in 0..3 {
+        for seq in 1..=2u64 {
+            requests.push(accumulate_request(
+                &format!("s{seq}.{step}"),
+                json!(seq),
+                step == 0,
+                step == 2,
+                10.0 * seq as f64 + 100.0 * step as f64,
+            ));
+        }
+    }
+    let input = write_lines(dir.path(), "in.jsonl", &requests);
+    let out = run(&lib, &m, &input, &["--sequence"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let lines = out.lines();
+    let want = expected_stateful(&requests);
+    for (k, line) in lines.iter().enumerate() {
+        assert_eq!(line["status"], "ok", "{line}");
+        let o = &line["outputs"]["Output"];
+        if k < 4 {
+            assert_eq!(o["shape"], json!([1, 4, 1, 5]), "{line}");
+            assert_eq!(data(&o["data"]), want[k], "{line}");
+        } else {
+            // Not run: one element, every dimension 1.
+            assert_eq!(o["shape"], json!([1, 1, 1, 1]), "{line}");
+            assert_eq!(o["data"].as_array().unwrap().len(), 1, "{line}");
+        }
+    }
+    // The default (infer_end_requests 1) runs them.
+    let out = run(&lib, &model("accumulate"), &input, &["--sequence"]);
+    assert_outputs(&out, &requests, &want, &[1, 4, 1, 5]);
+}
+
+#[test]
+fn a_string_correlation_id_for_a_numeric_corrid_fails_with_the_backends_message() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let requests = vec![
+        accumulate_request("n0", json!(1), true, false, 0.0),
+        accumulate_request("t0", json!("abc"), true, false, 50.0),
+        accumulate_request("n1", json!(1), false, true, 100.0),
+        accumulate_request("t1", json!("abc"), false, true, 150.0),
+    ];
+    let input = write_lines(dir.path(), "in.jsonl", &requests);
+    let out = run(&lib, &model("accumulate"), &input, &["--sequence"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let lines = out.lines();
+    for k in [1, 3] {
+        let id = requests[k]["id"].as_str().unwrap();
+        assert_eq!(
+            lines[k]["error"],
+            format!("request {id}: correlation ID in request is not an unsigned int"),
+            "{}",
+            lines[k]
+        );
+    }
+    let numeric = vec![requests[0].clone(), requests[2].clone()];
+    let want = expected_stateful(&numeric);
+    for (k, w) in [0, 2].into_iter().zip(&want) {
+        assert_eq!(lines[k]["status"], "ok", "{}", lines[k]);
+        assert_eq!(&data(&lines[k]["outputs"]["Output"]["data"]), w);
+    }
+    // And the reverse with a TYPE_STRING CORRID.
+    let m = accumulate_variant(dir.path(), |c| {
+        c.replace(
+            "kind: CONTROL_SEQUENCE_CORRID\n          data_type: TYPE_UINT64",
+            "kind: CONTROL_SEQUENCE_CORRID\n          data_type: TYPE_STRING",
+        )
+    });
+    let out = run(&lib, &m, &input, &["--sequence"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let lines = out.lines();
+    assert_eq!(
+        lines[0]["error"],
+        "request n0: correlation ID in request is not a string"
+    );
+    assert_eq!(lines[1]["status"], "ok", "{}", lines[1]);
 }

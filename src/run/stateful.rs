@@ -1,0 +1,859 @@
+//! What the stateful backend itself does around each batch, beyond moving
+//! states (that is [`super::state`]): stateful-backend.md §4–§7.
+//!
+//! * **Storage and capacity** (§4; the backend's `ModelState::InitModelState`
+//!   and the chunk handling of `onnx_model_runner.cc`): every instance
+//!   keeps its sequences in chunks of slots keyed by correlation id; only
+//!   `floor(max_candidate_sequences × max_candidate_sequence_use_ratio)`
+//!   sequences fit, fewer than Triton admits. A new sequence that finds no
+//!   free slot fails with `Too many simultaneous connections`; its row is
+//!   still computed (as padding here) but nothing is stored for it.
+//! * **`infer_end_requests: "0"`** (§5 step 1, §6; `PreProcessRequests`
+//!   in `request_util.cc`): a request carrying END is not run; its
+//!   sequence's slot is freed and it is answered at once with outputs of
+//!   shape `[1, …, 1]` holding one (here zero) element.
+//! * **Padding** (§5 step 2, `TRITONBACKEND_ModelInstanceExecute` in
+//!   `stateful.cc`): every ONNX Runtime run is padded to `max_batch_size`
+//!   rows, or to the smallest preferred batch size that holds the batch
+//!   when `always_pad_to_max_batch` is `"1"`.
+//! * **Idle sweep** (§5 step 3): ids not used for
+//!   `max_sequence_idle_microseconds` (measured from their last execution)
+//!   lose their slot.
+//! * **Correlation id kinds** (§6, `request_util.cc`): a string id for a
+//!   model whose CORRID control is not `TYPE_STRING` fails the request with
+//!   `correlation ID in request is not an unsigned int`, and the reverse
+//!   with `correlation ID in request is not a string`.
+//! * **GPU-only parameters** (§7, §8): `ort_ep`, `compute_precision`, TRT
+//!   caching and CUDA graphs do nothing on CPU; [`gpu_only_notes`] says so.
+
+use super::input::RunRequest;
+use super::output::RunResult;
+use crate::batching::CorrId;
+use crate::schema::inference::model_config::SchedulingChoice;
+use crate::schema::inference::model_sequence_batching::control::Kind as ControlKind;
+use crate::schema::inference::model_sequence_batching::StrategyChoice;
+use crate::schema::inference::{DataType as PbDataType, ModelConfig};
+use crate::tensor::{DataType, Tensor};
+use std::collections::{HashMap, HashSet};
+
+/// The backend's error for a new sequence that finds no free slot.
+pub const TOO_MANY: &str = "Too many simultaneous connections";
+/// A string correlation id for a model with numeric ids.
+pub const NOT_UNSIGNED: &str = "correlation ID in request is not an unsigned int";
+/// A numeric correlation id for a model with string ids.
+pub const NOT_STRING: &str = "correlation ID in request is not a string";
+
+/// How the storage of one instance is sized (§4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sizing {
+    /// Slots of the first chunk, allocated at load.
+    pub initial: usize,
+    /// Slots of every further chunk.
+    pub subsequent: usize,
+    /// A chunk is added after a batch when fewer slots than this are free.
+    pub alloc_threshold: usize,
+    /// The last chunk is released when more slots than this are free (and
+    /// it is entirely free).
+    pub dealloc_threshold: usize,
+    pub max_chunks: usize,
+}
+
+impl Sizing {
+    /// The most sequences one instance can hold.
+    pub fn capacity(&self) -> usize {
+        self.initial + (self.max_chunks - 1) * self.subsequent
+    }
+}
+
+fn param<'a>(cfg: &'a ModelConfig, key: &str) -> Option<&'a str> {
+    cfg.parameters.get(key).map(|p| p.string_value.trim())
+}
+
+/// The storage sizing of a stateful-backend config, with the backend's
+/// load-time checks (their messages, without the source location).
+pub fn sizing(cfg: &ModelConfig) -> Result<Sizing, String> {
+    let b = usize::try_from(cfg.max_batch_size.max(0)).unwrap_or(0);
+    let n = match &cfg.scheduling_choice {
+        Some(SchedulingChoice::SequenceBatching(sb)) => match &sb.strategy_choice {
+            Some(StrategyChoice::Oldest(o)) => {
+                usize::try_from(o.max_candidate_sequences.max(0)).unwrap_or(0)
+            }
+            _ => 0,
+        },
+        _ => 0,
+    };
+    // A ratio that is not a number leaves the default in force.
+    let ratio = param(cfg, "max_candidate_sequence_use_ratio")
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or(0.9);
+    let max_conn = (n as f64 * ratio).floor().max(0.0) as usize;
+    let lazy_keys = [
+        "initial_buffer_size",
+        "subsequent_buffer_size",
+        "buffer_alloc_threshold",
+        "buffer_dealloc_threshold",
+    ];
+    let (initial, subsequent, a_th, d_th) = if cfg.parameters.contains_key(lazy_keys[0]) {
+        let mut v = [0usize; 4];
+        for (slot, key) in v.iter_mut().zip(lazy_keys) {
+            let text = param(cfg, key).ok_or_else(|| {
+                format!("parameter '{key}' is missing: the four lazy buffer parameters go together")
+            })?;
+            let x: i64 = text
+                .parse()
+                .map_err(|_| format!("Invalid value for `{key}`"))?;
+            *slot = usize::try_from(x).map_err(|_| format!("Invalid value for `{key}`"))?;
+        }
+        if max_conn < v[0] {
+            return Err(
+                "Initial buffer size cannot be larger than maximum allowed connections.".into(),
+            );
+        }
+        (v[0].min(max_conn), v[1], v[2], v[3])
+    } else {
+        (n.min(max_conn), b, b, n)
+    };
+    if initial < b {
+        return Err(
+            "Initial buffer size must be larger than or equal to the max batch size".into(),
+        );
+    }
+    if subsequent < b {
+        // The backend's spelling.
+        return Err(
+            "Sbusequent buffer size must be larger than or equal to the max batch size.".into(),
+        );
+    }
+    if a_th < b {
+        return Err(
+            "Buffer allocation threshold size must be larger than or equal to the max batch size."
+                .into(),
+        );
+    }
+    if a_th > initial {
+        return Err("Initial buffer size cannot be smaller than allocation threshold.".into());
+    }
+    let max_chunks = (max_conn - initial)
+        .checked_div(subsequent)
+        .map_or(1, |extra| 1 + extra);
+    Ok(Sizing {
+        initial,
+        subsequent,
+        alloc_threshold: a_th,
+        dealloc_threshold: d_th,
+        max_chunks,
+    })
+}
+
+/// The slots of one instance: chunks of slots, each free or held by a
+/// correlation id.
+#[derive(Debug, Clone)]
+pub struct Slots {
+    sizing: Sizing,
+    /// Per chunk, per slot: its id.
+    chunks: Vec<Vec<Option<String>>>,
+    /// id → (chunk, slot, last execution in µs).
+    held: HashMap<String, (usize, usize, u64)>,
+}
+
+impl Slots {
+    pub fn new(sizing: Sizing) -> Self {
+        Slots {
+            sizing,
+            chunks: vec![vec![None; sizing.initial]],
+            held: HashMap::new(),
+        }
+    }
+
+    /// Sequences holding a slot.
+    pub fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+
+    /// Allocated slots (all chunks).
+    pub fn allocated(&self) -> usize {
+        self.chunks.iter().map(Vec::len).sum()
+    }
+
+    pub fn holds(&self, id: &str) -> bool {
+        self.held.contains_key(id)
+    }
+
+    /// The slot of `id`, taking the lowest free one for a new id; `false`
+    /// when none is free.
+    pub fn lookup(&mut self, id: &str, now_us: u64) -> bool {
+        if let Some(h) = self.held.get_mut(id) {
+            h.2 = now_us;
+            return true;
+        }
+        for (c, chunk) in self.chunks.iter_mut().enumerate() {
+            if let Some(s) = chunk.iter().position(Option::is_none) {
+                chunk[s] = Some(id.to_string());
+                self.held.insert(id.to_string(), (c, s, now_us));
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Frees the slot of `id`; `false` when it held none.
+    pub fn free(&mut self, id: &str) -> bool {
+        match self.held.remove(id) {
+            Some((c, s, _)) => {
+                self.chunks[c][s] = None;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Frees the slots of ids unused for more than `idle_us`, except `keep`.
+    pub fn sweep(&mut self, now_us: u64, idle_us: u64, keep: &HashSet<String>) {
+        let stale: Vec<String> = self
+            .held
+            .iter()
+            .filter(|(id, h)| now_us.saturating_sub(h.2) > idle_us && !keep.contains(*id))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in stale {
+            self.free(&id);
+        }
+    }
+
+    /// The lazy allocation step after a batch: add a chunk when few slots
+    /// are free, or release the last chunk when it is unused and many are.
+    pub fn after_batch(&mut self) {
+        let free = self.allocated() - self.held.len();
+        let z = &self.sizing;
+        if self.chunks.len() < z.max_chunks && free < z.alloc_threshold {
+            self.chunks.push(vec![None; z.subsequent]);
+        } else if self.chunks.len() > 1
+            && free > z.dealloc_threshold
+            && self
+                .chunks
+                .last()
+                .is_some_and(|c| c.iter().all(Option::is_none))
+        {
+            self.chunks.pop();
+        }
+    }
+}
+
+/// The stateful backend's per-batch behaviour for one model (all its
+/// instances).
+#[derive(Debug, Clone)]
+pub struct StatefulBackend {
+    max_batch_size: usize,
+    infer_end_requests: bool,
+    always_pad: bool,
+    /// Ascending.
+    preferred: Vec<usize>,
+    string_ids: bool,
+    idle_us: u64,
+    /// Per instance.
+    slots: Vec<Slots>,
+    /// The `[1, …, 1]` zero outputs of an END request that is not run.
+    end_outputs: Vec<(String, Tensor)>,
+}
+
+/// What happens to one row of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fate {
+    /// Run normally.
+    Infer,
+    /// Answered without running (`infer_end_requests: "0"`).
+    EndOnly,
+    /// Failed with this message (computed as padding, nothing stored).
+    Error(String),
+}
+
+/// One request of a batch as the backend sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Row<'a> {
+    pub corrid: Option<&'a CorrId>,
+    pub end: bool,
+}
+
+impl StatefulBackend {
+    /// `None` unless the config uses the stateful backend.
+    pub fn from_config(cfg: &ModelConfig, instances: usize) -> Result<Option<Self>, String> {
+        if cfg.backend != "stateful" {
+            return Ok(None);
+        }
+        let sizing = sizing(cfg)?;
+        let mut preferred = Vec::new();
+        let mut idle_us = 1_000_000;
+        let mut string_ids = false;
+        if let Some(SchedulingChoice::SequenceBatching(sb)) = &cfg.scheduling_choice {
+            idle_us = sb.max_sequence_idle_microseconds;
+            if let Some(StrategyChoice::Oldest(o)) = &sb.strategy_choice {
+                preferred = o
+                    .preferred_batch_size
+                    .iter()
+                    .filter_map(|&p| usize::try_from(p).ok())
+                    .collect();
+            }
+            string_ids = sb.control_input.iter().any(|c| {
+                c.control.iter().any(|k| {
+                    k.kind == ControlKind::ControlSequenceCorrid as i32
+                        && k.data_type == PbDataType::TypeString as i32
+                })
+            });
+        }
+        let b = usize::try_from(cfg.max_batch_size.max(0)).unwrap_or(0);
+        if preferred.is_empty() {
+            preferred.push(b);
+        }
+        preferred.sort_unstable();
+        let mut end_outputs = Vec::with_capacity(cfg.output.len());
+        for o in &cfg.output {
+            let dtype = DataType::from_config(o.data_type).unwrap_or(DataType::F32);
+            // The leading 1 is the batch dimension the runner restores.
+            let shape = vec![1i64; o.dims.len() + 1];
+            let t = Tensor::zeros(dtype, shape).map_err(|e| e.to_string())?;
+            end_outputs.push((o.name.clone(), t));
+        }
+        Ok(Some(StatefulBackend {
+            max_batch_size: b,
+            infer_end_requests: param(cfg, "infer_end_requests") != Some("0"),
+            always_pad: param(cfg, "always_pad_to_max_batch") == Some("1"),
+            preferred,
+            string_ids,
+            idle_us,
+            slots: (0..instances.max(1)).map(|_| Slots::new(sizing)).collect(),
+            end_outputs,
+        }))
+    }
+
+    /// The slots of one instance.
+    pub fn slots(&self, instance: usize) -> &Slots {
+        &self.slots[instance]
+    }
+
+    /// The number of rows a run of `r` requests is padded to (§5 step 2).
+    pub fn padded_size(&self, r: usize) -> usize {
+        if r == 0 {
+            return 0;
+        }
+        let p = if self.always_pad {
+            self.preferred
+                .iter()
+                .copied()
+                .find(|&p| p >= r)
+                .unwrap_or(r)
+        } else {
+            self.max_batch_size
+        };
+        p.max(r)
+    }
+
+    /// The outputs of an END request that is not run.
+    pub fn end_outputs(&self) -> &[(String, Tensor)] {
+        &self.end_outputs
+    }
+
+    /// Decides the fate of every row of a batch on `instance` at `now_us`
+    /// (§5 steps 1, 3, 4, 11, 12) and returns it with the padded size.
+    pub fn plan(&mut self, instance: usize, now_us: u64, rows: &[Row]) -> (Vec<Fate>, usize) {
+        let mut fates = Vec::with_capacity(rows.len());
+        let mut keys: Vec<Option<String>> = Vec::with_capacity(rows.len());
+        for row in rows {
+            let key = row.corrid.map(|c| match c {
+                CorrId::Int(v) => v.to_string(),
+                CorrId::Str(s) => s.clone(),
+            });
+            let fate = match row.corrid {
+                Some(CorrId::Str(_)) if !self.string_ids => Fate::Error(NOT_UNSIGNED.into()),
+                Some(CorrId::Int(_)) if self.string_ids => Fate::Error(NOT_STRING.into()),
+                _ if row.end && !self.infer_end_requests => Fate::EndOnly,
+                _ => Fate::Infer,
+            };
+            keys.push(key);
+            fates.push(fate);
+        }
+        let slots = &mut self.slots[instance];
+        // END requests that are not run free their sequence at once (an id
+        // without a slot is left alone, unlike the backend, which would
+        // free slot 0 of chunk 0).
+        for (fate, key) in fates.iter().zip(&keys) {
+            if let (Fate::EndOnly, Some(k)) = (fate, key) {
+                slots.free(k);
+            }
+        }
+        let r = fates
+            .iter()
+            .filter(|f| !matches!(f, Fate::EndOnly | Fate::Error(_)))
+            .count();
+        let keep: HashSet<String> = keys.iter().flatten().cloned().collect();
+        slots.sweep(now_us, self.idle_us, &keep);
+        for (fate, key) in fates.iter_mut().zip(&keys) {
+            if let (Fate::Infer, Some(k)) = (&*fate, key) {
+                if !slots.lookup(k, now_us) {
+                    *fate = Fate::Error(TOO_MANY.into());
+                }
+            }
+        }
+        for ((fate, key), row) in fates.iter().zip(&keys).zip(rows) {
+            if let (Fate::Infer, Some(k), true) = (fate, key, row.end) {
+                slots.free(k);
+            }
+        }
+        slots.after_batch();
+        let padded = self.padded_size(r);
+        (fates, padded)
+    }
+
+    /// Applies [`Self::plan`] to a batch the runner assembled (parallel
+    /// per-row vectors): END requests that are not run and requests with a
+    /// correlation id of the wrong kind leave the batch; a request that
+    /// found no slot becomes a padding row (computed, nothing restored or
+    /// stored, reset set); the batch is padded. The answers of the rows
+    /// taken out are returned as `(request index, result)`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply<K>(
+        &mut self,
+        instance: usize,
+        now_us: u64,
+        requests: &[RunRequest],
+        tags: &mut Vec<Option<usize>>,
+        keys: &mut Vec<Option<K>>,
+        sizes: &mut Vec<usize>,
+        starts: &mut Vec<bool>,
+    ) -> Vec<(usize, RunResult)> {
+        let rows: Vec<Row> = tags
+            .iter()
+            .map(|t| Row {
+                corrid: t.and_then(|i| requests[i].sequence_id.as_ref()),
+                end: t.is_some_and(|i| requests[i].end),
+            })
+            .collect();
+        let (fates, padded) = self.plan(instance, now_us, &rows);
+        let mut answers = Vec::new();
+        let mut drop = vec![false; fates.len()];
+        for (j, fate) in fates.into_iter().enumerate() {
+            let Some(i) = tags[j] else { continue };
+            let r = &requests[i];
+            let outcome = match fate {
+                Fate::Infer => continue,
+                Fate::EndOnly => {
+                    drop[j] = true;
+                    Ok(self.end_outputs.clone())
+                }
+                Fate::Error(e) => {
+                    // Only a request that found no slot is still computed.
+                    drop[j] = e != TOO_MANY;
+                    Err(format!("request {}: {e}", r.id))
+                }
+            };
+            answers.push((
+                i,
+                RunResult {
+                    id: r.id.clone(),
+                    sequence_id: r.sequence_id.clone(),
+                    outcome,
+                },
+            ));
+            tags[j] = None;
+            keys[j] = None;
+            starts[j] = true;
+        }
+        retain_unmarked(tags, &drop);
+        retain_unmarked(keys, &drop);
+        retain_unmarked(sizes, &drop);
+        retain_unmarked(starts, &drop);
+        if tags.iter().any(Option::is_some) {
+            while tags.len() < padded {
+                tags.push(None);
+                keys.push(None);
+                sizes.push(1);
+                starts.push(true);
+            }
+        }
+        answers
+    }
+}
+
+/// Drops the marked rows of a per-row vector.
+fn retain_unmarked<T>(v: &mut Vec<T>, drop: &[bool]) {
+    let mut j = 0;
+    v.retain(|_| {
+        j += 1;
+        !drop.get(j - 1).copied().unwrap_or(false)
+    });
+}
+
+/// Notes for parameters of a stateful-backend config that have no effect
+/// on a CPU run (§7, §8).
+pub fn gpu_only_notes(cfg: &ModelConfig) -> Vec<String> {
+    if cfg.backend != "stateful" {
+        return Vec::new();
+    }
+    let mut notes = Vec::new();
+    for (key, what) in [
+        (
+            "ort_ep",
+            "selects the GPU execution provider (TensorRT or CUDA)",
+        ),
+        ("compute_precision", "sets TensorRT's precision"),
+        ("enable_trt_caching", "caches TensorRT engines"),
+        ("trt_cache_dir", "is the TensorRT engine cache directory"),
+        (
+            "enable_cuda_graph",
+            "captures CUDA graphs in the TensorRT execution provider",
+        ),
+    ] {
+        if cfg.parameters.contains_key(key) {
+            notes.push(format!(
+                "parameter '{key}' {what}; it has no effect on a CPU run and is ignored"
+            ));
+        }
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ParsedConfig;
+
+    /// A stateful-backend config: `max_batch_size` B, `oldest` with N
+    /// candidates (and `extra` inside `oldest`), parameters as key/value.
+    fn config(b: i64, n: i64, extra: &str, params: &[(&str, &str)], corrid: &str) -> ModelConfig {
+        let params: String = params
+            .iter()
+            .map(|(k, v)| {
+                format!("parameters {{ key: \"{k}\" value {{ string_value: \"{v}\" }} }}\n")
+            })
+            .collect();
+        ParsedConfig::parse(format!(
+            "name: \"m\"\nbackend: \"stateful\"\nmax_batch_size: {b}\n\
+             output {{ name: \"Output\" data_type: TYPE_FP32 dims: [ 4, -1, 5 ] }}\n\
+             sequence_batching {{ max_sequence_idle_microseconds: 1000 \
+             oldest {{ max_candidate_sequences: {n} {extra} }} \
+             control_input {{ name: \"CORRID\" control {{ kind: CONTROL_SEQUENCE_CORRID data_type: {corrid} }} }} }}\n{params}"
+        ))
+        .config
+        .unwrap()
+    }
+
+    fn backend(b: i64, n: i64, extra: &str, params: &[(&str, &str)]) -> StatefulBackend {
+        StatefulBackend::from_config(&config(b, n, extra, params, "TYPE_UINT64"), 1)
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_worked_sizing_of_the_accumulate_example() {
+        // stateful-backend.md §4: N 1280, ratio 0.9, B 16, lazy 512/100/32/200.
+        let c = config(
+            16,
+            1280,
+            "",
+            &[
+                ("initial_buffer_size", "512"),
+                ("subsequent_buffer_size", "100"),
+                ("buffer_alloc_threshold", "32"),
+                ("buffer_dealloc_threshold", "200"),
+            ],
+            "TYPE_UINT64",
+        );
+        let z = sizing(&c).unwrap();
+        assert_eq!((z.initial, z.subsequent, z.max_chunks), (512, 100, 7));
+        assert_eq!(z.capacity(), 1112);
+        // Without lazy parameters: min(N, max_conn) in one chunk.
+        let z = sizing(&config(4, 8, "", &[], "TYPE_UINT64")).unwrap();
+        assert_eq!((z.initial, z.max_chunks, z.capacity()), (7, 1, 7));
+    }
+
+    #[test]
+    fn load_time_checks_give_the_backends_messages() {
+        let e = |b, n, p: &[(&str, &str)]| sizing(&config(b, n, "", p, "TYPE_UINT64")).unwrap_err();
+        assert_eq!(
+            e(16, 0, &[]),
+            "Initial buffer size must be larger than or equal to the max batch size"
+        );
+        let lazy = |i: &str, s: &str, a: &str| {
+            vec![
+                ("initial_buffer_size", i.to_string()),
+                ("subsequent_buffer_size", s.to_string()),
+                ("buffer_alloc_threshold", a.to_string()),
+                ("buffer_dealloc_threshold", "200".to_string()),
+            ]
+        };
+        let run = |p: Vec<(&str, String)>| {
+            let p: Vec<(&str, &str)> = p.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            sizing(&config(16, 1280, "", &p, "TYPE_UINT64")).unwrap_err()
+        };
+        assert_eq!(
+            run(lazy("2000", "100", "32")),
+            "Initial buffer size cannot be larger than maximum allowed connections."
+        );
+        assert!(run(lazy("512", "8", "32")).starts_with("Sbusequent buffer size"));
+        assert!(run(lazy("512", "100", "8")).starts_with("Buffer allocation threshold"));
+        assert_eq!(
+            run(lazy("64", "100", "100")),
+            "Initial buffer size cannot be smaller than allocation threshold."
+        );
+        assert_eq!(
+            run(lazy("-1", "100", "32")),
+            "Invalid value for `initial_buffer_size`"
+        );
+        let missing = sizing(&config(
+            16,
+            1280,
+            "",
+            &[("initial_buffer_size", "512")],
+            "TYPE_UINT64",
+        ))
+        .unwrap_err();
+        assert!(missing.contains("subsequent_buffer_size"), "{missing}");
+    }
+
+    #[test]
+    fn a_sequence_beyond_capacity_fails_and_a_freed_slot_is_reused() {
+        // Capacity 7 (N 8 × 0.9), B 4.
+        let mut b = backend(4, 8, "", &[]);
+        let ids: Vec<CorrId> = (1..=9).map(CorrId::Int).collect();
+        let rows = |r: &[usize], end: bool| -> Vec<Row> {
+            r.iter()
+                .map(|&i| Row {
+                    corrid: Some(&ids[i]),
+                    end,
+                })
+                .collect::<Vec<_>>()
+        };
+        let (f, p) = b.plan(0, 0, &rows(&[0, 1, 2, 3], false));
+        assert_eq!((f, p), (vec![Fate::Infer; 4], 4));
+        let (f, _) = b.plan(0, 1, &rows(&[4, 5, 6, 7], false));
+        assert_eq!(f[..3], vec![Fate::Infer; 3]);
+        assert_eq!(f[3], Fate::Error(TOO_MANY.into()));
+        assert_eq!(b.slots(0).len(), 7);
+        // Known ids keep their slots; an END frees one after the run, so
+        // the same batch cannot reuse it, the next one can.
+        let mut r = rows(&[0, 7], false);
+        r[0].end = true;
+        let (f, _) = b.plan(0, 2, &r);
+        assert_eq!(f, vec![Fate::Infer, Fate::Error(TOO_MANY.into())]);
+        let (f, _) = b.plan(0, 3, &rows(&[7], false));
+        assert_eq!(f, vec![Fate::Infer]);
+        assert!(b.slots(0).holds("8") && !b.slots(0).holds("1"));
+    }
+
+    #[test]
+    fn idle_sequences_lose_their_slot_unless_in_the_batch() {
+        let mut b = backend(4, 8, "", &[]);
+        let (a, c) = (CorrId::Int(1), CorrId::Int(2));
+        let row = |id| Row {
+            corrid: Some(id),
+            end: false,
+        };
+        b.plan(0, 0, &[row(&a), row(&c)]);
+        // Idle limit 1000 µs: at 5000 both are stale, but 2 is in the batch.
+        b.plan(0, 5000, &[row(&c)]);
+        assert!(!b.slots(0).holds("1") && b.slots(0).holds("2"));
+    }
+
+    #[test]
+    fn lazy_chunks_grow_and_shrink() {
+        // N 40 × 1.0, B 2, lazy 4/4/2/6: chunks of 4 up to 1 + 36/4 = 10.
+        let c = config(
+            2,
+            40,
+            "",
+            &[
+                ("max_candidate_sequence_use_ratio", "1.0"),
+                ("initial_buffer_size", "4"),
+                ("subsequent_buffer_size", "4"),
+                ("buffer_alloc_threshold", "2"),
+                ("buffer_dealloc_threshold", "6"),
+            ],
+            "TYPE_UINT64",
+        );
+        let mut s = Slots::new(sizing(&c).unwrap());
+        assert_eq!(s.allocated(), 4);
+        for id in ["a", "b", "c"] {
+            assert!(s.lookup(id, 0));
+        }
+        s.after_batch(); // 1 free < 2: a chunk is added
+        assert_eq!(s.allocated(), 8);
+        for id in ["d", "e", "f"] {
+            assert!(s.lookup(id, 0));
+        }
+        for id in ["a", "b", "c", "d", "e", "f"] {
+            s.free(id);
+        }
+        s.after_batch(); // 8 free > 6 and the last chunk is free
+        assert_eq!(s.allocated(), 4);
+        s.after_batch(); // chunk 0 is never released
+        assert_eq!(s.allocated(), 4);
+    }
+
+    #[test]
+    fn end_requests_are_not_run_with_infer_end_requests_0() {
+        let mut b = backend(4, 8, "", &[("infer_end_requests", "0")]);
+        let id = CorrId::Int(5);
+        let (f, p) = b.plan(
+            0,
+            0,
+            &[Row {
+                corrid: Some(&id),
+                end: false,
+            }],
+        );
+        assert_eq!((f, p), (vec![Fate::Infer], 4));
+        assert!(b.slots(0).holds("5"));
+        let (f, p) = b.plan(
+            0,
+            1,
+            &[Row {
+                corrid: Some(&id),
+                end: true,
+            }],
+        );
+        assert_eq!((f, p), (vec![Fate::EndOnly], 0));
+        assert!(b.slots(0).is_empty());
+        let (name, t) = &b.end_outputs()[0];
+        assert_eq!(
+            (name.as_str(), t.shape.clone()),
+            ("Output", vec![1, 1, 1, 1])
+        );
+        // The default runs END requests.
+        let mut d = backend(4, 8, "", &[]);
+        let (f, _) = d.plan(
+            0,
+            0,
+            &[Row {
+                corrid: Some(&id),
+                end: true,
+            }],
+        );
+        assert_eq!(f, vec![Fate::Infer]);
+        assert!(d.slots(0).is_empty());
+    }
+
+    #[test]
+    fn padding_to_max_or_preferred_batch_size() {
+        let b = backend(8, 16, "preferred_batch_size: [ 2, 6 ]", &[]);
+        assert_eq!(
+            (b.padded_size(1), b.padded_size(3), b.padded_size(8)),
+            (8, 8, 8)
+        );
+        let b = backend(
+            8,
+            16,
+            "preferred_batch_size: [ 6, 2 ]",
+            &[("always_pad_to_max_batch", "1")],
+        );
+        assert_eq!(
+            (
+                b.padded_size(1),
+                b.padded_size(2),
+                b.padded_size(3),
+                b.padded_size(7)
+            ),
+            (2, 2, 6, 7)
+        );
+        assert_eq!(b.padded_size(0), 0);
+    }
+
+    #[test]
+    fn correlation_ids_of_the_wrong_kind_fail() {
+        let mut n = backend(4, 8, "", &[]);
+        let s = CorrId::Str("abc".into());
+        let i = CorrId::Int(3);
+        let (f, _) = n.plan(
+            0,
+            0,
+            &[
+                Row {
+                    corrid: Some(&s),
+                    end: false,
+                },
+                Row {
+                    corrid: Some(&i),
+                    end: false,
+                },
+            ],
+        );
+        assert_eq!(f, vec![Fate::Error(NOT_UNSIGNED.into()), Fate::Infer]);
+        let mut st = StatefulBackend::from_config(&config(4, 8, "", &[], "TYPE_STRING"), 1)
+            .unwrap()
+            .unwrap();
+        let (f, _) = st.plan(
+            0,
+            0,
+            &[
+                Row {
+                    corrid: Some(&s),
+                    end: false,
+                },
+                Row {
+                    corrid: Some(&i),
+                    end: false,
+                },
+            ],
+        );
+        assert_eq!(f, vec![Fate::Infer, Fate::Error(NOT_STRING.into())]);
+    }
+
+    #[test]
+    fn apply_takes_rows_out_and_pads() {
+        let mut b = backend(4, 8, "", &[("infer_end_requests", "0")]);
+        let req = |id: &str, seq: u64, end: bool| RunRequest {
+            id: id.into(),
+            index: 0,
+            origin: String::new(),
+            arrival_us: None,
+            sequence_id: Some(CorrId::Int(seq)),
+            start: !end,
+            end,
+            priority: 0,
+            timeout_us: 0,
+            inputs: Default::default(),
+        };
+        let requests = vec![req("a", 1, false), req("b", 2, true), req("c", 3, false)];
+        let mut tags = vec![Some(0), Some(1), Some(2)];
+        let mut keys = vec![Some(10u32), Some(20), Some(30)];
+        let mut sizes = vec![1, 1, 1];
+        let mut starts = vec![true, false, true];
+        let answers = b.apply(
+            0,
+            0,
+            &requests,
+            &mut tags,
+            &mut keys,
+            &mut sizes,
+            &mut starts,
+        );
+        assert_eq!(answers.len(), 1);
+        assert_eq!(answers[0].0, 1);
+        assert!(answers[0].1.outcome.is_ok());
+        assert_eq!(tags, vec![Some(0), Some(2), None, None]);
+        assert_eq!(keys, vec![Some(10), Some(30), None, None]);
+        assert_eq!(starts, vec![true, true, true, true]);
+        assert_eq!(sizes.len(), 4);
+    }
+
+    #[test]
+    fn gpu_only_parameters_get_a_note() {
+        let c = config(
+            4,
+            8,
+            "",
+            &[
+                ("ort_ep", "trt"),
+                ("enable_cuda_graph", "1"),
+                ("state_pairs", "<<<a, b>>>"),
+            ],
+            "TYPE_UINT64",
+        );
+        let notes = gpu_only_notes(&c);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("'ort_ep'") && notes[1].contains("'enable_cuda_graph'"));
+        assert!(notes.iter().all(|n| n.contains("no effect on a CPU run")));
+    }
+}
