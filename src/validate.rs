@@ -54,6 +54,9 @@ pub struct SeverityOverrides {
     pub allow: Vec<String>,
     /// Codes (or rule names) whose findings become errors.
     pub deny: Vec<String>,
+    /// Severities from `tritonctl.toml` (`[rules]`), applied before the
+    /// command-line flags, which win.
+    pub levels: Vec<(&'static str, crate::settings::Level)>,
 }
 
 impl SeverityOverrides {
@@ -73,7 +76,16 @@ impl SeverityOverrides {
     }
 
     pub fn apply(&self, report: &mut Report) {
+        use crate::settings::Level;
         for f in &mut report.files {
+            f.diagnostics.retain_mut(|d| {
+                match self.levels.iter().find(|(c, _)| *c == d.code) {
+                    Some((_, Level::Off)) => return false,
+                    Some((_, Level::Severity(s))) => d.severity = *s,
+                    None => {}
+                }
+                true
+            });
             f.diagnostics.retain(|d| !Self::matches(&self.allow, d));
             for d in &mut f.diagnostics {
                 if Self::matches(&self.deny, d) || (self.strict && d.severity == Severity::Warning)
@@ -89,6 +101,28 @@ impl SeverityOverrides {
 pub struct ValidateOptions {
     pub lint: Options,
     pub overrides: SeverityOverrides,
+    /// The `tritonctl.toml` in effect, for its exclude patterns.
+    pub settings: Option<std::sync::Arc<crate::settings::Settings>>,
+    /// Report suppression entries that silence nothing (W1002, opt-in).
+    pub report_unused_suppressions: bool,
+}
+
+impl ValidateOptions {
+    /// Whether a path met while walking a repository is excluded by the
+    /// settings file.
+    fn excluded(&self, path: &Path, walked: &Path) -> bool {
+        self.settings
+            .as_ref()
+            .is_some_and(|s| s.excludes(path, walked))
+    }
+
+    /// Inline suppressions, then severity overrides.
+    fn finish(&self, report: &mut Report) {
+        for f in &mut report.files {
+            crate::suppress::apply(f, self.report_unused_suppressions);
+        }
+        self.overrides.apply(report);
+    }
 }
 
 /// An input that could not be read at all (exit code 2).
@@ -104,7 +138,7 @@ pub fn validate_stdin(bytes: Vec<u8>, opts: &ValidateOptions) -> Report {
     let mut report = Report {
         files: vec![check_config_file("<stdin>".into(), bytes, None, &opts.lint)],
     };
-    opts.overrides.apply(&mut report);
+    opts.finish(&mut report);
     report
 }
 
@@ -153,21 +187,23 @@ pub fn validate_paths(paths: &[PathBuf], opts: &ValidateOptions) -> Result<Repor
                 )),
             }
         } else if meta.is_dir() {
-            let models = repo::discover(p).map_err(|e| InputError::Unreadable {
+            let mut models = repo::discover(p).map_err(|e| InputError::Unreadable {
                 path: p.display().to_string(),
                 message: io_message(&e),
             })?;
+            models.retain(|m| !opts.excluded(&m.dir, p));
             report
                 .files
                 .extend(repo::validate_repository(&models, &opts.lint));
             report.files.extend(
                 repo::hidden_dirs(p)
                     .iter()
+                    .filter(|d| !opts.excluded(d, p))
                     .map(|d| repo::hidden_dir_report(d)),
             );
         }
     }
-    opts.overrides.apply(&mut report);
+    opts.finish(&mut report);
     Ok(report)
 }
 

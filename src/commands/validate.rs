@@ -4,9 +4,12 @@ use super::{find_rule, unknown_rule_message, CommandError, Context, ExitStatus};
 use crate::cli::{OutputFormat, ValidateArgs};
 use crate::diagnostics::render::{self, Format, RenderOptions, Summary};
 use crate::lint::Options;
+use crate::settings::{self, Settings};
 use crate::validate::{validate_paths, validate_stdin, Report, SeverityOverrides, ValidateOptions};
+use std::collections::HashMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 pub fn run(
@@ -14,7 +17,8 @@ pub fn run(
     ctx: &Context,
     out: &mut dyn Write,
 ) -> Result<ExitStatus, CommandError> {
-    let opts = options(args)?;
+    let base = options(args)?;
+    let mut settings = SettingsLookup::new(args)?;
     let started = Instant::now();
     let mut report = Report::default();
     let mut unreadable = false;
@@ -27,12 +31,14 @@ pub fn run(
                 ));
             }
             stdin_seen = true;
+            let opts = settings.options_for(Path::new("."), &base, args)?;
             let bytes = crate::term::read_stdin().map_err(|e| {
                 CommandError::Input(format!("<stdin>: cannot read standard input: {e}"))
             })?;
             report.files.extend(validate_stdin(bytes, &opts).files);
             continue;
         }
+        let opts = settings.options_for(p, &base, args)?;
         match validate_paths(std::slice::from_ref(p), &opts) {
             Ok(r) => report.files.extend(r.files),
             Err(e) => {
@@ -105,6 +111,7 @@ pub fn options(args: &ValidateArgs) -> Result<ValidateOptions, CommandError> {
         strict: args.strict,
         allow: resolve("--allow", &args.allow)?,
         deny: resolve("--deny", &args.deny)?,
+        levels: Vec::new(),
     };
     if let Some(c) = overrides.unknown_codes().first() {
         return Err(CommandError::Usage(unknown_rule_message(
@@ -119,6 +126,8 @@ pub fn options(args: &ValidateArgs) -> Result<ValidateOptions, CommandError> {
         )));
     }
     Ok(ValidateOptions {
+        settings: None,
+        report_unused_suppressions: false,
         lint: Options {
             platform_default: args.platform_default.clone(),
             known_backends: args.known_backend.clone(),
@@ -128,6 +137,70 @@ pub fn options(args: &ValidateArgs) -> Result<ValidateOptions, CommandError> {
         },
         overrides,
     })
+}
+
+/// The `tritonctl.toml` in effect for each path: the one given with
+/// `--config`, none with `--no-config`, else the nearest one found by
+/// walking up (each file read once).
+struct SettingsLookup {
+    explicit: Option<Arc<Settings>>,
+    disabled: bool,
+    loaded: HashMap<PathBuf, Arc<Settings>>,
+}
+
+impl SettingsLookup {
+    fn new(args: &ValidateArgs) -> Result<SettingsLookup, CommandError> {
+        let explicit = match (&args.config, args.no_config) {
+            (Some(f), false) => Some(Arc::new(
+                Settings::load(f).map_err(|e| CommandError::Input(e.to_string()))?,
+            )),
+            _ => None,
+        };
+        Ok(SettingsLookup {
+            explicit,
+            disabled: args.no_config,
+            loaded: HashMap::new(),
+        })
+    }
+
+    fn settings_for(&mut self, path: &Path) -> Result<Option<Arc<Settings>>, CommandError> {
+        if self.disabled {
+            return Ok(None);
+        }
+        if let Some(s) = &self.explicit {
+            return Ok(Some(s.clone()));
+        }
+        let Some(file) = settings::discover(path) else {
+            return Ok(None);
+        };
+        if let Some(s) = self.loaded.get(&file) {
+            return Ok(Some(s.clone()));
+        }
+        let s = Arc::new(Settings::load(&file).map_err(|e| CommandError::Input(e.to_string()))?);
+        self.loaded.insert(file, s.clone());
+        Ok(Some(s))
+    }
+
+    /// The command-line options with the settings for `path` underneath:
+    /// flags win over the file.
+    fn options_for(
+        &mut self,
+        path: &Path,
+        base: &ValidateOptions,
+        args: &ValidateArgs,
+    ) -> Result<ValidateOptions, CommandError> {
+        let mut opts = base.clone();
+        if let Some(s) = self.settings_for(path)? {
+            opts.overrides.levels = s.rules.clone();
+            if args.platform_default.is_none() {
+                opts.lint.platform_default = s.default_platform.clone();
+            }
+            opts.report_unused_suppressions =
+                matches!(s.level("W1002"), Some(settings::Level::Severity(_)));
+            opts.settings = Some(s);
+        }
+        Ok(opts)
+    }
 }
 
 pub fn format_of(f: OutputFormat) -> Format {

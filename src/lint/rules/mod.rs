@@ -9,6 +9,7 @@ pub mod model;
 pub mod repository;
 pub mod scheduler;
 pub mod stateful;
+pub mod suppress;
 pub mod warmup;
 
 use super::registry::Rule;
@@ -27,6 +28,8 @@ pub fn all_rules() -> impl Iterator<Item = &'static Rule> {
         stateful::RULES,
         warmup::RULES,
         hints::RULES,
+        suppress::RULES,
+        crate::repo::bls::RULES,
     ]
     .into_iter()
     .flatten()

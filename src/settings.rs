@@ -1,0 +1,337 @@
+//! `tritonctl.toml`: project settings for `validate`.
+//!
+//! ```toml
+//! default-platform = "onnxruntime_onnx"   # or `platform`
+//! exclude = ["experimental/**", "legacy_*"]
+//!
+//! [rules]
+//! W0001 = "error"              # codes or names; error|warning|note|off
+//! unknown-field = "warning"
+//! ```
+//!
+//! The file is found by walking up from each validated path; the walk stops
+//! at the directory holding `.git` (the top of the project) or at the
+//! filesystem root.
+
+use crate::diagnostics::Severity;
+use crate::text::LineIndex;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+use toml::Spanned;
+
+/// The file name looked for.
+pub const FILE_NAME: &str = "tritonctl.toml";
+
+/// What a `[rules]` entry sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// The finding is reported with this severity.
+    Severity(Severity),
+    /// The finding is dropped.
+    Off,
+}
+
+/// A loaded settings file.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// The directory exclude patterns are relative to (the file's own).
+    pub root: PathBuf,
+    /// Severity overrides by rule code, in file order.
+    pub rules: Vec<(&'static str, Level)>,
+    /// Glob patterns of paths skipped when walking a repository.
+    pub exclude: Vec<String>,
+    /// Platform assumed when a config names neither platform nor backend
+    /// (like `--platform-default`, which wins over it).
+    pub default_platform: Option<String>,
+}
+
+/// A settings file that cannot be used (exit code 2).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{path}:{line}:{column}: {message}")]
+pub struct SettingsError {
+    pub path: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawSettings {
+    #[serde(default)]
+    rules: BTreeMap<Spanned<String>, Spanned<String>>,
+    #[serde(default)]
+    exclude: Vec<Spanned<String>>,
+    platform: Option<Spanned<String>>,
+    default_platform: Option<Spanned<String>>,
+}
+
+impl Settings {
+    /// Reads and checks a settings file.
+    pub fn load(path: &Path) -> Result<Settings, SettingsError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SettingsError {
+            path: shown_path(path),
+            line: 1,
+            column: 1,
+            message: format!("cannot read: {}", crate::validate::io_message(&e)),
+        })?;
+        Settings::parse(&text, path)
+    }
+
+    /// Parses settings text read from `path`.
+    pub fn parse(text: &str, path: &Path) -> Result<Settings, SettingsError> {
+        let index = LineIndex::new(text);
+        let shown = shown_path(path);
+        let err = |offset: usize, message: String| {
+            let lc = index.line_col(text, offset.min(text.len()));
+            SettingsError {
+                path: shown.clone(),
+                line: lc.line,
+                column: lc.column,
+                message,
+            }
+        };
+        let raw: RawSettings = toml::from_str(text).map_err(|e| {
+            let at = e.span().map(|s| s.start).unwrap_or(0);
+            err(at, e.message().trim().to_string())
+        })?;
+        let mut rules = Vec::new();
+        for (key, value) in &raw.rules {
+            let Some(rule) = crate::commands::find_rule(key.get_ref()) else {
+                return Err(err(
+                    key.span().start,
+                    crate::commands::unknown_rule_message("[rules] entry", key.get_ref()),
+                ));
+            };
+            let level = match value.get_ref().to_ascii_lowercase().as_str() {
+                "error" => Level::Severity(Severity::Error),
+                "warning" | "warn" => Level::Severity(Severity::Warning),
+                "note" | "info" => Level::Severity(Severity::Note),
+                "off" | "ignore" | "allow" => Level::Off,
+                other => {
+                    return Err(err(
+                        value.span().start,
+                        format!(
+                            "'{other}' is not a level for {}: use \"error\", \"warning\", \"note\" or \"off\"",
+                            rule.code
+                        ),
+                    ))
+                }
+            };
+            rules.push((rule.code, level));
+        }
+        rules.sort_by_key(|(code, _)| *code);
+        let platform = match (raw.platform, raw.default_platform) {
+            (Some(a), Some(_)) => {
+                return Err(err(
+                    a.span().start,
+                    "give `platform` or `default-platform`, not both".into(),
+                ))
+            }
+            (a, b) => a.or(b),
+        };
+        if let Some(p) = &platform {
+            if p.get_ref().trim().is_empty() {
+                return Err(err(p.span().start, "the platform is empty".into()));
+            }
+        }
+        for g in &raw.exclude {
+            if g.get_ref().trim().is_empty() {
+                return Err(err(g.span().start, "an exclude pattern is empty".into()));
+            }
+        }
+        Ok(Settings {
+            path: path.to_path_buf(),
+            root: path
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from(".")),
+            rules,
+            exclude: raw.exclude.into_iter().map(Spanned::into_inner).collect(),
+            default_platform: platform.map(Spanned::into_inner),
+        })
+    }
+
+    /// The level set for `code`, if any.
+    pub fn level(&self, code: &str) -> Option<Level> {
+        self.rules.iter().find(|(c, _)| *c == code).map(|(_, l)| *l)
+    }
+
+    /// Whether `path` (a model directory or file met while walking) matches
+    /// an exclude pattern. Patterns hold `*`, `?` and `**`; one without `/`
+    /// matches any single path component, one with `/` the path relative to
+    /// the settings file's directory. A match excludes everything below.
+    ///
+    /// Only components below `walked` (the directory named on the command
+    /// line) are matched: a path given explicitly is never excluded.
+    pub fn excludes(&self, path: &Path, walked: &Path) -> bool {
+        if self.exclude.is_empty() {
+            return false;
+        }
+        let Some(rel) = relative_to(path, &self.root) else {
+            return false;
+        };
+        let skip = relative_to(walked, &self.root).map_or(0, |w| w.len());
+        let parts: Vec<&str> = rel.iter().map(String::as_str).collect();
+        if parts.len() <= skip {
+            return false;
+        }
+        self.exclude.iter().any(|pattern| {
+            let pattern = pattern
+                .trim()
+                .trim_start_matches("./")
+                .trim_end_matches('/');
+            if !pattern.contains('/') {
+                return parts[skip..].iter().any(|p| wildcard(pattern, p));
+            }
+            let pat: Vec<&str> = pattern
+                .trim_start_matches('/')
+                .split('/')
+                .filter(|s| !s.is_empty())
+                .collect();
+            (skip + 1..=parts.len()).any(|n| glob_parts(&pat, &parts[..n]))
+        })
+    }
+}
+
+/// `path` relative to the current directory when it lies below it.
+fn shown_path(path: &Path) -> String {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(cwd).ok())
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// `path`'s components below `root`, both made absolute.
+fn relative_to(path: &Path, root: &Path) -> Option<Vec<String>> {
+    let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| absolute(p));
+    let path = abs(path);
+    let root = abs(root);
+    let rel = path.strip_prefix(&root).ok()?;
+    Some(
+        rel.components()
+            .filter_map(|c| match c {
+                Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(p)
+    }
+}
+
+/// Component-wise glob match where `**` spans any number of components.
+fn glob_parts(pat: &[&str], parts: &[&str]) -> bool {
+    match pat.split_first() {
+        None => parts.is_empty(),
+        Some((&"**", rest)) => (0..=parts.len()).any(|i| glob_parts(rest, &parts[i..])),
+        Some((p, rest)) => {
+            !parts.is_empty() && wildcard(p, parts[0]) && glob_parts(rest, &parts[1..])
+        }
+    }
+}
+
+/// `*` and `?` wildcards within one component.
+fn wildcard(pat: &str, s: &str) -> bool {
+    let p: Vec<char> = pat.chars().collect();
+    let s: Vec<char> = s.chars().collect();
+    let (mut pi, mut si) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while si < s.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == s[si]) {
+            pi += 1;
+            si += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = si;
+            pi += 1;
+        } else if let Some(st) = star {
+            pi = st + 1;
+            mark += 1;
+            si = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// The settings file for `path`: `tritonctl.toml` in its directory (its
+/// parent, for a file) or the nearest ancestor, stopping after the
+/// directory that holds `.git` or at the root.
+pub fn discover(path: &Path) -> Option<PathBuf> {
+    let start = if path.is_dir() {
+        path.to_path_buf()
+    } else {
+        path.parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."))
+    };
+    let start = std::fs::canonicalize(&start).unwrap_or_else(|_| absolute(&start));
+    for dir in start.ancestors() {
+        let candidate = dir.join(FILE_NAME);
+        if candidate.is_file() {
+            return Some(candidate);
+        }
+        if dir.join(".git").exists() {
+            return None;
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards() {
+        assert!(wildcard("legacy_*", "legacy_bert"));
+        assert!(!wildcard("legacy_*", "bert"));
+        assert!(wildcard("m?", "m1"));
+        assert!(glob_parts(&["a", "**"], &["a"]));
+        assert!(glob_parts(&["**", "b"], &["a", "x", "b"]));
+        assert!(!glob_parts(&["a", "*"], &["b", "c"]));
+    }
+
+    #[test]
+    fn parses_rules_and_reports_positions() {
+        let s = Settings::parse(
+            "default-platform = \"onnxruntime_onnx\"\n[rules]\nunknown-field = \"warning\"\nW0001 = \"off\"\n",
+            Path::new("t.toml"),
+        )
+        .unwrap();
+        assert_eq!(s.level("E0101"), Some(Level::Severity(Severity::Warning)));
+        assert_eq!(s.level("W0001"), Some(Level::Off));
+        assert_eq!(s.default_platform.as_deref(), Some("onnxruntime_onnx"));
+
+        let e = Settings::parse("[rules]\nE0101 = \"loud\"\n", Path::new("t.toml")).unwrap_err();
+        assert_eq!((e.line, e.column), (2, 9));
+        let e = Settings::parse("[rules]\nE9999 = \"off\"\n", Path::new("t.toml")).unwrap_err();
+        assert_eq!((e.line, e.column), (2, 1));
+        let e = Settings::parse(
+            "platform = \"x\"\nexclude = [\"a\", 3]\n",
+            Path::new("t.toml"),
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 2);
+        let e =
+            Settings::parse("platform = \"x\"\nrules = 1 2\n", Path::new("t.toml")).unwrap_err();
+        assert_eq!(e.line, 2);
+        let e = Settings::parse("\nplatfrom = \"x\"\n", Path::new("t.toml")).unwrap_err();
+        assert_eq!((e.line, e.column), (2, 1));
+    }
+}
