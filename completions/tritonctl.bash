@@ -213,7 +213,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__perf)
-            opts="-m -x -u -i -H -p -b -f -q -v -h -V --model --model-version --url --protocol --header --concurrency-range --request-rate-range --request-distribution --seed --max-concurrency --measurement-interval --duration --request-count --warmup --timeout --input-data --shape --batch-size --input-tensor-format --output-tensor-format --max-error-rate --format --csv --batched --sequence-length --sequence-id-range --num-of-sequences --color --quiet --verbose --help --version"
+            opts="-m -x -u -i -H -p -s -r -b -f -q -v -h -V --model --model-version --url --protocol --streaming --header --concurrency-range --request-rate-range --request-intervals --request-distribution --seed --max-concurrency --measurement-interval --stability-percentage --max-trials --duration --request-count --warmup --timeout --input-data --shape --batch-size --input-tensor-format --output-tensor-format --max-error-rate --format --csv --batched --sequence-length --sequence-length-variation --sequence-id-prefix --sequence-id-range --num-of-sequences --progress --color --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -267,6 +267,10 @@ _tritonctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --request-intervals)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --request-distribution)
                     COMPREPLY=($(compgen -W "constant poisson" -- "${cur}"))
                     return 0
@@ -284,6 +288,22 @@ _tritonctl() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stability-percentage)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-trials)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -r)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -347,12 +367,24 @@ _tritonctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --sequence-length-variation)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sequence-id-prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --sequence-id-range)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --num-of-sequences)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -543,7 +575,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__validate)
-            opts="-q -v -h -V --format --strict --allow --deny --platform-default --known-backend --gpus --min-compute-capability --disable-auto-complete-config --exit-zero --color --quiet --verbose --help --version"
+            opts="-q -v -h -V --format --strict --allow --deny --platform-default --known-backend --gpus --min-compute-capability --disable-auto-complete-config --exit-zero --config --no-config --color --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -574,6 +606,10 @@ _tritonctl() {
                     return 0
                     ;;
                 --min-compute-capability)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -53,12 +53,14 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l platfor
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l known-backend -d 'A backend installed on the target server besides Triton\'s standard ones (repeatable)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l gpus -d 'GPU ids of the target server, comma-separated (default: none, a CPU-only server)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l min-compute-capability -d 'The target server\'s minimum supported CUDA compute capability' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l config -d 'Read settings from FILE instead of the tritonctl.toml found by walking up from each path' -r -F
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l strict -d 'Warnings count as errors'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l disable-auto-complete-config -d 'Validate as a server started with --disable-auto-complete-config does: configs must be complete, a missing config.pbtxt is an error'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l exit-zero -d 'Exit 0 even when there are error findings'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l no-config -d 'Ignore tritonctl.toml files'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s v -l verbose -d 'Also report what was checked (on standard error)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -183,38 +185,47 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s h -l help -d
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s m -l model -d 'Model name' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s x -l model-version -d 'Model version (default: the server\'s choice)' -r
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s u -l url -d 'Server address, HOST:PORT or http://HOST:PORT' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s u -l url -d 'Server address, HOST:PORT or http://HOST:PORT; repeat to spread the load over several servers (connections and open-loop sends go round-robin). Default: localhost:8000, with `-i grpc` localhost:8001' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s i -l protocol -d 'Protocol' -r -f -a "http\t'HTTP/1.1 with keep-alive connections'
-grpc\t'gRPC (not available yet)'"
+grpc\t'gRPC: unary `ModelInfer`, or `ModelStreamInfer` with `--streaming`'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s H -l header -d 'Extra HTTP header `Name:Value` on every request (repeatable)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l concurrency-range -d 'Closed loop: keep N requests outstanding, for N from START to END by STEP (`START[:END[:STEP]]`). The default load is concurrency 1' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l request-rate-range -d 'Open loop: send at R requests per second, for R from START to END by STEP; latency counts from the scheduled send time' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l request-intervals -d 'Open loop with the gaps of FILE (perf_analyzer\'s format: one gap in microseconds per line, replayed cyclically)' -r -F
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l request-distribution -d 'Gaps between open-loop sends' -r -f -a "constant\t'Evenly spaced sends'
 poisson\t'Exponential gaps (a Poisson arrival process), seeded by `--seed`'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l seed -d 'Seed of the Poisson schedule and of random input data' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l max-concurrency -d 'Open loop: at most N requests in flight; a send that has to wait for a free slot is late' -r
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s p -l measurement-interval -d 'Length of the measurement window in milliseconds' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s p -l measurement-interval -d 'Length of a measurement window in milliseconds. Without `--duration` or `--request-count` a level is measured in such windows until the last 3 are stable (or `--max-trials`)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s s -l stability-percentage -d 'Stability windows: the last 3 windows\' throughputs and mean latencies may differ by this many percent (max/min <= 1 + P/100)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s r -l max-trials -d 'Stability windows: at most this many windows per level; a level that is not stable by then is reported with `stable: false`' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l duration -d 'Length of the measurement window in seconds (overrides `--measurement-interval`)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l request-count -d 'Measure exactly N requests per level instead of a time window' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l warmup -d 'Seconds of load before each level\'s measurement starts (not counted)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l timeout -d 'Per-request timeout in milliseconds (a timed-out request is an error of kind `timeout`)' -r
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l input-data -d 'Input values: `random` (seeded) or `zero`' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l input-data -d 'Input values: `random` (seeded), `zero`, or a JSON file in perf_analyzer\'s format (`{"data": [{"INPUT": [..]}, ...]}`, values also as `{"content": [..], "shape": [..]}` or `{"b64": ".."}`; for sequence models `data` may be a list of streams, one per sequence)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l shape -d 'Shape of an input without the batch dimension, `NAME:D1,D2` (needed for variable dims; repeatable)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s b -l batch-size -d 'Batch size of every request' -r
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l input-tensor-format -d 'Input tensor encoding over HTTP' -r -f -a "binary\t'The binary tensor data extension (`Inference-Header-Content-Length`)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l input-tensor-format -d 'Input tensor encoding over HTTP (default: binary when the server advertises the `binary_tensor_data` extension, else json)' -r -f -a "binary\t'The binary tensor data extension (`Inference-Header-Content-Length`)'
 json\t'Tensors as JSON arrays'"
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l output-tensor-format -d 'Output tensor encoding requested over HTTP' -r -f -a "binary\t'The binary tensor data extension (`Inference-Header-Content-Length`)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l output-tensor-format -d 'Output tensor encoding requested over HTTP (default as for `--input-tensor-format`)' -r -f -a "binary\t'The binary tensor data extension (`Inference-Header-Content-Length`)'
 json\t'Tensors as JSON arrays'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l max-error-rate -d 'Exit with status 1 when the share of failed requests in any level is above this (0 to 1)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l format -d 'Output format' -r -f -a "human\t'A table per load level (default)'
 json\t'One JSON document (see schemas/perf.schema.json)'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s f -l csv -d 'Also write perf_analyzer\'s CSV columns to FILE (Model Analyzer reads it)' -r -F
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l sequence-length -d 'Sequence models (detected from the config): requests per sequence' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l sequence-length -d 'Sequence models (detected from the config): requests per sequence (default 20, or the length of the data streams of `--input-data`)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l sequence-length-variation -d 'Sequence models: each sequence\'s length is drawn uniformly within ±P % of `--sequence-length` (at least 1; seeded by `--seed`)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l sequence-id-prefix -d 'Sequence models: send string sequence ids, PREFIX followed by the number (the model must use a string CORRID)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l sequence-id-range -d 'Sequence ids `START[:END]` (END exclusive; ids wrap around). The default starts at a random base so that two runs do not collide' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l num-of-sequences -d 'Open loop, sequence models: sequences live at once (each has at most one request in flight)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l progress -d 'Live progress bar on standard error: `auto` when it is a terminal, `always`, or `never`' -r -f -a "auto\t'When standard error is a terminal (and not --quiet)'
+always\t'Always, also when standard error is a file or pipe'
+never\t'Never'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l streaming -d 'gRPC only: send requests over bidirectional `ModelStreamInfer` streams (one per request in flight) instead of unary calls'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l batched -d 'Model without the config endpoint (plain KServe v2 servers): the first metadata dim is a batch dim'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s v -l verbose -d 'Also report what was checked (on standard error)'

@@ -21,6 +21,8 @@ pub mod run;
 #[cfg(feature = "run")]
 pub mod runtime;
 pub mod schema;
+pub mod settings;
+pub mod suppress;
 pub mod tensor;
 pub mod term;
 pub mod text;

@@ -82,7 +82,7 @@ pub enum Command {
     Run(RunArgs),
     /// Load-test a model on a running KServe v2 / Triton server (closed or
     /// open loop, latency from the intended send time).
-    Perf(PerfArgs),
+    Perf(Box<PerfArgs>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -145,6 +145,13 @@ pub struct ValidateArgs {
     /// Exit 0 even when there are error findings.
     #[arg(long)]
     pub exit_zero: bool,
+    /// Read settings from FILE instead of the tritonctl.toml found by
+    /// walking up from each path.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_config")]
+    pub config: Option<PathBuf>,
+    /// Ignore tritonctl.toml files.
+    #[arg(long)]
+    pub no_config: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -460,12 +467,23 @@ pub enum PerfFormat {
     Json,
 }
 
+/// When `perf` draws its progress bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PerfProgress {
+    /// When standard error is a terminal (and not --quiet).
+    Auto,
+    /// Always, also when standard error is a file or pipe.
+    Always,
+    /// Never.
+    Never,
+}
+
 /// Transport of `perf`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PerfProtocol {
     /// HTTP/1.1 with keep-alive connections.
     Http,
-    /// gRPC (not available yet).
+    /// gRPC: unary `ModelInfer`, or `ModelStreamInfer` with `--streaming`.
     Grpc,
 }
 
@@ -495,17 +513,18 @@ pub struct PerfArgs {
     /// Model version (default: the server's choice).
     #[arg(short = 'x', long = "model-version", value_name = "V")]
     pub model_version: Option<String>,
-    /// Server address, HOST:PORT or http://HOST:PORT.
-    #[arg(
-        short = 'u',
-        long = "url",
-        value_name = "HOST:PORT",
-        default_value = "localhost:8000"
-    )]
-    pub url: String,
+    /// Server address, HOST:PORT or http://HOST:PORT; repeat to spread
+    /// the load over several servers (connections and open-loop sends go
+    /// round-robin). Default: localhost:8000, with `-i grpc` localhost:8001.
+    #[arg(short = 'u', long = "url", value_name = "HOST:PORT")]
+    pub url: Vec<String>,
     /// Protocol.
     #[arg(short = 'i', long = "protocol", value_enum, default_value_t = PerfProtocol::Http)]
     pub protocol: PerfProtocol,
+    /// gRPC only: send requests over bidirectional `ModelStreamInfer`
+    /// streams (one per request in flight) instead of unary calls.
+    #[arg(long = "streaming")]
+    pub streaming: bool,
     /// Extra HTTP header `Name:Value` on every request (repeatable).
     #[arg(short = 'H', long = "header", value_name = "NAME:VALUE")]
     pub headers: Vec<String>,
@@ -521,6 +540,14 @@ pub struct PerfArgs {
     /// STEP; latency counts from the scheduled send time.
     #[arg(long = "request-rate-range", value_name = "START:END:STEP")]
     pub request_rate_range: Option<String>,
+    /// Open loop with the gaps of FILE (perf_analyzer's format: one gap in
+    /// microseconds per line, replayed cyclically).
+    #[arg(
+        long = "request-intervals",
+        value_name = "FILE",
+        conflicts_with_all = ["concurrency_range", "request_rate_range"]
+    )]
+    pub request_intervals: Option<PathBuf>,
     /// Gaps between open-loop sends.
     #[arg(long = "request-distribution", value_enum, default_value_t = RequestDistribution::Constant)]
     pub request_distribution: RequestDistribution,
@@ -531,7 +558,9 @@ pub struct PerfArgs {
     /// a free slot is late.
     #[arg(long = "max-concurrency", value_name = "N", default_value_t = 1024)]
     pub max_concurrency: usize,
-    /// Length of the measurement window in milliseconds.
+    /// Length of a measurement window in milliseconds. Without
+    /// `--duration` or `--request-count` a level is measured in such
+    /// windows until the last 3 are stable (or `--max-trials`).
     #[arg(
         short = 'p',
         long = "measurement-interval",
@@ -539,6 +568,24 @@ pub struct PerfArgs {
         default_value_t = 5000
     )]
     pub measurement_interval: u64,
+    /// Stability windows: the last 3 windows' throughputs and mean latencies
+    /// may differ by this many percent (max/min <= 1 + P/100).
+    #[arg(
+        short = 's',
+        long = "stability-percentage",
+        value_name = "P",
+        default_value_t = 10.0
+    )]
+    pub stability_percentage: f64,
+    /// Stability windows: at most this many windows per level; a level that
+    /// is not stable by then is reported with `stable: false`.
+    #[arg(
+        short = 'r',
+        long = "max-trials",
+        value_name = "N",
+        default_value_t = 10
+    )]
+    pub max_trials: u32,
     /// Length of the measurement window in seconds (overrides
     /// `--measurement-interval`).
     #[arg(long, value_name = "S", conflicts_with = "request_count")]
@@ -553,10 +600,13 @@ pub struct PerfArgs {
     /// of kind `timeout`).
     #[arg(long, value_name = "MS", default_value_t = 30000)]
     pub timeout: u64,
-    /// Input values: `random` (seeded) or `zero`.
+    /// Input values: `random` (seeded), `zero`, or a JSON file in
+    /// perf_analyzer's format (`{"data": [{"INPUT": [..]}, ...]}`, values
+    /// also as `{"content": [..], "shape": [..]}` or `{"b64": ".."}`; for
+    /// sequence models `data` may be a list of streams, one per sequence).
     #[arg(
         long = "input-data",
-        value_name = "random|zero",
+        value_name = "random|zero|FILE",
         default_value = "random"
     )]
     pub input_data: String,
@@ -572,12 +622,14 @@ pub struct PerfArgs {
         default_value_t = 1
     )]
     pub batch_size: u64,
-    /// Input tensor encoding over HTTP.
-    #[arg(long = "input-tensor-format", value_enum, default_value_t = TensorFormat::Binary)]
-    pub input_tensor_format: TensorFormat,
-    /// Output tensor encoding requested over HTTP.
-    #[arg(long = "output-tensor-format", value_enum, default_value_t = TensorFormat::Binary)]
-    pub output_tensor_format: TensorFormat,
+    /// Input tensor encoding over HTTP (default: binary when the server
+    /// advertises the `binary_tensor_data` extension, else json).
+    #[arg(long = "input-tensor-format", value_enum)]
+    pub input_tensor_format: Option<TensorFormat>,
+    /// Output tensor encoding requested over HTTP (default as for
+    /// `--input-tensor-format`).
+    #[arg(long = "output-tensor-format", value_enum)]
+    pub output_tensor_format: Option<TensorFormat>,
     /// Exit with status 1 when the share of failed requests in any level is
     /// above this (0 to 1).
     #[arg(long = "max-error-rate", value_name = "RATE", default_value_t = 0.0)]
@@ -593,9 +645,22 @@ pub struct PerfArgs {
     /// first metadata dim is a batch dim.
     #[arg(long = "batched")]
     pub batched: bool,
-    /// Sequence models (detected from the config): requests per sequence.
-    #[arg(long = "sequence-length", value_name = "N", default_value_t = 20)]
-    pub sequence_length: u64,
+    /// Sequence models (detected from the config): requests per sequence
+    /// (default 20, or the length of the data streams of `--input-data`).
+    #[arg(long = "sequence-length", value_name = "N")]
+    pub sequence_length: Option<u64>,
+    /// Sequence models: each sequence's length is drawn uniformly within
+    /// ±P % of `--sequence-length` (at least 1; seeded by `--seed`).
+    #[arg(
+        long = "sequence-length-variation",
+        value_name = "P",
+        default_value_t = 20.0
+    )]
+    pub sequence_length_variation: f64,
+    /// Sequence models: send string sequence ids, PREFIX followed by the
+    /// number (the model must use a string CORRID).
+    #[arg(long = "sequence-id-prefix", value_name = "PREFIX")]
+    pub sequence_id_prefix: Option<String>,
     /// Sequence ids `START[:END]` (END exclusive; ids wrap around). The
     /// default starts at a random base so that two runs do not collide.
     #[arg(long = "sequence-id-range", value_name = "START[:END]")]
@@ -604,4 +669,8 @@ pub struct PerfArgs {
     /// most one request in flight).
     #[arg(long = "num-of-sequences", value_name = "N", default_value_t = 4)]
     pub num_of_sequences: usize,
+    /// Live progress bar on standard error: `auto` when it is a terminal,
+    /// `always`, or `never`.
+    #[arg(long, value_enum, default_value_t = PerfProgress::Auto)]
+    pub progress: PerfProgress,
 }

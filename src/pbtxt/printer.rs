@@ -389,7 +389,12 @@ impl<'s> Builder<'s> {
                     Value::Scalar(_) => true,
                     Value::Message(_) => false,
                     Value::List(l) if l.items.is_empty() => f.colon.is_some(),
-                    Value::List(l) => l.items.iter().any(|v| matches!(v, Value::Scalar(_))),
+                    // A list of scalars written without its colon (E0107)
+                    // keeps it missing: adding it would change what the
+                    // text binds to, and `fmt` only changes the layout.
+                    Value::List(l) => {
+                        f.colon.is_some() && l.items.iter().any(|v| matches!(v, Value::Scalar(_)))
+                    }
                 };
                 Node {
                     name: Some(field_name(self.src, f)),

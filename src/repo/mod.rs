@@ -1,6 +1,8 @@
 //! Model-repository discovery (the way Triton finds models) and the
 //! cross-model checks that need more than one config.
 
+pub mod bls;
+
 use crate::config::normalize::DirFacts;
 use crate::config::ParsedConfig;
 use crate::diagnostics::{Diagnostic, Severity};
@@ -272,5 +274,49 @@ pub fn validate_repository(models: &[ModelEntry], opts: &Options) -> Vec<FileRep
     for (report, ds) in reports.iter_mut().zip(cross) {
         report.diagnostics.extend(ds);
     }
+    reports.extend(bls_reports(&loaded[..models.len()], &loaded, &roots, opts));
     reports
+}
+
+/// The BLS checks (`bls`) of the Python models among `checked`: their
+/// targets are looked up among `loaded`, then in the repositories `roots`
+/// (loaded for reference only).
+fn bls_reports(
+    checked: &[LoadedModel],
+    loaded: &[LoadedModel],
+    roots: &[PathBuf],
+    opts: &Options,
+) -> Vec<FileReport> {
+    let mut extra: std::collections::HashMap<String, Option<bool>> = Default::default();
+    let mut lookup = |name: &str| -> Option<bool> {
+        if let Some(m) = loaded.iter().find(|m| m.entry.name == name) {
+            return Some(
+                m.prepared
+                    .as_ref()
+                    .is_some_and(|p| bls::is_stateful(&p.cfg)),
+            );
+        }
+        if name.is_empty() || name.starts_with('.') || name.contains(['/', '\\']) {
+            return None;
+        }
+        *extra.entry(name.to_string()).or_insert_with(|| {
+            let dir = roots.iter().map(|r| r.join(name)).find(|d| d.is_dir())?;
+            let (lm, _) = load_model(&entry(dir, name.to_string()), opts);
+            Some(
+                lm.prepared
+                    .as_ref()
+                    .is_some_and(|p| bls::is_stateful(&p.cfg)),
+            )
+        })
+    };
+    let mut out = Vec::new();
+    for m in checked {
+        let info = bls::ModelInfo {
+            name: &m.entry.name,
+            dir: &m.entry.dir,
+            cfg: m.prepared.as_ref().map(|p| &p.cfg),
+        };
+        out.extend(bls::check_model(&info, &mut lookup));
+    }
+    out
 }

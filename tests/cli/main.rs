@@ -2,6 +2,8 @@
 //! binary or the library against files on disk.
 
 mod autoconfig;
+mod bls;
+mod ci_lint;
 mod common;
 mod conformance;
 mod corpus;
@@ -10,11 +12,15 @@ mod doctor;
 mod fidelity;
 mod fmt;
 mod formats;
+mod fuzz_regressions;
 mod generated;
 #[cfg(feature = "perf")]
 mod perf;
+#[cfg(feature = "perf")]
+mod perf_grpc;
 mod properties;
 mod repository;
+mod rule_docs;
 mod rules;
 mod run;
 mod simulate;
