@@ -369,7 +369,7 @@ fn entry_body(
                 let text = o["b64"]
                     .as_str()
                     .ok_or_else(|| format!("{what}: \"b64\" must be a string"))?;
-                base64_decode(text).ok_or_else(|| format!("{what}: \"b64\" is not base64"))?
+                crate::run::codec::b64_decode(text).map_err(|e| format!("{what}: \"b64\": {e}"))?
             }
             Value::Array(_) => {
                 let mut flat = Vec::new();
@@ -513,7 +513,9 @@ fn encode(dt: DataType, v: &Value, raw: &mut Vec<u8>) -> Result<(), String> {
         }
         DataType::F32 => raw.extend_from_slice(&(float()? as f32).to_le_bytes()),
         DataType::F64 => raw.extend_from_slice(&float()?.to_le_bytes()),
-        DataType::F16 => raw.extend_from_slice(&f32_to_f16(float()? as f32).to_le_bytes()),
+        DataType::F16 => {
+            raw.extend_from_slice(&crate::run::codec::f32_to_f16(float()? as f32).to_le_bytes())
+        }
         DataType::Bf16 => {
             raw.extend_from_slice(&(((float()? as f32).to_bits() >> 16) as u16).to_le_bytes())
         }
@@ -597,58 +599,6 @@ fn decode(dt: DataType, raw: &[u8]) -> Option<Vec<Value>> {
             out
         }
     })
-}
-
-/// IEEE half precision bits of `v` (rounded toward zero; tiny values
-/// become 0, huge ones infinity).
-fn f32_to_f16(v: f32) -> u16 {
-    let b = v.to_bits();
-    let sign = ((b >> 16) & 0x8000) as u16;
-    let exp = ((b >> 23) & 0xff) as i32;
-    let man = b & 0x7f_ffff;
-    if exp == 0xff {
-        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
-    }
-    let e = exp - 127 + 15;
-    if e >= 0x1f {
-        sign | 0x7c00
-    } else if e <= 0 {
-        if e < -10 {
-            sign
-        } else {
-            // subnormal: the implicit 1 shifted in
-            sign | (((man | 0x80_0000) >> (14 - e)) as u16)
-        }
-    } else {
-        sign | ((e as u16) << 10) | (man >> 13) as u16
-    }
-}
-
-/// Standard base64 (padding optional, whitespace ignored).
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut acc = 0u32;
-    let mut bits = 0;
-    for c in text.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            b'=' => break,
-            c if c.is_ascii_whitespace() => continue,
-            _ => return None,
-        };
-        acc = (acc << 6) | v as u32;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
 }
 
 #[cfg(test)]
