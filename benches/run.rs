@@ -3,7 +3,9 @@
 //! testdata/run/accumulate (Input FP32 [4, -1, 5], state [batch, 5]).
 //!
 //! 1. Per-step cost of one sequence, one request at a time (a variant of
-//!    the config with no queue delay, so nothing waits for a batch):
+//!    the config with no queue delay, so nothing waits for a batch), with
+//!    `max_batch_size: 1` (one row per run) and as committed (the stateful
+//!    backend pads every run to 4 rows; the bare loop then runs 4 rows):
 //!    - `runner`: `run::runner::run_model` (scheduler on a real clock,
 //!      worker thread, control and state tensors, outputs split per
 //!      request), its wall time after the sessions are open;
@@ -150,13 +152,47 @@ fn main() {
     let steps = if quick { 50 } else { 20_000 };
 
     // `TRITONCTL_BENCH_PROFILE=<steps>`: run one sequence of that many
-    // steps through the runner once and stop (for callgrind/perf).
+    // steps through the runner once and stop (for callgrind/perf); padded
+    // to 4 rows as committed, or one row with `TRITONCTL_BENCH_ROWS=1`;
+    // `TRITONCTL_BENCH_BARE=1` runs the bare loop (one row) instead.
     if let Some(n) = std::env::var("TRITONCTL_BENCH_PROFILE")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
     {
-        let reqs = requests(&no_delay, 1, n);
-        let d = timed(&no_delay, &reqs);
+        if std::env::var("TRITONCTL_BENCH_BARE").as_deref() == Ok("1") {
+            // The bare loop instead, at one row.
+            let x = Tensor::new(
+                vec![4, 1, 5],
+                TensorData::F32((0..20).map(|i| i as f32).collect()),
+            )
+            .unwrap();
+            let state = Tensor::zeros(DataType::F32, vec![1, 5]).unwrap();
+            let reset = Tensor::zeros(DataType::Bool, vec![1, 1]).unwrap();
+            let stats = bench::bare_loop(
+                no_delay.model_file.as_ref().unwrap(),
+                &SessionOptions::default(),
+                &[
+                    ("Input", &x),
+                    ("Accumulate_In", &state),
+                    ("ResetSequence", &reset),
+                ],
+                &[("Accumulate_Out", "Accumulate_In")],
+                n,
+            )
+            .expect("bare loop");
+            println!(
+                "profile: bare, {n} steps, {:.2} µs/step",
+                stats.per_step().as_secs_f64() * 1e6
+            );
+            return;
+        }
+        let m = if std::env::var("TRITONCTL_BENCH_ROWS").as_deref() == Ok("1") {
+            load_model(&no_delay_copy(tmp.path(), true), None).expect("model loads")
+        } else {
+            no_delay
+        };
+        let reqs = requests(&m, 1, n);
+        let d = timed(&m, &reqs);
         println!(
             "profile: {n} steps, {:.2} µs/step",
             d.as_secs_f64() * 1e6 / n as f64
@@ -164,108 +200,125 @@ fn main() {
         return;
     }
 
-    // 1. Per-step overhead, one sequence. Wall time per step is the
-    // runner's own clock (sessions open before it starts) and the bare
-    // loop's; CPU time per step is the difference between a long and a
-    // short run divided by the extra steps, which cancels the fixed costs
-    // (opening sessions). The runner runs a one-instance model on the
-    // calling thread, so the thread's CPU time is all of it.
-    let long = requests(&no_delay, 1, steps);
-    let short_steps = steps / 10;
-    let short = requests(&no_delay, 1, short_steps);
-    let extra = (steps - short_steps) as f64;
+    // 1. Per-step overhead, one sequence, in two set-ups that give ONNX
+    // Runtime the same work on both sides:
+    //   - unpadded: `max_batch_size: 1`, so every step runs one row, against
+    //     the bare loop at batch 1;
+    //   - padded: the committed `max_batch_size: 4`; the stateful backend
+    //     pads every run to max_batch_size (stateful-backend.md §5), so the
+    //     bare loop runs batch-4 tensors.
+    // Wall time per step is the runner's own clock (sessions open before
+    // it starts) and the bare loop's; CPU time per step is the difference
+    // between a long and a short run divided by the extra steps, which
+    // cancels the fixed costs (opening sessions). The runner runs a
+    // one-instance model on the calling thread, so the thread's CPU time
+    // is all of it.
+    let unpadded = load_model(&no_delay_copy(tmp.path(), true), None).expect("model loads");
     let rounds = if quick { 1 } else { 5 };
-    let (mut runner, mut runner_cpu, mut exec) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut bare, mut bare_cpu) = (Vec::new(), Vec::new());
     let file = no_delay.model_file.clone().unwrap();
-    let x = Tensor::new(
-        vec![4, 1, 5],
-        TensorData::F32((0..20).map(|i| i as f32).collect()),
-    )
-    .unwrap();
-    let state = Tensor::zeros(DataType::F32, vec![1, 5]).unwrap();
-    let reset = Tensor::zeros(DataType::Bool, vec![1, 1]).unwrap();
-    let bare_run = |n: usize| {
-        bench::bare_loop(
-            &file,
-            &SessionOptions::default(),
-            &[
-                ("Input", &x),
-                ("Accumulate_In", &state),
-                ("ResetSequence", &reset),
-            ],
-            &[("Accumulate_Out", "Accumulate_In")],
-            n,
+    let mut python = None;
+    for (label, m, rows) in [("unpadded", &unpadded, 1i64), ("padded", &no_delay, 4)] {
+        let long = requests(m, 1, steps);
+        let short_steps = steps / 10;
+        let short = requests(m, 1, short_steps);
+        let extra = (steps - short_steps) as f64;
+        let (mut runner, mut runner_cpu, mut exec) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut bare, mut bare_cpu) = (Vec::new(), Vec::new());
+        let x = Tensor::new(
+            vec![4, rows, 5],
+            TensorData::F32((0..20 * rows).map(|i| (i % 20) as f32).collect()),
         )
-        .expect("bare loop")
-    };
-    let cpu_of = |f: &mut dyn FnMut()| {
-        let c = thread_cpu();
-        f();
-        c.zip(thread_cpu())
-            .map(|(a, b)| (b - a).as_secs_f64() * 1e6)
-    };
-    for _ in 0..rounds {
-        let mut out = None;
-        let long_cpu = cpu_of(&mut || {
-            out = Some(run_model(&no_delay, &long, &RunOptions::default()).expect("run"))
-        });
-        let out = out.expect("ran");
-        assert!(out.results.iter().all(|r| r.is_ok()));
-        runner.push(out.elapsed.as_secs_f64() * 1e6 / steps as f64);
-        let mut times: Vec<f64> = out
-            .executions
-            .values()
-            .flatten()
-            .map(|&t| t as f64)
-            .collect();
-        exec.push(median(&mut times));
-        let short_cpu = cpu_of(&mut || {
-            timed(&no_delay, &short);
-        });
-        if let (Some(l), Some(s)) = (long_cpu, short_cpu) {
-            runner_cpu.push((l - s) / extra);
+        .unwrap();
+        let state = Tensor::zeros(DataType::F32, vec![rows, 5]).unwrap();
+        let reset = Tensor::zeros(DataType::Bool, vec![rows, 1]).unwrap();
+        let bare_run = |n: usize| {
+            bench::bare_loop(
+                &file,
+                &SessionOptions::default(),
+                &[
+                    ("Input", &x),
+                    ("Accumulate_In", &state),
+                    ("ResetSequence", &reset),
+                ],
+                &[("Accumulate_Out", "Accumulate_In")],
+                n,
+            )
+            .expect("bare loop")
+        };
+        let cpu_of = |f: &mut dyn FnMut()| {
+            let c = thread_cpu();
+            f();
+            c.zip(thread_cpu())
+                .map(|(a, b)| (b - a).as_secs_f64() * 1e6)
+        };
+        for _ in 0..rounds {
+            let mut out = None;
+            let long_cpu = cpu_of(&mut || {
+                out = Some(run_model(m, &long, &RunOptions::default()).expect("run"))
+            });
+            let out = out.expect("ran");
+            assert!(out.results.iter().all(|r| r.is_ok()));
+            runner.push(out.elapsed.as_secs_f64() * 1e6 / steps as f64);
+            let mut times: Vec<f64> = out
+                .executions
+                .values()
+                .flatten()
+                .map(|&t| t as f64)
+                .collect();
+            exec.push(median(&mut times));
+            let short_cpu = cpu_of(&mut || {
+                timed(m, &short);
+            });
+            if let (Some(l), Some(s)) = (long_cpu, short_cpu) {
+                runner_cpu.push((l - s) / extra);
+            }
+            let mut b = None;
+            let long_cpu = cpu_of(&mut || b = Some(bare_run(steps)));
+            bare.push(b.expect("ran").per_step().as_secs_f64() * 1e6);
+            let short_cpu = cpu_of(&mut || {
+                bare_run(short_steps);
+            });
+            if let (Some(l), Some(s)) = (long_cpu, short_cpu) {
+                bare_cpu.push((l - s) / extra);
+            }
         }
-        let mut b = None;
-        let long_cpu = cpu_of(&mut || b = Some(bare_run(steps)));
-        bare.push(b.expect("ran").per_step().as_secs_f64() * 1e6);
-        let short_cpu = cpu_of(&mut || {
-            bare_run(short_steps);
-        });
-        if let (Some(l), Some(s)) = (long_cpu, short_cpu) {
-            bare_cpu.push((l - s) / extra);
+        let (runner, exec, bare) = (median(&mut runner), median(&mut exec), median(&mut bare));
+        let cpu = |v: &mut Vec<f64>| (!v.is_empty()).then(|| median(v));
+        let (runner_cpu, bare_cpu) = (cpu(&mut runner_cpu), cpu(&mut bare_cpu));
+        if rows == 1 {
+            python = python_per_step(&file, steps);
+        }
+        let show = |v: Option<f64>| v.map_or("     n/a".to_string(), |v| format!("{v:8.2}"));
+        println!("{label}: {rows} row(s) per run, one sequence of {steps} requests (median of {rounds}; CPU: thread time of {steps} minus {short_steps} steps):");
+        println!("             wall µs   CPU µs");
+        println!(
+            "  runner    {runner:8.2} {}   (ModelSession::run_into inside it, median: {exec:.0} µs)",
+            show(runner_cpu)
+        );
+        println!("  bare      {bare:8.2} {}", show(bare_cpu));
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => format!("{:.2}x", a / b),
+            _ => "n/a".to_string(),
+        };
+        println!(
+            "  runner/bare    wall {:.2}x  CPU {}   (target ≤ 1.2x)",
+            runner / bare,
+            ratio(runner_cpu, bare_cpu)
+        );
+        if rows == 1 {
+            match python {
+                Some((py, py_cpu)) => {
+                    println!("  python    {py:8.2} {py_cpu:8.2}   (the same loop, batch 1)");
+                    println!(
+                        "  python/runner  wall {}  CPU {}   (target ≥ 2x)",
+                        ratio(Some(py), Some(runner)),
+                        ratio(Some(py_cpu), runner_cpu)
+                    );
+                }
+                None => println!("  python    skipped (python3 without onnxruntime)"),
+            }
         }
     }
-    let (runner, exec, bare) = (median(&mut runner), median(&mut exec), median(&mut bare));
-    let cpu = |v: &mut Vec<f64>| (!v.is_empty()).then(|| median(v));
-    let (runner_cpu, bare_cpu) = (cpu(&mut runner_cpu), cpu(&mut bare_cpu));
-    let python = python_per_step(&file, steps);
-    let show = |v: Option<f64>| v.map_or("     n/a".to_string(), |v| format!("{v:8.2}"));
-    println!("per step, one sequence of {steps} requests (median of {rounds}; CPU: thread time of {steps} minus {short_steps} steps):");
-    println!("             wall µs   CPU µs");
-    println!(
-        "  runner    {runner:8.2} {}   (ModelSession::run_into inside it, median: {exec:.0} µs)",
-        show(runner_cpu)
-    );
-    println!("  bare      {bare:8.2} {}", show(bare_cpu));
-    match python {
-        Some((py, py_cpu)) => println!("  python    {py:8.2} {py_cpu:8.2}"),
-        None => println!("  python    skipped (python3 without onnxruntime)"),
-    }
-    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) => format!("{:.2}x", a / b),
-        _ => "n/a".to_string(),
-    };
-    println!(
-        "  runner/bare    wall {:.2}x  CPU {}   (target ≤ 1.2x)",
-        runner / bare,
-        ratio(runner_cpu, bare_cpu)
-    );
-    println!(
-        "  python/runner  wall {}  CPU {}   (target ≥ 2x)",
-        ratio(python.map(|p| p.0), Some(runner)),
-        ratio(python.map(|p| p.1), runner_cpu)
-    );
 
     // 2. Throughput: 64 sequences batched under Oldest vs one at a time.
     let batched = load_model(&model_dir(), None).expect("model loads");

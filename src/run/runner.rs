@@ -28,7 +28,7 @@
 use super::input::RunRequest;
 use super::model::LoadedModel;
 use super::output::RunResult;
-use super::stack::{concat_axis, copy_data, put, split_axis};
+use super::stack::{copy_data, put, slice_axis_into};
 use super::state::{implicit_states, stateful_pairs, StateSpec, StateStore};
 use crate::batching::controls::{ControlSpec, ControlValues};
 use crate::batching::{
@@ -191,7 +191,8 @@ struct InFlight {
     failed: Option<String>,
 }
 
-/// Collects the scheduler's records.
+/// Collects the scheduler's records of requests it refused or timed out
+/// (the others get their results from their batch).
 #[derive(Default)]
 struct Records {
     requests: Vec<RequestRecord>,
@@ -199,7 +200,9 @@ struct Records {
 
 impl Sink for Records {
     fn request(&mut self, record: RequestRecord) {
-        self.requests.push(record);
+        if record.status != Status::Ok {
+            self.requests.push(record);
+        }
     }
     fn batch(&mut self, _record: BatchRecord) {}
     fn batch_lists(&self) -> bool {
@@ -440,50 +443,69 @@ impl Plan {
                     continue;
                 }
             }
-            let mut parts: Vec<Tensor> = Vec::with_capacity(flight.tags.len());
-            for tag in &flight.tags {
-                let t = match tag {
-                    Some(i) => requests[*i].inputs.get(name).cloned().ok_or_else(|| {
-                        format!(
-                            "request {}: input '{name}' is missing (other requests of its batch have it)",
-                            requests[*i].id
-                        )
+            if self.layout == Layout::Single {
+                let t = match flight.tags.first() {
+                    Some(Some(i)) => requests[*i].inputs.get(name).cloned().ok_or_else(|| {
+                        format!("request {}: input '{name}' is missing", requests[*i].id)
                     })?,
-                    None => Tensor::zeros(sample.dtype(), sample.shape.clone())
-                        .map_err(|e| e.to_string())?,
+                    _ => return Err("a batch without requests".into()),
                 };
-                parts.push(t);
+                put_tensor(buf, k, name, t);
+                k += 1;
+                continue;
             }
-            let t = match self.layout {
-                Layout::Single => parts.swap_remove(0),
-                Layout::Batch => {
-                    let refs: Vec<&Tensor> = parts.iter().collect();
-                    Tensor::concat(&refs).map_err(|e| format!("input '{name}': {e}"))?
-                }
-                Layout::Stateful => {
-                    let axis = self.axes.get(name).copied().unwrap_or(0);
-                    let stripped: Vec<Tensor> = parts
-                        .into_iter()
-                        .zip(&flight.tags)
-                        .map(|(t, tag)| {
-                            if t.shape.first() != Some(&1) {
-                                return Err(format!(
-                                    "request {}: input '{name}' has shape {:?}; the stateful backend takes requests of batch size 1",
-                                    tag.map_or("padding".to_string(), |i| requests[i].id.clone()),
-                                    t.shape
-                                ));
-                            }
-                            Ok(Tensor {
-                                shape: t.shape[1..].to_vec(),
-                                data: t.data,
-                            })
-                        })
-                        .collect::<Result<_, _>>()?;
-                    let refs: Vec<&Tensor> = stripped.iter().collect();
-                    concat_axis(&refs, axis).map_err(|e| format!("input '{name}': {e}"))?
-                }
+            // Rows stacked in place into the buffer's tensor: along axis 0,
+            // or (stateful backend) with each request's leading batch
+            // dimension of 1 dropped, along the config's -1 axis; padding
+            // rows are zeros shaped like the first request's tensor.
+            let stateful = self.layout == Layout::Stateful;
+            let axis = if stateful {
+                self.axes.get(name).copied().unwrap_or(0)
+            } else {
+                0
             };
-            put_tensor(buf, k, name, t);
+            let pad_shape: &[i64] = if stateful {
+                sample.shape.get(1..).unwrap_or(&[])
+            } else {
+                &sample.shape
+            };
+            let mut parts: Vec<(&[i64], Option<&TensorData>)> =
+                Vec::with_capacity(flight.tags.len());
+            for tag in &flight.tags {
+                let Some(i) = tag else {
+                    parts.push((pad_shape, None));
+                    continue;
+                };
+                let t = requests[*i].inputs.get(name).ok_or_else(|| {
+                    format!(
+                        "request {}: input '{name}' is missing (other requests of its batch have it)",
+                        requests[*i].id
+                    )
+                })?;
+                if stateful {
+                    if t.shape.first() != Some(&1) {
+                        return Err(format!(
+                            "request {}: input '{name}' has shape {:?}; the stateful backend takes requests of batch size 1",
+                            requests[*i].id, t.shape
+                        ));
+                    }
+                    parts.push((&t.shape[1..], Some(&t.data)));
+                } else {
+                    parts.push((&t.shape, Some(&t.data)));
+                }
+            }
+            if !matches!(buf.get(k), Some((n, _)) if n == name) {
+                let t = Tensor {
+                    shape: Vec::new(),
+                    data: TensorData::empty(sample.dtype()),
+                };
+                match buf.get_mut(k) {
+                    Some(slot) => *slot = (name.clone(), t),
+                    None => buf.push((name.clone(), t)),
+                }
+            }
+            super::stack::concat_parts_into(&mut buf[k].1, sample.dtype(), &parts, axis)
+                .map_err(|e| format!("input '{name}': {e}"))?;
             k += 1;
         }
         if let Some(reset) = &self.reset_input {
@@ -576,15 +598,34 @@ impl Plan {
                             data: t.data.clone(),
                         }]
                     } else {
-                        let ones = vec![1usize; rows];
-                        split_axis(t, axis, &ones)
-                            .map_err(|e| format!("output '{name}' with shape {:?}: {e}", t.shape))?
-                            .into_iter()
-                            .map(|mut p| {
-                                p.shape.insert(0, 1);
-                                p
-                            })
-                            .collect()
+                        // One piece per real row (padding rows are dropped),
+                        // with the request's batch axis of 1 put back.
+                        if t.shape.get(axis) != Some(&(rows as i64)) {
+                            return Err(format!(
+                                "output '{name}' with shape {:?}: expected {rows} rows along axis {axis}",
+                                t.shape
+                            ));
+                        }
+                        let mut v = Vec::with_capacity(rows);
+                        for (j, tag) in flight.tags.iter().enumerate() {
+                            if tag.is_none() {
+                                v.push(Tensor {
+                                    shape: Vec::new(),
+                                    data: TensorData::empty(t.dtype()),
+                                });
+                                continue;
+                            }
+                            let mut data = TensorData::empty(t.dtype());
+                            slice_axis_into(&mut data, &t.data, &t.shape, axis, j, 1).map_err(
+                                |e| format!("output '{name}' with shape {:?}: {e}", t.shape),
+                            )?;
+                            let mut shape = Vec::with_capacity(t.shape.len() + 1);
+                            shape.push(1);
+                            shape.extend_from_slice(&t.shape);
+                            shape[axis + 1] = 1;
+                            v.push(Tensor { shape, data });
+                        }
+                        v
                     }
                 }
             };
@@ -881,6 +922,9 @@ impl Driver<'_> {
 
     /// Results for the requests the scheduler refused or timed out.
     fn refusals(&mut self) {
+        if self.sink.requests.is_empty() {
+            return;
+        }
         let records = std::mem::take(&mut self.sink.requests);
         for rec in records {
             let Ok(i) = rec.id.parse::<usize>() else {
@@ -1108,8 +1152,8 @@ fn drive<'r>(
         // 1. Arrivals (completions were finished as they came).
         let t = drv.now();
         drv.admit(t);
-        // 2. Timers and batches.
-        let now = drv.now();
+        // 2. Timers and batches (at the time of the arrivals).
+        let now = t;
         let mut started = std::mem::take(&mut drv.started);
         drv.sched.poll(now, &mut drv.sink, &mut started);
         let ran = !started.is_empty();

@@ -8,35 +8,116 @@
 
 use crate::tensor::{element_count, Tensor, TensorData, TensorError};
 
-/// Appends `src[start..end]` to `dst` (same data type).
-pub(crate) fn extend_range(
-    dst: &mut TensorData,
-    src: &TensorData,
-    start: usize,
-    end: usize,
-) -> Result<(), TensorError> {
-    macro_rules! ext {
-        ($($var:ident),*) => {
-            match (dst, src) {
-                $((TensorData::$var(a), TensorData::$var(b)) => {
-                    a.extend_from_slice(&b[start..end]);
-                    Ok(())
-                })*
-                (a, b) => Err(TensorError::DataType {
-                    expected: a.dtype(),
-                    got: b.dtype(),
-                }),
-            }
-        };
-    }
-    ext!(Bool, U8, U16, U32, U64, I8, I16, I32, I64, F16, F32, F64, Bf16, Bytes)
-}
-
 fn dims_usize(shape: &[i64]) -> Result<Vec<usize>, TensorError> {
     shape
         .iter()
         .map(|&d| usize::try_from(d).map_err(|_| TensorError::Shape(shape.to_vec())))
         .collect()
+}
+
+/// Fills `dst` with, for each `o` in `0..outer`, the `o`-th chunk of every
+/// part in turn: part `j` gives `parts[j].1` elements per outer index, from
+/// `parts[j].0` (`None`: zeros). `dst` is cleared first and keeps its
+/// memory when it already holds `dtype`; its length is reserved once.
+pub(crate) fn interleave_into(
+    dst: &mut TensorData,
+    dtype: crate::tensor::DataType,
+    parts: &[(Option<&TensorData>, usize)],
+    outer: usize,
+) -> Result<(), TensorError> {
+    if dst.dtype() != dtype {
+        *dst = TensorData::empty(dtype);
+    }
+    let total = outer * parts.iter().map(|p| p.1).sum::<usize>();
+    macro_rules! fill {
+        ($($var:ident),*) => {
+            match dst {
+                $(TensorData::$var(d) => {
+                    d.clear();
+                    d.reserve(total);
+                    for o in 0..outer {
+                        for &(part, chunk) in parts {
+                            match part {
+                                Some(TensorData::$var(s)) => {
+                                    let src = s.get(o * chunk..(o + 1) * chunk).ok_or(
+                                        TensorError::Size {
+                                            shape: Vec::new(),
+                                            expected: (o + 1) * chunk,
+                                            got: s.len(),
+                                        },
+                                    )?;
+                                    d.extend_from_slice(src);
+                                }
+                                Some(other) => {
+                                    return Err(TensorError::DataType {
+                                        expected: dtype,
+                                        got: other.dtype(),
+                                    })
+                                }
+                                None => d.resize(d.len() + chunk, Default::default()),
+                            }
+                        }
+                    }
+                })*
+            }
+        };
+    }
+    fill!(Bool, U8, U16, U32, U64, I8, I16, I32, I64, F16, F32, F64, Bf16, Bytes);
+    Ok(())
+}
+
+/// Concatenates `parts` (shape, data; `None`: zeros of that shape) of
+/// data type `dtype` along `axis` into `dst`, reusing its memory: all parts
+/// have the same rank and dimensions except along `axis`.
+pub(crate) fn concat_parts_into(
+    dst: &mut Tensor,
+    dtype: crate::tensor::DataType,
+    parts: &[(&[i64], Option<&TensorData>)],
+    axis: usize,
+) -> Result<(), TensorError> {
+    let Some(&(first, _)) = parts.first() else {
+        return Err(TensorError::Shape(Vec::new()));
+    };
+    if axis >= first.len() {
+        return Err(TensorError::Shape(first.to_vec()));
+    }
+    let mut total = 0i64;
+    for &(shape, data) in parts {
+        let same_rest = shape.len() == first.len()
+            && shape[..axis] == first[..axis]
+            && shape[axis + 1..] == first[axis + 1..];
+        if !same_rest {
+            return Err(TensorError::Concat(first.to_vec(), shape.to_vec()));
+        }
+        if let Some(d) = data {
+            if d.dtype() != dtype {
+                return Err(TensorError::DataType {
+                    expected: dtype,
+                    got: d.dtype(),
+                });
+            }
+            if Some(d.len()) != element_count(shape) {
+                return Err(TensorError::Size {
+                    shape: shape.to_vec(),
+                    expected: element_count(shape).unwrap_or(0),
+                    got: d.len(),
+                });
+            }
+        }
+        total += shape[axis];
+    }
+    let outer = element_count(&first[..axis]).ok_or_else(|| TensorError::Shape(first.to_vec()))?;
+    let inner =
+        element_count(&first[axis + 1..]).ok_or_else(|| TensorError::Shape(first.to_vec()))?;
+    let chunks: Vec<(Option<&TensorData>, usize)> = parts
+        .iter()
+        .map(|&(shape, data)| (data, shape[axis] as usize * inner))
+        .collect();
+    interleave_into(&mut dst.data, dtype, &chunks, outer)?;
+    dst.shape.clear();
+    dst.shape.extend_from_slice(first);
+    dst.shape[axis] = total;
+    Ok(())
 }
 
 /// Concatenates `parts` along `axis`: all parts have the same rank, data
@@ -46,42 +127,67 @@ pub fn concat_axis(parts: &[&Tensor], axis: usize) -> Result<Tensor, TensorError
         Some(t) => *t,
         None => return Err(TensorError::Shape(Vec::new())),
     };
-    if axis >= first.shape.len() {
-        return Err(TensorError::Shape(first.shape.clone()));
-    }
-    let mut total = 0i64;
-    for t in parts {
-        let same_rest = t.shape.len() == first.shape.len()
-            && t.shape[..axis] == first.shape[..axis]
-            && t.shape[axis + 1..] == first.shape[axis + 1..];
-        if !same_rest {
-            return Err(TensorError::Concat(first.shape.clone(), t.shape.clone()));
-        }
-        if t.dtype() != first.dtype() {
-            return Err(TensorError::DataType {
-                expected: first.dtype(),
-                got: t.dtype(),
-            });
-        }
-        total += t.shape[axis];
-    }
-    let outer = element_count(&first.shape[..axis])
-        .ok_or_else(|| TensorError::Shape(first.shape.clone()))?;
-    let inner = element_count(&first.shape[axis + 1..])
-        .ok_or_else(|| TensorError::Shape(first.shape.clone()))?;
-    let mut shape = first.shape.clone();
-    shape[axis] = total;
-    let mut data = TensorData::empty(first.dtype());
-    let chunks: Vec<usize> = parts
+    let dtype = first.dtype();
+    let spec: Vec<(&[i64], Option<&TensorData>)> = parts
         .iter()
-        .map(|t| t.shape[axis] as usize * inner)
+        .map(|t| (t.shape.as_slice(), Some(&t.data)))
         .collect();
-    for o in 0..outer {
-        for (t, &chunk) in parts.iter().zip(&chunks) {
-            extend_range(&mut data, &t.data, o * chunk, (o + 1) * chunk)?;
-        }
+    let mut out = Tensor {
+        shape: Vec::new(),
+        data: TensorData::empty(dtype),
+    };
+    concat_parts_into(&mut out, dtype, &spec, axis)?;
+    Ok(out)
+}
+
+/// Copies rows `start..start + len` along `axis` of `src` (of shape
+/// `shape`) into `dst`, which is cleared first and keeps its memory when
+/// it holds the same data type. Returns the piece's shape.
+pub(crate) fn slice_axis_into(
+    dst: &mut TensorData,
+    src: &TensorData,
+    shape: &[i64],
+    axis: usize,
+    start: usize,
+    len: usize,
+) -> Result<(), TensorError> {
+    let dims = dims_usize(shape)?;
+    if axis >= dims.len() || start + len > dims[axis] {
+        return Err(TensorError::Shape(shape.to_vec()));
     }
-    Tensor::new(shape, data)
+    if Some(src.len()) != element_count(shape) {
+        return Err(TensorError::Size {
+            shape: shape.to_vec(),
+            expected: element_count(shape).unwrap_or(0),
+            got: src.len(),
+        });
+    }
+    let outer: usize = dims[..axis].iter().product();
+    let inner: usize = dims[axis + 1..].iter().product();
+    let row = dims[axis] * inner;
+    if dst.dtype() != src.dtype() {
+        *dst = TensorData::empty(src.dtype());
+    }
+    macro_rules! copy {
+        ($($var:ident),*) => {
+            match (dst, src) {
+                $((TensorData::$var(d), TensorData::$var(s)) => {
+                    d.clear();
+                    d.reserve(outer * len * inner);
+                    for o in 0..outer {
+                        let begin = o * row + start * inner;
+                        d.extend_from_slice(&s[begin..begin + len * inner]);
+                    }
+                    Ok(())
+                })*
+                (a, b) => Err(TensorError::DataType {
+                    expected: a.dtype(),
+                    got: b.dtype(),
+                }),
+            }
+        };
+    }
+    copy!(Bool, U8, U16, U32, U64, I8, I16, I32, I64, F16, F32, F64, Bf16, Bytes)
 }
 
 /// Splits `t` along `axis` into pieces of the given sizes (which must add
@@ -99,17 +205,11 @@ pub fn split_axis(t: &Tensor, axis: usize, sizes: &[usize]) -> Result<Vec<Tensor
             got: total,
         });
     }
-    let outer: usize = dims[..axis].iter().product();
-    let inner: usize = dims[axis + 1..].iter().product();
-    let row = dims[axis] * inner;
     let mut out = Vec::with_capacity(sizes.len());
     let mut offset = 0;
     for &size in sizes {
         let mut data = TensorData::empty(t.dtype());
-        for o in 0..outer {
-            let begin = o * row + offset * inner;
-            extend_range(&mut data, &t.data, begin, begin + size * inner)?;
-        }
+        slice_axis_into(&mut data, &t.data, &t.shape, axis, offset, size)?;
         let mut shape = t.shape.clone();
         shape[axis] = size as i64;
         out.push(Tensor { shape, data });

@@ -22,7 +22,7 @@
 //! [`StateStore::release`] at END or idle timeout.
 
 use super::codec::{decode_le, f16_to_f32, f32_to_f16};
-use super::stack::{stack, unstack};
+use super::stack::stack;
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::model_sequence_batching::initial_state::StateData;
 use crate::schema::inference::ModelConfig;
@@ -390,13 +390,70 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
             }
             return Ok(k + self.specs.len());
         }
-        let states = self.gather(keys)?;
-        let mut k = k;
-        for (name, t) in states {
-            super::stack::put(buf, k, &name, &t.shape, &t.data).map_err(StateError::Batch)?;
-            k += 1;
+        // Several rows: stacked in place into the buffer's tensors.
+        Self::check_unique(keys)?;
+        let rows: Vec<Option<&Vec<Tensor>>> = keys
+            .iter()
+            .map(|k| k.as_ref().map(|k| self.states_of(k)).transpose())
+            .collect::<Result<_, _>>()?;
+        for (i, spec) in self.specs.iter().enumerate() {
+            let Some(axis) = spec.batch_axis else {
+                return Err(StateError::Batch(format!(
+                    "state '{}': a model without batching runs one sequence at a time, \
+                     not a batch of {}",
+                    spec.input_name,
+                    keys.len()
+                )));
+            };
+            let reference = rows
+                .iter()
+                .flatten()
+                .map(|s| &s[i])
+                .next()
+                .unwrap_or(&spec.initial);
+            for t in rows.iter().flatten().map(|s| &s[i]) {
+                if t.shape != reference.shape || t.dtype() != reference.dtype() {
+                    return Err(StateError::Batch(format!(
+                        "state '{}' cannot be batched: sequences hold {} {:?} and {} {:?}",
+                        spec.input_name,
+                        reference.dtype(),
+                        reference.shape,
+                        t.dtype(),
+                        t.shape
+                    )));
+                }
+            }
+            if axis > reference.shape.len() {
+                return Err(StateError::Tensor(TensorError::Shape(
+                    reference.shape.clone(),
+                )));
+            }
+            let outer = crate::tensor::element_count(&reference.shape[..axis])
+                .ok_or_else(|| StateError::Tensor(TensorError::Shape(reference.shape.clone())))?;
+            let chunk = crate::tensor::element_count(&reference.shape[axis..])
+                .ok_or_else(|| StateError::Tensor(TensorError::Shape(reference.shape.clone())))?;
+            let parts: Vec<(Option<&TensorData>, usize)> = rows
+                .iter()
+                .map(|r| (r.map(|s| &s[i].data), chunk))
+                .collect();
+            let at = k + i;
+            if !matches!(buf.get(at), Some((n, _)) if *n == spec.input_name) {
+                let t = Tensor {
+                    shape: Vec::new(),
+                    data: TensorData::empty(reference.dtype()),
+                };
+                match buf.get_mut(at) {
+                    Some(slot) => *slot = (spec.input_name.clone(), t),
+                    None => buf.push((spec.input_name.clone(), t)),
+                }
+            }
+            let dst = &mut buf[at].1;
+            super::stack::interleave_into(&mut dst.data, reference.dtype(), &parts, outer)?;
+            dst.shape.clear();
+            dst.shape.extend_from_slice(&reference.shape);
+            dst.shape.insert(axis, keys.len() as i64);
         }
-        Ok(k)
+        Ok(k + self.specs.len())
     }
 
     fn states_of(&self, key: &K) -> Result<&Vec<Tensor>, StateError> {
@@ -467,27 +524,26 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
         for k in keys.iter().flatten() {
             self.states_of(k)?;
         }
-        // All new values first, so that an error leaves the store as it was.
-        let mut updates: Vec<(usize, usize, Tensor)> = Vec::new();
-        for (i, spec) in self.specs.iter().enumerate() {
+        // Every check first, so that an error leaves the store as it was;
+        // then the rows are copied into the stored tensors in place.
+        let mut outputs: Vec<&Tensor> = Vec::with_capacity(self.specs.len());
+        for spec in &self.specs {
             let t = output(&spec.output_name).ok_or_else(|| {
                 StateError::Batch(format!(
                     "the model did not return the state output '{}'",
                     spec.output_name
                 ))
             })?;
-            let parts = match spec.batch_axis {
-                None => {
-                    if keys.len() != 1 {
-                        return Err(StateError::Batch(format!(
-                            "state '{}': a model without batching runs one sequence at a \
-                             time, not a batch of {}",
-                            spec.output_name,
-                            keys.len()
-                        )));
-                    }
-                    vec![t.clone()]
+            match spec.batch_axis {
+                None if keys.len() != 1 => {
+                    return Err(StateError::Batch(format!(
+                        "state '{}': a model without batching runs one sequence at a \
+                         time, not a batch of {}",
+                        spec.output_name,
+                        keys.len()
+                    )));
                 }
+                None => {}
                 Some(axis) => {
                     if t.shape.get(axis) != Some(&(keys.len() as i64)) {
                         return Err(StateError::Batch(format!(
@@ -497,19 +553,54 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
                             keys.len()
                         )));
                     }
-                    unstack(t, axis)?
-                }
-            };
-            for (j, part) in parts.into_iter().enumerate() {
-                if keys[j].is_some() {
-                    updates.push((j, i, self.stored(part)));
+                    if crate::tensor::element_count(&t.shape) != Some(t.data.len()) {
+                        return Err(StateError::Tensor(TensorError::Shape(t.shape.clone())));
+                    }
                 }
             }
+            outputs.push(t);
         }
-        for (j, i, value) in updates {
-            if let Some(k) = &keys[j] {
-                if let Some(states) = self.seqs.get_mut(k) {
-                    states[i] = value;
+        let fp16 = self.fp16_storage;
+        for (i, (spec, t)) in self.specs.iter().zip(outputs).enumerate() {
+            for (j, key) in keys.iter().enumerate() {
+                let Some(states) = key.as_ref().and_then(|k| self.seqs.get_mut(k)) else {
+                    continue;
+                };
+                let dst = &mut states[i];
+                match spec.batch_axis {
+                    None => {
+                        if !super::stack::copy_data(&mut dst.data, &t.data) {
+                            dst.data = t.data.clone();
+                        }
+                        if dst.shape != t.shape {
+                            dst.shape.clone_from(&t.shape);
+                        }
+                    }
+                    Some(axis) => {
+                        super::stack::slice_axis_into(
+                            &mut dst.data,
+                            &t.data,
+                            &t.shape,
+                            axis,
+                            j,
+                            1,
+                        )?;
+                        dst.shape.clear();
+                        dst.shape.extend(
+                            t.shape
+                                .iter()
+                                .enumerate()
+                                .filter(|&(d, _)| d != axis)
+                                .map(|(_, &v)| v),
+                        );
+                    }
+                }
+                if fp16 {
+                    if let TensorData::F32(v) = &mut dst.data {
+                        for x in v.iter_mut() {
+                            *x = f16_to_f32(f32_to_f16(*x));
+                        }
+                    }
                 }
             }
         }
@@ -576,17 +667,6 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
             }
         }
         Ok(true)
-    }
-
-    fn stored(&self, mut t: Tensor) -> Tensor {
-        if self.fp16_storage {
-            if let TensorData::F32(v) = &mut t.data {
-                for x in v.iter_mut() {
-                    *x = f16_to_f32(f32_to_f16(*x));
-                }
-            }
-        }
-        t
     }
 }
 

@@ -34,7 +34,7 @@ use crate::schema::inference::model_sequence_batching::control::Kind as ControlK
 use crate::schema::inference::model_sequence_batching::StrategyChoice;
 use crate::schema::inference::{DataType as PbDataType, ModelConfig};
 use crate::tensor::{DataType, Tensor};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// The backend's error for a new sequence that finds no free slot.
 pub const TOO_MANY: &str = "Too many simultaneous connections";
@@ -212,11 +212,18 @@ impl Slots {
     }
 
     /// Frees the slots of ids unused for more than `idle_us`, except `keep`.
-    pub fn sweep(&mut self, now_us: u64, idle_us: u64, keep: &HashSet<String>) {
+    pub fn sweep(&mut self, now_us: u64, idle_us: u64, keep: &[&str]) {
+        if self
+            .held
+            .values()
+            .all(|h| now_us.saturating_sub(h.2) <= idle_us)
+        {
+            return;
+        }
         let stale: Vec<String> = self
             .held
             .iter()
-            .filter(|(id, h)| now_us.saturating_sub(h.2) > idle_us && !keep.contains(*id))
+            .filter(|(id, h)| now_us.saturating_sub(h.2) > idle_us && !keep.contains(&id.as_str()))
             .map(|(id, _)| id.clone())
             .collect();
         for id in stale {
@@ -360,11 +367,11 @@ impl StatefulBackend {
     /// (§5 steps 1, 3, 4, 11, 12) and returns it with the padded size.
     pub fn plan(&mut self, instance: usize, now_us: u64, rows: &[Row]) -> (Vec<Fate>, usize) {
         let mut fates = Vec::with_capacity(rows.len());
-        let mut keys: Vec<Option<String>> = Vec::with_capacity(rows.len());
+        let mut keys: Vec<Option<std::borrow::Cow<'_, str>>> = Vec::with_capacity(rows.len());
         for row in rows {
             let key = row.corrid.map(|c| match c {
-                CorrId::Int(v) => v.to_string(),
-                CorrId::Str(s) => s.clone(),
+                CorrId::Int(v) => std::borrow::Cow::Owned(v.to_string()),
+                CorrId::Str(s) => std::borrow::Cow::Borrowed(s.as_str()),
             });
             let fate = match row.corrid {
                 Some(CorrId::Str(_)) if !self.string_ids => Fate::Error(NOT_UNSIGNED.into()),
@@ -388,7 +395,7 @@ impl StatefulBackend {
             .iter()
             .filter(|f| !matches!(f, Fate::EndOnly | Fate::Error(_)))
             .count();
-        let keep: HashSet<String> = keys.iter().flatten().cloned().collect();
+        let keep: Vec<&str> = keys.iter().flatten().map(|k| k.as_ref()).collect();
         slots.sweep(now_us, self.idle_us, &keep);
         for (fate, key) in fates.iter_mut().zip(&keys) {
             if let (Fate::Infer, Some(k)) = (&*fate, key) {

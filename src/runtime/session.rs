@@ -26,9 +26,12 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
+use ort::memory::Allocator;
 use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::builder::GraphOptimizationLevel;
-use ort::session::{IoBinding, Session, SessionInputValue};
+use ort::session::{
+    HasSelectedOutputs, IoBinding, OutputSelector, RunOptions, Session, SessionInputValue,
+};
 use ort::value::DynValue;
 
 use super::convert::{self, onnx_type_name};
@@ -131,6 +134,95 @@ pub struct ModelSession {
     /// Per input: the view of the caller's tensor from the last run.
     views: Vec<Option<convert::HostView>>,
     host_memory: MemoryInfo<'static>,
+    /// Preallocated outputs for runs with the input shapes of the last
+    /// runs (see [`Reuse`]).
+    reuse: Reuse,
+}
+
+/// Output reuse on the CPU: once two runs in a row had the same input
+/// shapes, the outputs of the next runs with those shapes are preallocated
+/// with the shapes ONNX Runtime gave them, so that it writes into them
+/// instead of allocating, describing and releasing new values each run.
+/// A run whose outputs come out with other shapes fails in ONNX Runtime
+/// and is repeated without preallocation (and reuse is turned off for
+/// the session when that repeat succeeds, as the model's output shapes
+/// then depend on more than its input shapes).
+#[derive(Default)]
+struct Reuse {
+    /// The input shapes of the last run.
+    shapes: Vec<Vec<i64>>,
+    /// Runs in a row with those shapes.
+    repeats: u32,
+    /// Run options preallocating every output for those shapes.
+    options: Option<RunOptions<HasSelectedOutputs>>,
+    off: bool,
+}
+
+impl Reuse {
+    /// Whether `ordered` has the shapes of the last run.
+    fn same_shapes(&self, ordered: &[Option<&Tensor>]) -> bool {
+        self.shapes.len() == ordered.len()
+            && self
+                .shapes
+                .iter()
+                .zip(ordered)
+                .all(|(s, t)| t.is_some_and(|t| t.shape == *s))
+    }
+
+    fn remember(&mut self, ordered: &[Option<&Tensor>]) {
+        self.options = None;
+        self.repeats = 1;
+        self.shapes.clear();
+        self.shapes.extend(
+            ordered
+                .iter()
+                .map(|t| t.map(|t| t.shape.clone()).unwrap_or_default()),
+        );
+    }
+}
+
+/// The ONNX Runtime element type of a numeric Triton type.
+fn element_type(d: DataType) -> Option<ort::value::TensorElementType> {
+    use ort::value::TensorElementType as E;
+    Some(match d {
+        DataType::Bool => E::Bool,
+        DataType::U8 => E::Uint8,
+        DataType::U16 => E::Uint16,
+        DataType::U32 => E::Uint32,
+        DataType::U64 => E::Uint64,
+        DataType::I8 => E::Int8,
+        DataType::I16 => E::Int16,
+        DataType::I32 => E::Int32,
+        DataType::I64 => E::Int64,
+        DataType::F16 => E::Float16,
+        DataType::F32 => E::Float32,
+        DataType::F64 => E::Float64,
+        DataType::Bf16 => E::Bfloat16,
+        DataType::Bytes => return None,
+    })
+}
+
+/// Run options preallocating every output of `outputs` (the tensors of
+/// the last run, in session order) on the CPU; `None` when one cannot be
+/// (strings).
+fn preallocated(
+    names: &[SessionTensor],
+    outputs: &[(String, Tensor)],
+) -> Option<RunOptions<HasSelectedOutputs>> {
+    if outputs.len() != names.len() {
+        return None;
+    }
+    let allocator = Allocator::default();
+    let mut selector = OutputSelector::default();
+    for (o, (name, t)) in names.iter().zip(outputs) {
+        if o.name != *name {
+            return None;
+        }
+        let elem = element_type(t.dtype())?;
+        let value = ort::value::DynTensor::new(&allocator, elem, t.shape.clone()).ok()?;
+        selector = selector.preallocate(name.clone(), value);
+    }
+    Some(RunOptions::new().ok()?.with_outputs(selector))
 }
 
 impl std::fmt::Debug for ModelSession {
@@ -235,6 +327,7 @@ impl ModelSession {
             input_types,
             outputs,
             host_memory,
+            reuse: Reuse::default(),
         })
     }
 
@@ -309,17 +402,43 @@ impl ModelSession {
         }
         let output_names = &self.outputs;
         let session = &mut self.session;
+        let reuse = &mut self.reuse;
+        let cpu = self.device == Device::Cpu;
         let ran = catch_unwind(AssertUnwindSafe(|| -> Result<(), RunError> {
+            let same = cpu && !reuse.off && reuse.same_shapes(&ordered);
+            if same {
+                if let Some(options) = &reuse.options {
+                    if let Ok(result) = session.run_with_options(&values[..], options) {
+                        return store_outputs(outputs, output_names, result);
+                    }
+                    // Another output shape (or a run-time error): the plain
+                    // run below tells which.
+                    let r = session.run(&values[..]).map_err(|e| RunError::Ort {
+                        message: e.to_string(),
+                    });
+                    if r.is_ok() {
+                        reuse.off = true;
+                        reuse.options = None;
+                    }
+                    return store_outputs(outputs, output_names, r?);
+                }
+            }
             let result = session.run(&values[..]).map_err(|e| RunError::Ort {
                 message: e.to_string(),
             })?;
-            let mut n = 0;
-            for (i, (name, value)) in result.into_iter().enumerate() {
-                store_output(outputs, i, name, &value)?;
-                n = i + 1;
+            store_outputs(outputs, output_names, result)?;
+            if cpu && !reuse.off {
+                if same {
+                    reuse.repeats += 1;
+                    if reuse.repeats >= 2 {
+                        reuse.options = preallocated(output_names, outputs);
+                        // Strings cannot be preallocated.
+                        reuse.off = reuse.options.is_none();
+                    }
+                } else {
+                    reuse.remember(&ordered);
+                }
             }
-            debug_assert_eq!(n, output_names.len());
-            outputs.truncate(n);
             Ok(())
         }));
         match ran {
@@ -513,6 +632,23 @@ fn check_input(spec: &SessionTensor, expected: DataType, t: &Tensor) -> Result<(
 
 /// Writes output `name` into slot `i` of `outputs`, reusing the tensor
 /// there when it is the same output.
+/// Copies the values of one run into `outputs` (see
+/// [`ModelSession::run_into`]).
+fn store_outputs(
+    outputs: &mut Vec<(String, Tensor)>,
+    names: &[SessionTensor],
+    result: ort::session::SessionOutputs<'_>,
+) -> Result<(), RunError> {
+    let mut n = 0;
+    for (i, (name, value)) in result.into_iter().enumerate() {
+        store_output(outputs, i, name, &value)?;
+        n = i + 1;
+    }
+    debug_assert_eq!(n, names.len());
+    outputs.truncate(n);
+    Ok(())
+}
+
 fn store_output(
     outputs: &mut Vec<(String, Tensor)>,
     i: usize,
@@ -974,6 +1110,62 @@ pub(crate) mod tests {
         let b = t(&[3, 1], TensorData::F32(vec![1.0, 2.0, 3.0]));
         let out = s.run(&[("A", &a), ("B", &b)]).unwrap();
         assert_eq!(out[0].1, t(&[2, 1], TensorData::F32(vec![6.0, 6.0])));
+    }
+
+    #[test]
+    fn preallocated_outputs_give_the_same_results_and_fall_back_when_shapes_change() {
+        if !have_ort() {
+            return;
+        }
+        // Outputs are preallocated from the third run with the same input
+        // shapes on; every run must give what a fresh session gives.
+        let (_d, path) = write_model(&super::super::testmodel::accumulate());
+        let mut s = ModelSession::open(&path, &SessionOptions::default()).unwrap();
+        let mut state = Tensor::zeros(DataType::F32, vec![2, 1]).unwrap();
+        let keep = t(&[2, 1], TensorData::Bool(vec![false, false]));
+        let mut out = Vec::new();
+        let mut expected = [0f32, 0.0];
+        for step in 0..6 {
+            let v = step as f32;
+            let x = t(
+                &[2, 4],
+                TensorData::F32(vec![v, v, v, v, 1.0, 1.0, 1.0, 1.0]),
+            );
+            s.run_into(
+                &[("INPUT", &x), ("STATE_IN", &state), ("RESET", &keep)],
+                &mut out,
+            )
+            .unwrap();
+            expected[0] += 4.0 * v;
+            expected[1] += 4.0;
+            assert_eq!(
+                out[0].1,
+                t(&[2, 1], TensorData::F32(expected.to_vec())),
+                "step {step}"
+            );
+            state = out[1].1.clone();
+        }
+        assert!(s.reuse.options.is_some(), "outputs are preallocated by now");
+
+        // NonZero: the output's shape depends on the values. The same input
+        // shape with another count of nonzero values must still be right,
+        // and reuse is turned off for the session.
+        let (_d2, path) = write_model(&super::super::testmodel::nonzero());
+        let mut s = ModelSession::open(&path, &SessionOptions::default()).unwrap();
+        let x = |v: Vec<i64>| t(&[4], TensorData::I64(v));
+        for _ in 0..3 {
+            s.run_into(&[("X", &x(vec![0, 5, 0, 7]))], &mut out)
+                .unwrap();
+            assert_eq!(out[0].1, t(&[1, 2], TensorData::I64(vec![1, 3])));
+        }
+        assert!(s.reuse.options.is_some());
+        s.run_into(&[("X", &x(vec![1, 5, 0, 7]))], &mut out)
+            .unwrap();
+        assert_eq!(out[0].1, t(&[1, 3], TensorData::I64(vec![0, 1, 3])));
+        assert!(s.reuse.off && s.reuse.options.is_none());
+        s.run_into(&[("X", &x(vec![0, 0, 0, 2]))], &mut out)
+            .unwrap();
+        assert_eq!(out[0].1, t(&[1, 1], TensorData::I64(vec![3])));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //!   measurements: `INPUT` FP32 `[B, 4]`, `STATE_IN` FP32 `[B, 1]`,
 //!   `RESET` BOOL `[B, 1]`; `OUTPUT = (RESET ? 0 : STATE_IN) +
 //!   sum(INPUT, axis 1)`, `STATE_OUT = OUTPUT`.
+//! - [`nonzero`]: `Y = NonZero(X)`, whose output shape depends on the values.
 //! - [`matmul_unknown_shapes`]: `Y = MatMul(A, B)` with no declared shapes,
 //!   so only ONNX Runtime can refuse mismatched inputs.
 
@@ -154,5 +155,16 @@ pub fn matmul_unknown_shapes() -> Vec<u8> {
         inits: Vec::new(),
         inputs: vec![value_info("A", FLOAT, None), value_info("B", FLOAT, None)],
         outputs: vec![value_info("Y", FLOAT, None)],
+    })
+}
+
+/// `Y = NonZero(X)` for an INT64 `X [N]`: `Y` is INT64 `[1, count]`, a
+/// shape that depends on the values, not only on the input's shape.
+pub fn nonzero() -> Vec<u8> {
+    model(Graph {
+        nodes: vec![node("NonZero", &["X"], &["Y"])],
+        inits: Vec::new(),
+        inputs: vec![value_info("X", INT64, Some(&[Dim::Param("N")]))],
+        outputs: vec![value_info("Y", INT64, None)],
     })
 }
