@@ -1,23 +1,28 @@
 //! Ensembles for `tritonctl run` (feature `run`).
 //!
 //! An ensemble has no scheduler of its own: each request's tensors flow
-//! through the steps of `ensemble_scheduling`. A step starts once every
-//! tensor its `input_map` names is available (the ensemble's inputs, or
-//! the `output_map` results of earlier steps); steps are therefore run in
-//! data-flow order, each on its composing model (looked up next to the
-//! ensemble, in the same model repository) with that model's own
-//! scheduler and state. Every request of the step goes through the
-//! composing model's scheduler, so batching and sequence order work as for
-//! a request sent to it directly; the ensemble request's sequence id and
-//! START/END flags are passed on, so a stateful composing model keeps its
-//! state per sequence. A request that fails in a step fails as a whole,
-//! with the step named.
+//! through the steps of `ensemble_scheduling`. A step of a request starts
+//! as soon as every tensor its `input_map` names is available for that
+//! request (the ensemble's inputs, or the `output_map` results of earlier
+//! steps), as Triton's ensemble scheduler does: every composing model
+//! (looked up next to the ensemble, in the same model repository) runs on
+//! its own thread with its own scheduler and state, fed request by request
+//! ([`super::runner::run_model_streaming`]), so that while the first step
+//! works on later requests the second already runs the earlier ones. Each
+//! step receives the requests in the ensemble's request order, so batching
+//! and sequence order work as for requests sent to the composing model
+//! directly; the ensemble request's sequence id and START/END flags are
+//! passed on, so a stateful composing model keeps its state per sequence.
+//! A request that fails in a step fails as a whole, with the step named,
+//! and goes no further. (Nested ensembles run step after step over all
+//! requests instead.)
 
 use super::input::RunRequest;
 use super::model::{load_model, LoadedModel};
 use super::output::RunResult;
-use super::runner::{run_model, RunOptions, RunOutput, RunnerError};
+use super::runner::{run_model, run_model_streaming, RunOptions, RunOutput, RunnerError};
 use crate::schema::inference::model_config::SchedulingChoice;
+use crate::schema::inference::ModelEnsembling;
 use crate::tensor::Tensor;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -100,11 +105,16 @@ fn run_ensemble(
         models.push(m);
     }
 
+    if !models.iter().any(LoadedModel::is_ensemble) {
+        return pipelined(model, es, &models, requests, opts);
+    }
+
     let n = requests.len();
     let mut pools: Vec<BTreeMap<String, Tensor>> =
         requests.iter().map(|r| r.inputs.clone()).collect();
     let mut errors: Vec<Option<String>> = vec![None; n];
     let mut executions: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    let mut activity = Vec::new();
     let mut elapsed = std::time::Duration::ZERO;
     for &s in &order {
         let step = &es.step[s];
@@ -128,6 +138,7 @@ fn run_ensemble(
         }
         let out = run_inner(&models[s], &sub, opts, depth)?;
         elapsed += out.elapsed;
+        activity.extend(out.activity);
         if depth == 0 {
             for (b, v) in out.executions {
                 executions.entry(b).or_default().extend(v);
@@ -184,6 +195,7 @@ fn run_ensemble(
         results,
         executions,
         elapsed,
+        activity,
     })
 }
 
@@ -202,4 +214,228 @@ fn run_inner(
     } else {
         run_model(model, requests, &inner)
     }
+}
+
+/// One step's result for the router: (step, request number within the
+/// step, result).
+type StepResult = (usize, usize, RunResult);
+
+/// The request number of a step's message saying that the step failed as
+/// a whole (its error as the outcome).
+const STEP_FAILED: usize = usize::MAX;
+
+/// Runs the steps concurrently, each request going on to the next step as
+/// soon as its inputs are there (see the module docs).
+fn pipelined(
+    model: &LoadedModel,
+    es: &ModelEnsembling,
+    models: &[LoadedModel],
+    requests: &[RunRequest],
+    opts: &RunOptions,
+) -> Result<RunOutput, RunnerError> {
+    let n = requests.len();
+    let steps = es.step.len();
+    let started = std::time::Instant::now();
+    let mut pools: Vec<BTreeMap<String, Tensor>> =
+        requests.iter().map(|r| r.inputs.clone()).collect();
+    let mut errors: Vec<Option<String>> = vec![None; n];
+    // Per step: the next request to consider (requests go to a step in
+    // order), and which request each of its numbers is.
+    let mut cursor = vec![0usize; steps];
+    let mut sent: Vec<Vec<usize>> = vec![Vec::new(); steps];
+    let mut outstanding = 0usize;
+    // Per request: results still to come from its steps; finished requests
+    // (all steps returned, or failed) for the progress callback.
+    let mut left = vec![steps; n];
+    let mut finished = 0usize;
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<StepResult>();
+    let inner = RunOptions {
+        device: opts.device,
+        progress: None,
+    };
+    let outputs = std::thread::scope(|scope| -> Result<Vec<RunOutput>, RunnerError> {
+        let mut inboxes = Vec::with_capacity(steps);
+        let mut handles = Vec::with_capacity(steps);
+        for (s, m) in models.iter().enumerate() {
+            let (tx, rx) = std::sync::mpsc::channel::<RunRequest>();
+            inboxes.push(Some(tx));
+            let done = done_tx.clone();
+            let inner = &inner;
+            handles.push(scope.spawn(move || {
+                let send = |k: usize, r: RunResult| {
+                    // The router is gone only when it failed itself.
+                    let _ = done.send((s, k, r));
+                };
+                let out = run_model_streaming(m, rx, &send, inner);
+                if let Err(e) = &out {
+                    // Tells the router, which would otherwise wait for the
+                    // results of this step's requests.
+                    send(
+                        STEP_FAILED,
+                        RunResult {
+                            id: String::new(),
+                            sequence_id: None,
+                            outcome: Err(e.to_string()),
+                        },
+                    );
+                }
+                out
+            }));
+        }
+        drop(done_tx);
+        // Hands each step the requests that are ready for it, in order;
+        // closes a step's inbox once every request went to it or failed.
+        let dispatch = |cursor: &mut Vec<usize>,
+                        sent: &mut Vec<Vec<usize>>,
+                        inboxes: &mut Vec<Option<std::sync::mpsc::Sender<RunRequest>>>,
+                        pools: &[BTreeMap<String, Tensor>],
+                        errors: &[Option<String>],
+                        outstanding: &mut usize| {
+            for s in 0..steps {
+                let step = &es.step[s];
+                while cursor[s] < n {
+                    let i = cursor[s];
+                    if errors[i].is_none() {
+                        if !step.input_map.values().all(|v| pools[i].contains_key(v)) {
+                            break;
+                        }
+                        let inputs = step
+                            .input_map
+                            .iter()
+                            .filter_map(|(inner, outer)| {
+                                pools[i].get(outer).map(|t| (inner.clone(), t.clone()))
+                            })
+                            .collect();
+                        let sub = RunRequest {
+                            inputs,
+                            ..requests[i].clone()
+                        };
+                        if let Some(tx) = &inboxes[s] {
+                            if tx.send(sub).is_ok() {
+                                sent[s].push(i);
+                                *outstanding += 1;
+                            }
+                        }
+                    }
+                    cursor[s] += 1;
+                }
+                if cursor[s] == n {
+                    inboxes[s] = None;
+                }
+            }
+        };
+        dispatch(
+            &mut cursor,
+            &mut sent,
+            &mut inboxes,
+            &pools,
+            &errors,
+            &mut outstanding,
+        );
+        while outstanding > 0 {
+            let Ok((s, k, res)) = done_rx.recv() else {
+                break;
+            };
+            let step = &es.step[s];
+            if k == STEP_FAILED {
+                let e = res.outcome.err().unwrap_or_default();
+                return Err(RunnerError::Setup(format!(
+                    "ensemble '{}': step '{}': {e}",
+                    model.name, step.model_name
+                )));
+            }
+            outstanding -= 1;
+            let i = sent[s][k];
+            match res.outcome {
+                Ok(outs) => {
+                    for (inner, outer) in &step.output_map {
+                        match outs.iter().find(|(n, _)| n == inner) {
+                            Some((_, t)) => {
+                                pools[i].insert(outer.clone(), t.clone());
+                            }
+                            None => {
+                                errors[i].get_or_insert_with(|| {
+                                    format!(
+                                        "ensemble step '{}': the model returned no output '{inner}'",
+                                        step.model_name
+                                    )
+                                });
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    errors[i]
+                        .get_or_insert_with(|| format!("ensemble step '{}': {e}", step.model_name));
+                }
+            }
+            if left[i] > 0 {
+                left[i] -= 1;
+                if left[i] == 0 || errors[i].is_some() {
+                    left[i] = 0;
+                    finished += 1;
+                    if let Some(p) = opts.progress {
+                        p(finished, n);
+                    }
+                }
+            }
+            dispatch(
+                &mut cursor,
+                &mut sent,
+                &mut inboxes,
+                &pools,
+                &errors,
+                &mut outstanding,
+            );
+        }
+        // Every inbox is closed by now (each cursor reached the end), so
+        // every step returns.
+        inboxes.clear();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(RunnerError::Setup("an ensemble step panicked".into())))
+            })
+            .collect()
+    })?;
+    let mut executions: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    let mut activity = Vec::new();
+    for out in outputs {
+        for (b, v) in out.executions {
+            executions.entry(b).or_default().extend(v);
+        }
+        activity.extend(out.activity);
+    }
+    let results = requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let outcome = match errors[i].take() {
+                Some(e) => Err(e),
+                None => model
+                    .cfg
+                    .output
+                    .iter()
+                    .map(|o| {
+                        pools[i]
+                            .get(&o.name)
+                            .map(|t| (o.name.clone(), t.clone()))
+                            .ok_or_else(|| format!("no step produced output '{}'", o.name))
+                    })
+                    .collect(),
+            };
+            RunResult {
+                id: r.id.clone(),
+                sequence_id: r.sequence_id.clone(),
+                outcome,
+            }
+        })
+        .collect();
+    Ok(RunOutput {
+        results,
+        executions,
+        elapsed: started.elapsed(),
+        activity,
+    })
 }

@@ -68,6 +68,20 @@ pub struct RunOutput {
     /// Wall time from the first release to the last result (sessions are
     /// opened before it starts).
     pub elapsed: Duration,
+    /// When each model executed (one entry per model that ran; an
+    /// ensemble lists its steps).
+    pub activity: Vec<Activity>,
+}
+
+/// When a model executed during a run.
+#[derive(Debug, Clone)]
+pub struct Activity {
+    pub model: String,
+    /// Start of its first execution.
+    pub first_start: Instant,
+    /// End of its last execution (µs precision).
+    pub last_end: Instant,
+    pub executions: usize,
 }
 
 impl RunOutput {
@@ -647,6 +661,10 @@ impl Plan {
 /// sequences waiting for a slot cannot hold up the ones that own one).
 const WINDOW: usize = 256;
 
+/// How often a streaming run looks for new requests while batches run on
+/// worker threads.
+const STREAM_POLL: Duration = Duration::from_micros(200);
+
 /// How long a waiting thread polls its channel before it blocks.
 const SPIN: Duration = Duration::from_micros(200);
 
@@ -680,7 +698,7 @@ fn spin<T>(rx: &mpsc::Receiver<T>, wait: Duration) -> Option<T> {
 /// The driving thread's state: the scheduler, the requests and their
 /// results, the batches in flight.
 struct Driver<'r> {
-    requests: &'r [RunRequest],
+    requests: std::borrow::Cow<'r, [RunRequest]>,
     plan: Plan,
     sched: Scheduler,
     sink: Records,
@@ -710,6 +728,15 @@ struct Driver<'r> {
     starts: Vec<bool>,
     /// The stateful backend's own per-batch rules (`crate::run::stateful`).
     stateful: Option<super::stateful::StatefulBackend>,
+    /// Streaming (see [`run_model_streaming`]): where more requests come
+    /// from (`None` once the sender is gone) and where each result goes.
+    inbox: Option<mpsc::Receiver<RunRequest>>,
+    outbox: Option<&'r (dyn Fn(usize, RunResult) + Sync)>,
+    /// Start of the first execution, end of the last (since `epoch`), and
+    /// the number of executions.
+    first_start: Option<Duration>,
+    last_end_us: u64,
+    executed: usize,
 }
 
 impl Driver<'_> {
@@ -753,11 +780,71 @@ impl Driver<'_> {
 
     fn set_result(&mut self, i: usize, outcome: Result<Vec<(String, Tensor)>, String>) {
         self.done_count += usize::from(self.results[i].is_none());
-        self.results[i] = Some(RunResult {
+        let result = RunResult {
             id: self.requests[i].id.clone(),
             sequence_id: self.requests[i].sequence_id.clone(),
             outcome,
-        });
+        };
+        match self.outbox {
+            // Streaming: the result leaves; an empty marker stays.
+            Some(out) => {
+                self.results[i] = Some(RunResult {
+                    id: String::new(),
+                    sequence_id: None,
+                    outcome: Ok(Vec::new()),
+                });
+                out(i, result);
+            }
+            None => self.results[i] = Some(result),
+        }
+    }
+
+    /// Streaming: takes the requests that came in (released at once, in
+    /// the order they came). Returns false once the inbox is closed and
+    /// empty.
+    fn take_inbox(&mut self, block: Option<Duration>) -> bool {
+        let Some(rx) = &self.inbox else {
+            return false;
+        };
+        let mut got = Vec::new();
+        let mut open = true;
+        if let Some(wait) = block {
+            match rx.recv_timeout(wait) {
+                Ok(r) => got.push(r),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => open = false,
+            }
+        }
+        while open {
+            match rx.try_recv() {
+                Ok(r) => got.push(r),
+                Err(mpsc::TryRecvError::Empty) => break,
+                Err(mpsc::TryRecvError::Disconnected) => open = false,
+            }
+        }
+        if !open {
+            self.inbox = None;
+        }
+        if !got.is_empty() {
+            let now = self.now();
+            let requests = self.requests.to_mut();
+            for mut r in got {
+                r.arrival_us = None;
+                let i = requests.len();
+                self.pending.push(Some(sched_request(
+                    i,
+                    &r,
+                    self.plan.max_batch_size,
+                    self.enforce,
+                    self.sequence,
+                )));
+                requests.push(r);
+                self.arrivals.push(now);
+                self.order.push(i);
+                self.results.push(None);
+            }
+        }
+        open
     }
 
     /// A batch finished: its results, then the scheduler's completion.
@@ -821,6 +908,8 @@ impl Driver<'_> {
             }
         }
         let now = self.now();
+        self.last_end_us = now;
+        self.executed += 1;
         self.sched.complete(now, d.instance, &mut self.sink);
         for released in self.sched.drain_releases() {
             self.plan.store.release(&released.sequence);
@@ -836,6 +925,9 @@ impl Driver<'_> {
 
     /// Forms the job of the batch the scheduler started on `instance`.
     fn start(&mut self, instance: usize) -> Job {
+        if self.first_start.is_none() {
+            self.first_start = Some(self.epoch.elapsed());
+        }
         let batch = self.sched.batch(instance);
         // The vectors of a finished batch, emptied, are reused.
         let mut flight = std::mem::take(&mut self.spare);
@@ -867,7 +959,7 @@ impl Driver<'_> {
                 b.apply(
                     instance,
                     now,
-                    self.requests,
+                    &self.requests,
                     &mut f.tags,
                     &mut f.keys,
                     &mut f.sizes,
@@ -879,7 +971,7 @@ impl Driver<'_> {
         let mut io = self.ios[instance].take().unwrap_or_default();
         let assembled =
             self.plan
-                .inputs_into(self.requests, &flight, batch, &starts, &mut io.inputs);
+                .inputs_into(&self.requests, &flight, batch, &starts, &mut io.inputs);
         if let Err(e) = assembled {
             flight.failed = Some(e);
         }
@@ -952,11 +1044,36 @@ pub fn run_model(
     requests: &[RunRequest],
     opts: &RunOptions,
 ) -> Result<RunOutput, RunnerError> {
+    run_inner(model, requests, None, None, opts)
+}
+
+/// Runs requests on a single (non-ensemble) model as they come: each
+/// request received from `inbox` is released at once (in the order they
+/// come), and each result is passed to `outbox` with the request's number
+/// (its position in the order received) as soon as it is known. Returns
+/// when the sender of `inbox` is gone and every request received has its
+/// result; the returned [`RunOutput::results`] are then empty markers.
+pub fn run_model_streaming(
+    model: &LoadedModel,
+    inbox: mpsc::Receiver<RunRequest>,
+    outbox: &(dyn Fn(usize, RunResult) + Sync),
+    opts: &RunOptions,
+) -> Result<RunOutput, RunnerError> {
+    run_inner(model, &[], Some(inbox), Some(outbox), opts)
+}
+
+fn run_inner<'r>(
+    model: &LoadedModel,
+    requests: &'r [RunRequest],
+    inbox: Option<mpsc::Receiver<RunRequest>>,
+    outbox: Option<&'r (dyn Fn(usize, RunResult) + Sync)>,
+    opts: &RunOptions,
+) -> Result<RunOutput, RunnerError> {
     let settings = Settings::from_config(&model.cfg).map_err(setup)?;
     let sessions = open_sessions(model, opts.device, settings.instances)?;
     let plan = plan(model, &sessions[0])?;
     let n = requests.len();
-    if n == 0 {
+    if n == 0 && inbox.is_none() {
         return Ok(RunOutput::default());
     }
 
@@ -995,7 +1112,12 @@ pub fn run_model(
         super::stateful::StatefulBackend::from_config(&model.cfg, instances).map_err(setup)?;
     let mut drv = Driver {
         stateful,
-        requests,
+        requests: std::borrow::Cow::Borrowed(requests),
+        inbox,
+        outbox,
+        first_start: None,
+        last_end_us: 0,
+        executed: 0,
         plan,
         sched: Scheduler::new(&settings),
         sink: Records::default(),
@@ -1114,9 +1236,19 @@ pub fn run_model(
             driven.map(|()| elapsed)
         })?;
     }
+    let activity = match drv.first_start {
+        Some(first) if drv.executed > 0 => vec![Activity {
+            model: model.name.clone(),
+            first_start: drv.epoch + first,
+            last_end: drv.epoch + Duration::from_micros(drv.last_end_us),
+            executions: drv.executed,
+        }],
+        _ => Vec::new(),
+    };
     let Driver {
         results,
         executions,
+        requests,
         ..
     } = drv;
     let results = results
@@ -1134,6 +1266,7 @@ pub fn run_model(
         results,
         executions,
         elapsed,
+        activity,
     })
 }
 
@@ -1146,9 +1279,14 @@ fn drive<'r>(
     mut dispatch: impl FnMut(&mut Driver<'r>, usize, Job) -> Result<(), RunnerError>,
     mut wait_done: impl FnMut(&mut Driver<'r>, Duration) -> Result<(), RunnerError>,
 ) -> Result<(), RunnerError> {
-    let n = drv.requests.len();
     let mut finished = 0usize;
+    let mut open = drv.inbox.is_some();
     loop {
+        // 0. Streaming: the requests that came in.
+        if open {
+            open = drv.take_inbox(None);
+        }
+        let n = drv.requests.len();
         // 1. Arrivals (completions were finished as they came).
         let t = drv.now();
         drv.admit(t);
@@ -1171,7 +1309,7 @@ fn drive<'r>(
                 p(finished, n);
             }
         }
-        if finished == n && drv.busy == 0 {
+        if finished == n && drv.busy == 0 && !open {
             return Ok(());
         }
         if ran && drv.busy == 0 {
@@ -1192,12 +1330,27 @@ fn drive<'r>(
             wake = Some(wake.map_or(a, |w| w.min(a)));
         }
         if drv.busy == 0 && wake.is_none() {
-            // Nothing can change any more.
-            return Ok(());
+            if !open {
+                // Nothing can change any more.
+                return Ok(());
+            }
+            // Streaming: nothing to do until more requests come.
+            open = drv.take_inbox(Some(Duration::from_secs(3600)));
+            continue;
         }
         let wait = wake.map_or(Duration::from_secs(3600), |w| {
             Duration::from_micros(w.saturating_sub(t))
         });
+        if open {
+            // Streaming: wait for the next request as well, looking at the
+            // inbox at least every `STREAM_POLL` while batches run.
+            if drv.busy > 0 {
+                wait_done(drv, wait.min(STREAM_POLL))?;
+            } else if !wait.is_zero() {
+                open = drv.take_inbox(Some(wait));
+            }
+            continue;
+        }
         if drv.busy > 0 {
             wait_done(drv, wait)?;
         } else if !wait.is_zero() {

@@ -393,3 +393,78 @@ fn loading_a_stateful_model_notes_its_gpu_only_parameters() {
     assert!(m.notes.iter().any(|n| n.contains("'enable_cuda_graph'")));
     assert!(m.notes.iter().any(|n| n.contains("'compute_precision'")));
 }
+
+#[cfg(feature = "run")]
+#[test]
+fn ensemble_steps_run_concurrently_and_give_what_the_steps_give_by_hand() {
+    use super::runner::{run_model, RunOptions};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    if !ort_available() {
+        return;
+    }
+    let pipeline = super::model::load_model(&model_dir("pipeline"), None).unwrap();
+    let first = super::model::load_model(&model_dir("preprocess"), None).unwrap();
+    let second = super::model::load_model(&model_dir("accumulate_implicit"), None).unwrap();
+    // 16 interleaved sequences of 150 requests.
+    let mut text = String::new();
+    for step in 0..150 {
+        for seq in 1..=16 {
+            text.push_str(&format!(
+                "{{\"id\": \"s{seq}.{step}\", \"sequence_id\": {seq}, \"start\": {}, \"end\": {}, \"inputs\": {{\"Input\": [{}, {}, 0, 1]}}}}\n",
+                step == 0,
+                step == 149,
+                (seq * 7 + step) % 11,
+                step % 3
+            ));
+        }
+    }
+    let schema = InputSchema::from_config(&pipeline.cfg).unwrap();
+    let requests = parse_input(&text, "in", &schema, &ParseOptions { sequence: true })
+        .unwrap()
+        .requests;
+    let done = AtomicUsize::new(0);
+    let progress = |d: usize, total: usize| {
+        assert_eq!(total, requests.len());
+        done.store(d, Ordering::SeqCst);
+    };
+    let opts = RunOptions {
+        progress: Some(&progress),
+        ..RunOptions::default()
+    };
+    let out = super::ensemble::run(&pipeline, &requests, &opts).unwrap();
+    assert_eq!(done.load(Ordering::SeqCst), requests.len());
+
+    // By hand: the first model over every request, then the second over
+    // the first one's outputs.
+    let a = run_model(&first, &requests, &RunOptions::default()).unwrap();
+    let mid: Vec<_> = requests
+        .iter()
+        .zip(&a.results)
+        .map(|(r, o)| {
+            let mut r = r.clone();
+            let t = o.outcome.as_ref().unwrap()[0].1.clone();
+            r.inputs.insert("Input".to_string(), t);
+            r
+        })
+        .collect();
+    let b = run_model(&second, &mid, &RunOptions::default()).unwrap();
+    assert_eq!(out.results, b.results);
+    assert!(out.results.iter().all(|r| r.outcome.is_ok()));
+
+    // Pipelined: the second step started on the first requests before the
+    // first step was done with the last ones.
+    let act = |name: &str| {
+        out.activity
+            .iter()
+            .find(|a| a.model == name)
+            .unwrap_or_else(|| panic!("no activity of {name}: {:?}", out.activity))
+    };
+    let (p, s) = (act("preprocess"), act("accumulate_implicit"));
+    assert!(
+        s.first_start < p.last_end,
+        "the second step waited for the first to finish: {:?}",
+        out.activity
+    );
+    // accumulate_implicit batches at most 4 sequences per execution.
+    assert!(s.executions >= requests.len() / 4, "{:?}", out.activity);
+}
