@@ -168,12 +168,12 @@ struct Done {
     elapsed: Duration,
 }
 
-/// Runs the inputs of `io` on `session` into its outputs.
-fn execute(session: &mut ModelSession, io: &mut Io) -> (Result<(), RunError>, Duration) {
+/// Runs the inputs of `io` on `session` into its outputs; returns when it
+/// ended (the caller took the start time).
+fn execute(session: &mut ModelSession, io: &mut Io) -> (Result<(), RunError>, Instant) {
     let refs: Vec<(&str, &Tensor)> = io.inputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
-    let t0 = Instant::now();
     let r = session.run_into(&refs, &mut io.outputs);
-    (r, t0.elapsed())
+    (r, Instant::now())
 }
 
 /// Makes entry `k` of `buf` the tensor `t` (moved; copied into the memory
@@ -737,11 +737,20 @@ struct Driver<'r> {
     first_start: Option<Duration>,
     last_end_us: u64,
     executed: usize,
+    /// See [`Driver::clock`].
+    hint: Option<u64>,
 }
 
 impl Driver<'_> {
     fn now(&self) -> u64 {
         self.epoch.elapsed().as_micros() as u64
+    }
+
+    /// The time of `hint` when set (inline execution: the end of the batch
+    /// that just ran, nothing having happened since), else [`Self::now`].
+    /// Saves reading the clock several times per step.
+    fn clock(&self) -> u64 {
+        self.hint.unwrap_or_else(|| self.now())
     }
 
     /// Whether the request at `order[next]` is held back by the window.
@@ -907,7 +916,7 @@ impl Driver<'_> {
                 }
             }
         }
-        let now = self.now();
+        let now = self.clock();
         self.last_end_us = now;
         self.executed += 1;
         self.sched.complete(now, d.instance, &mut self.sink);
@@ -952,9 +961,9 @@ impl Driver<'_> {
                 }
             }
         }
+        let now = self.clock();
         let answers = match self.stateful.as_mut() {
             Some(b) => {
-                let now = self.epoch.elapsed().as_micros() as u64;
                 let f = &mut flight;
                 b.apply(
                     instance,
@@ -989,8 +998,7 @@ impl Driver<'_> {
     /// `from` to now) in time order, as a driver thread watching the clock
     /// would have seen it: releases at their times, scheduler timers at
     /// their deadlines.
-    fn catch_up(&mut self, from: u64) {
-        let end = self.now();
+    fn catch_up(&mut self, from: u64, end: u64) {
         let mut last = from;
         let mut started = Vec::new();
         loop {
@@ -1118,6 +1126,7 @@ fn run_inner<'r>(
         first_start: None,
         last_end_us: 0,
         executed: 0,
+        hint: None,
         plan,
         sched: Scheduler::new(&settings),
         sink: Records::default(),
@@ -1148,18 +1157,23 @@ fn run_inner<'r>(
             &mut drv,
             opts,
             |drv, instance, mut job| {
-                let from = drv.now();
-                let (outcome, elapsed) = if job.run {
+                let t0 = Instant::now();
+                let (outcome, t1) = if job.run {
                     execute(&mut session, &mut job.io)
                 } else {
-                    (Ok(()), Duration::ZERO)
+                    (Ok(()), t0)
                 };
-                drv.catch_up(from);
+                let since = |t: Instant| t.duration_since(drv.epoch).as_micros() as u64;
+                let (from, end) = (since(t0), since(t1));
+                drv.catch_up(from, end);
+                // Nothing happens between here and the next look at the
+                // clock: the end of the batch stands for it.
+                drv.hint = Some(end);
                 drv.finish(Done {
                     instance,
                     io: job.io,
                     outcome,
-                    elapsed,
+                    elapsed: t1 - t0,
                 });
                 Ok(())
             },
@@ -1176,8 +1190,10 @@ fn run_inner<'r>(
                 let done = done_tx.clone();
                 scope.spawn(move || {
                     while let Some(mut job) = receive(&rx, Instant::now() + SPIN) {
+                        let t0 = Instant::now();
                         let (outcome, elapsed) = if job.run {
-                            execute(&mut session, &mut job.io)
+                            let (r, t1) = execute(&mut session, &mut job.io);
+                            (r, t1 - t0)
                         } else {
                             (Ok(()), Duration::ZERO)
                         };
@@ -1288,7 +1304,8 @@ fn drive<'r>(
         }
         let n = drv.requests.len();
         // 1. Arrivals (completions were finished as they came).
-        let t = drv.now();
+        let t = drv.clock();
+        drv.hint = Some(t);
         drv.admit(t);
         // 2. Timers and batches (at the time of the arrivals).
         let now = t;
@@ -1324,6 +1341,7 @@ fn drive<'r>(
             drv.window += WINDOW;
             continue;
         }
+        drv.hint = None;
         let t = drv.now();
         let mut wake: Option<u64> = drv.sched.next_deadline();
         if let Some(a) = drv.next_arrival() {
