@@ -124,17 +124,7 @@ fn run_ensemble(
         }
         let mut sub = Vec::with_capacity(alive.len());
         for &i in &alive {
-            let r = &requests[i];
-            let mut inputs = BTreeMap::new();
-            for (inner, outer) in &step.input_map {
-                if let Some(t) = pools[i].get(outer) {
-                    inputs.insert(inner.clone(), t.clone());
-                }
-            }
-            sub.push(RunRequest {
-                inputs,
-                ..r.clone()
-            });
+            sub.push(step_request(step, &requests[i], &pools[i]));
         }
         let out = run_inner(&models[s], &sub, opts, depth)?;
         elapsed += out.elapsed;
@@ -146,31 +136,81 @@ fn run_ensemble(
         }
         for (k, res) in out.results.into_iter().enumerate() {
             let i = alive[k];
-            match res.outcome {
-                Ok(outs) => {
-                    for (inner, outer) in &step.output_map {
-                        match outs.iter().find(|(n, _)| n == inner) {
-                            Some((_, t)) => {
-                                pools[i].insert(outer.clone(), t.clone());
-                            }
-                            None => {
-                                errors[i] = Some(format!(
-                                    "ensemble step '{}': the model returned no output '{inner}'",
-                                    step.model_name
-                                ))
-                            }
-                        }
-                    }
-                }
-                Err(e) => errors[i] = Some(format!("ensemble step '{}': {e}", step.model_name)),
-            }
+            absorb(step, res, &mut pools[i], &mut errors[i]);
         }
     }
-    let results = requests
+    Ok(RunOutput {
+        results: final_results(model, requests, &pools, errors),
+        executions,
+        elapsed,
+        activity,
+    })
+}
+
+/// The request step `step` gets for ensemble request `r`, whose tensors
+/// so far are `pool`.
+fn step_request(
+    step: &crate::schema::inference::model_ensembling::Step,
+    r: &RunRequest,
+    pool: &BTreeMap<String, Tensor>,
+) -> RunRequest {
+    let inputs = step
+        .input_map
         .iter()
+        .filter_map(|(inner, outer)| pool.get(outer).map(|t| (inner.clone(), t.clone())))
+        .collect();
+    RunRequest {
+        inputs,
+        ..r.clone()
+    }
+}
+
+/// Takes a step's result for one request: its `output_map` tensors join
+/// the request's `pool`, or the request fails (first error kept).
+fn absorb(
+    step: &crate::schema::inference::model_ensembling::Step,
+    res: RunResult,
+    pool: &mut BTreeMap<String, Tensor>,
+    error: &mut Option<String>,
+) {
+    match res.outcome {
+        Ok(outs) => {
+            for (inner, outer) in &step.output_map {
+                match outs.iter().find(|(n, _)| n == inner) {
+                    Some((_, t)) => {
+                        pool.insert(outer.clone(), t.clone());
+                    }
+                    None => {
+                        error.get_or_insert_with(|| {
+                            format!(
+                                "ensemble step '{}': the model returned no output '{inner}'",
+                                step.model_name
+                            )
+                        });
+                    }
+                }
+            }
+        }
+        Err(e) => {
+            error.get_or_insert_with(|| format!("ensemble step '{}': {e}", step.model_name));
+        }
+    }
+}
+
+/// The ensemble's results, in request order: its outputs from each
+/// request's pool, or the request's error.
+fn final_results(
+    model: &LoadedModel,
+    requests: &[RunRequest],
+    pools: &[BTreeMap<String, Tensor>],
+    errors: Vec<Option<String>>,
+) -> Vec<RunResult> {
+    requests
+        .iter()
+        .zip(errors)
         .enumerate()
-        .map(|(i, r)| {
-            let outcome = match errors[i].take() {
+        .map(|(i, (r, error))| {
+            let outcome = match error {
                 Some(e) => Err(e),
                 None => model
                     .cfg
@@ -190,13 +230,7 @@ fn run_ensemble(
                 outcome,
             }
         })
-        .collect();
-    Ok(RunOutput {
-        results,
-        executions,
-        elapsed,
-        activity,
-    })
+        .collect()
 }
 
 fn run_inner(
@@ -299,17 +333,7 @@ fn pipelined(
                         if !step.input_map.values().all(|v| pools[i].contains_key(v)) {
                             break;
                         }
-                        let inputs = step
-                            .input_map
-                            .iter()
-                            .filter_map(|(inner, outer)| {
-                                pools[i].get(outer).map(|t| (inner.clone(), t.clone()))
-                            })
-                            .collect();
-                        let sub = RunRequest {
-                            inputs,
-                            ..requests[i].clone()
-                        };
+                        let sub = step_request(step, &requests[i], &pools[i]);
                         if let Some(tx) = &inboxes[s] {
                             if tx.send(sub).is_ok() {
                                 sent[s].push(i);
@@ -346,29 +370,7 @@ fn pipelined(
             }
             outstanding -= 1;
             let i = sent[s][k];
-            match res.outcome {
-                Ok(outs) => {
-                    for (inner, outer) in &step.output_map {
-                        match outs.iter().find(|(n, _)| n == inner) {
-                            Some((_, t)) => {
-                                pools[i].insert(outer.clone(), t.clone());
-                            }
-                            None => {
-                                errors[i].get_or_insert_with(|| {
-                                    format!(
-                                        "ensemble step '{}': the model returned no output '{inner}'",
-                                        step.model_name
-                                    )
-                                });
-                            }
-                        }
-                    }
-                }
-                Err(e) => {
-                    errors[i]
-                        .get_or_insert_with(|| format!("ensemble step '{}': {e}", step.model_name));
-                }
-            }
+            absorb(step, res, &mut pools[i], &mut errors[i]);
             if left[i] > 0 {
                 left[i] -= 1;
                 if left[i] == 0 || errors[i].is_some() {
@@ -407,33 +409,8 @@ fn pipelined(
         }
         activity.extend(out.activity);
     }
-    let results = requests
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let outcome = match errors[i].take() {
-                Some(e) => Err(e),
-                None => model
-                    .cfg
-                    .output
-                    .iter()
-                    .map(|o| {
-                        pools[i]
-                            .get(&o.name)
-                            .map(|t| (o.name.clone(), t.clone()))
-                            .ok_or_else(|| format!("no step produced output '{}'", o.name))
-                    })
-                    .collect(),
-            };
-            RunResult {
-                id: r.id.clone(),
-                sequence_id: r.sequence_id.clone(),
-                outcome,
-            }
-        })
-        .collect();
     Ok(RunOutput {
-        results,
+        results: final_results(model, requests, &pools, errors),
         executions,
         elapsed: started.elapsed(),
         activity,
