@@ -25,6 +25,7 @@ use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::ModelEnsembling;
 use crate::tensor::Tensor;
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 /// Runs `requests` on `model`, an ensemble or a single model.
 pub fn run(
@@ -258,6 +259,10 @@ type StepResult = (usize, usize, RunResult);
 /// a whole (its error as the outcome).
 const STEP_FAILED: usize = usize::MAX;
 
+/// The request number of a step's message saying that its sessions are
+/// open.
+const STEP_READY: usize = usize::MAX - 1;
+
 /// Runs the steps concurrently, each request going on to the next step as
 /// soon as its inputs are there (see the module docs).
 fn pipelined(
@@ -269,7 +274,6 @@ fn pipelined(
 ) -> Result<RunOutput, RunnerError> {
     let n = requests.len();
     let steps = es.step.len();
-    let started = std::time::Instant::now();
     let mut pools: Vec<BTreeMap<String, Tensor>> =
         requests.iter().map(|r| r.inputs.clone()).collect();
     let mut errors: Vec<Option<String>> = vec![None; n];
@@ -287,7 +291,7 @@ fn pipelined(
         device: opts.device,
         progress: None,
     };
-    let outputs = std::thread::scope(|scope| -> Result<Vec<RunOutput>, RunnerError> {
+    let (outputs, started) = std::thread::scope(|scope| -> Result<_, RunnerError> {
         let mut inboxes = Vec::with_capacity(steps);
         let mut handles = Vec::with_capacity(steps);
         for (s, m) in models.iter().enumerate() {
@@ -300,7 +304,17 @@ fn pipelined(
                     // The router is gone only when it failed itself.
                     let _ = done.send((s, k, r));
                 };
-                let out = run_model_streaming(m, rx, &send, inner);
+                let ready = || {
+                    send(
+                        STEP_READY,
+                        RunResult {
+                            id: String::new(),
+                            sequence_id: None,
+                            outcome: Ok(Vec::new()),
+                        },
+                    )
+                };
+                let out = run_model_streaming(m, rx, &send, &ready, inner);
                 if let Err(e) = &out {
                     // Tells the router, which would otherwise wait for the
                     // results of this step's requests.
@@ -317,6 +331,30 @@ fn pipelined(
             }));
         }
         drop(done_tx);
+        // Every step opens its sessions first (as Triton loads the
+        // composing models before the ensemble serves), so that the clock
+        // and the first requests start together.
+        let mut waiting = steps;
+        while waiting > 0 {
+            match done_rx.recv() {
+                Ok((_, STEP_READY, _)) => waiting -= 1,
+                Ok((s, STEP_FAILED, res)) => {
+                    return Err(RunnerError::Setup(format!(
+                        "ensemble '{}': step '{}': {}",
+                        model.name,
+                        es.step[s].model_name,
+                        res.outcome.err().unwrap_or_default()
+                    )))
+                }
+                Ok(_) | Err(_) => {
+                    return Err(RunnerError::Setup(format!(
+                        "ensemble '{}': a step stopped before it was ready",
+                        model.name
+                    )))
+                }
+            }
+        }
+        let started = std::time::Instant::now();
         // Hands each step the requests that are ready for it, in order;
         // closes a step's inbox once every request went to it or failed.
         let dispatch = |cursor: &mut Vec<usize>,
@@ -324,10 +362,11 @@ fn pipelined(
                         inboxes: &mut Vec<Option<std::sync::mpsc::Sender<RunRequest>>>,
                         pools: &[BTreeMap<String, Tensor>],
                         errors: &[Option<String>],
-                        outstanding: &mut usize| {
+                        outstanding: &mut usize,
+                        released: usize| {
             for s in 0..steps {
                 let step = &es.step[s];
-                while cursor[s] < n {
+                while cursor[s] < released {
                     let i = cursor[s];
                     if errors[i].is_none() {
                         if !step.input_map.values().all(|v| pools[i].contains_key(v)) {
@@ -348,6 +387,23 @@ fn pipelined(
                 }
             }
         };
+        // Requests are released at their arrival times (in request order;
+        // without one, at once); later steps get them as soon as their
+        // inputs are there.
+        let mut release_at = Vec::with_capacity(n);
+        let mut last = 0u64;
+        for r in requests {
+            last = last.max(r.arrival_us.unwrap_or(0));
+            release_at.push(last);
+        }
+        let release = |released: &mut usize| {
+            let now = started.elapsed().as_micros() as u64;
+            while *released < n && release_at[*released] <= now {
+                *released += 1;
+            }
+        };
+        let mut released = 0;
+        release(&mut released);
         dispatch(
             &mut cursor,
             &mut sent,
@@ -355,12 +411,40 @@ fn pipelined(
             &pools,
             &errors,
             &mut outstanding,
+            released,
         );
-        while outstanding > 0 {
-            let Ok((s, k, res)) = done_rx.recv() else {
-                break;
+        while outstanding > 0 || released < n {
+            let msg = if released < n {
+                let now = started.elapsed().as_micros() as u64;
+                let wait = Duration::from_micros(release_at[released].saturating_sub(now));
+                match done_rx.recv_timeout(wait) {
+                    Ok(m) => Some(m),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            } else {
+                match done_rx.recv() {
+                    Ok(m) => Some(m),
+                    Err(_) => break,
+                }
+            };
+            let Some((s, k, res)) = msg else {
+                release(&mut released);
+                dispatch(
+                    &mut cursor,
+                    &mut sent,
+                    &mut inboxes,
+                    &pools,
+                    &errors,
+                    &mut outstanding,
+                    released,
+                );
+                continue;
             };
             let step = &es.step[s];
+            if k == STEP_READY {
+                continue;
+            }
             if k == STEP_FAILED {
                 let e = res.outcome.err().unwrap_or_default();
                 return Err(RunnerError::Setup(format!(
@@ -381,6 +465,7 @@ fn pipelined(
                     }
                 }
             }
+            release(&mut released);
             dispatch(
                 &mut cursor,
                 &mut sent,
@@ -388,6 +473,7 @@ fn pipelined(
                 &pools,
                 &errors,
                 &mut outstanding,
+                released,
             );
         }
         // Every inbox is closed by now (each cursor reached the end), so
@@ -395,11 +481,19 @@ fn pipelined(
         inboxes.clear();
         handles
             .into_iter()
-            .map(|h| {
+            .zip(&es.step)
+            .map(|(h, step)| {
                 h.join()
-                    .unwrap_or_else(|_| Err(RunnerError::Setup("an ensemble step panicked".into())))
+                    .unwrap_or_else(|_| Err(RunnerError::Setup("it panicked".into())))
+                    .map_err(|e| {
+                        RunnerError::Setup(format!(
+                            "ensemble '{}': step '{}': {e}",
+                            model.name, step.model_name
+                        ))
+                    })
             })
-            .collect()
+            .collect::<Result<Vec<_>, _>>()
+            .map(|outputs| (outputs, started))
     })?;
     let mut executions: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     let mut activity = Vec::new();

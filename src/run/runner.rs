@@ -1052,7 +1052,7 @@ pub fn run_model(
     requests: &[RunRequest],
     opts: &RunOptions,
 ) -> Result<RunOutput, RunnerError> {
-    run_inner(model, requests, None, None, opts)
+    run_inner(model, requests, None, None, None, opts)
 }
 
 /// Runs requests on a single (non-ensemble) model as they come: each
@@ -1061,13 +1061,16 @@ pub fn run_model(
 /// (its position in the order received) as soon as it is known. Returns
 /// when the sender of `inbox` is gone and every request received has its
 /// result; the returned [`RunOutput::results`] are then empty markers.
+/// `ready` is called once the sessions are open (not when setting up
+/// fails).
 pub fn run_model_streaming(
     model: &LoadedModel,
     inbox: mpsc::Receiver<RunRequest>,
     outbox: &(dyn Fn(usize, RunResult) + Sync),
+    ready: &(dyn Fn() + Sync),
     opts: &RunOptions,
 ) -> Result<RunOutput, RunnerError> {
-    run_inner(model, &[], Some(inbox), Some(outbox), opts)
+    run_inner(model, &[], Some(inbox), Some(outbox), Some(ready), opts)
 }
 
 fn run_inner<'r>(
@@ -1075,11 +1078,15 @@ fn run_inner<'r>(
     requests: &'r [RunRequest],
     inbox: Option<mpsc::Receiver<RunRequest>>,
     outbox: Option<&'r (dyn Fn(usize, RunResult) + Sync)>,
+    ready: Option<&(dyn Fn() + Sync)>,
     opts: &RunOptions,
 ) -> Result<RunOutput, RunnerError> {
     let settings = Settings::from_config(&model.cfg).map_err(setup)?;
     let sessions = open_sessions(model, opts.device, settings.instances)?;
     let plan = plan(model, &sessions[0])?;
+    if let Some(ready) = ready {
+        ready();
+    }
     let n = requests.len();
     if n == 0 && inbox.is_none() {
         return Ok(RunOutput::default());

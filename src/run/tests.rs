@@ -405,14 +405,17 @@ fn ensemble_steps_run_concurrently_and_give_what_the_steps_give_by_hand() {
     let pipeline = super::model::load_model(&model_dir("pipeline"), None).unwrap();
     let first = super::model::load_model(&model_dir("preprocess"), None).unwrap();
     let second = super::model::load_model(&model_dir("accumulate_implicit"), None).unwrap();
-    // 16 interleaved sequences of 150 requests.
+    // 16 interleaved sequences of 25 requests, one every 500 µs: the
+    // first step's last request arrives 200 ms after its first, long after
+    // the second step got the first ones.
     let mut text = String::new();
-    for step in 0..150 {
+    for step in 0..25 {
         for seq in 1..=16 {
             text.push_str(&format!(
-                "{{\"id\": \"s{seq}.{step}\", \"sequence_id\": {seq}, \"start\": {}, \"end\": {}, \"inputs\": {{\"Input\": [{}, {}, 0, 1]}}}}\n",
+                "{{\"id\": \"s{seq}.{step}\", \"sequence_id\": {seq}, \"start\": {}, \"end\": {}, \"arrival_us\": {}, \"inputs\": {{\"Input\": [{}, {}, 0, 1]}}}}\n",
                 step == 0,
-                step == 149,
+                step == 24,
+                (step * 16 + seq - 1) * 500,
                 (seq * 7 + step) % 11,
                 step % 3
             ));
@@ -467,4 +470,58 @@ fn ensemble_steps_run_concurrently_and_give_what_the_steps_give_by_hand() {
     );
     // accumulate_implicit batches at most 4 sequences per execution.
     assert!(s.executions >= requests.len() / 4, "{:?}", out.activity);
+}
+
+#[cfg(feature = "run")]
+#[test]
+fn an_ensemble_step_that_cannot_start_fails_the_run_without_hanging() {
+    use super::runner::{RunOptions, RunnerError};
+    if !ort_available() {
+        return;
+    }
+    // The second step's ONNX file is corrupt: its session fails to open on
+    // the step's thread while the first step already returns results.
+    let repo = tempfile::tempdir().unwrap();
+    let pipeline_dir = repo.path().join("pipeline");
+    std::fs::create_dir_all(pipeline_dir.join("1")).unwrap();
+    std::fs::copy(
+        model_dir("pipeline").join("config.pbtxt"),
+        pipeline_dir.join("config.pbtxt"),
+    )
+    .unwrap();
+    copy_model("preprocess", repo.path(), &[1]);
+    let broken = copy_model("accumulate_implicit", repo.path(), &[1]);
+    std::fs::write(broken.join("1").join("model.onnx"), b"not an onnx model").unwrap();
+    let pipeline = super::model::load_model(&pipeline_dir, None).unwrap();
+    let schema = InputSchema::from_config(&pipeline.cfg).unwrap();
+    let text: String = (0..50)
+        .map(|i| {
+            format!(
+                "{{\"id\": \"r{i}\", \"sequence_id\": 1, \"start\": {}, \"end\": {}, \"inputs\": {{\"Input\": [{i}, 0, 0, 1]}}}}\n",
+                i == 0,
+                i == 49
+            )
+        })
+        .collect();
+    let requests = parse_input(&text, "in", &schema, &ParseOptions { sequence: true })
+        .unwrap()
+        .requests;
+    // A hang fails the test instead of stalling the suite.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(super::ensemble::run(
+            &pipeline,
+            &requests,
+            &RunOptions::default(),
+        ));
+    });
+    let out = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the ensemble run returns");
+    match out {
+        Err(RunnerError::Setup(msg)) => {
+            assert!(msg.contains("step 'accumulate_implicit'"), "{msg}")
+        }
+        Ok(o) => panic!("expected a setup error, got {} results", o.results.len()),
+    }
 }
