@@ -3,7 +3,7 @@
 //! `RESET` BOOL [B, 1]) through ONNX Runtime on the CPU:
 //!
 //! - `bare`: `runtime::bench::bare_loop`, a bare ONNX Runtime loop with
-//!   preallocated values, the state output value fed back as the next
+//!   preallocated inputs and outputs, the state output copied back as the next
 //!   input (the baseline of the 1.2x target);
 //! - `run_into`: `ModelSession::run_into` with host tensors, the state
 //!   copied out and fed back in from the host each step (what a runner

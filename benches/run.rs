@@ -10,7 +10,7 @@
 //!      worker thread, control and state tensors, outputs split per
 //!      request), its wall time after the sessions are open;
 //!    - `bare`: `runtime::bench::bare_loop`, ONNX Runtime alone with
-//!      preallocated values and the state output fed back;
+//!      preallocated inputs and outputs and the state output copied back;
 //!    - `python`: the same loop in Python onnxruntime (when python3 has it).
 //!      Targets: runner within 1.2x of bare, at least 2x faster than Python.
 //!

@@ -3,13 +3,16 @@
 //!
 //! [`bare_loop`] opens the model as [`ModelSession`] would (same options),
 //! turns the given tensors into ONNX Runtime values once, before the clock
-//! starts, and then only calls `Session::run` in a tight loop. State is fed
-//! back the cheapest way ONNX Runtime allows: each step's state output
-//! value becomes the next step's state input value (moved, not copied).
-//! The outputs are looked at (their data pointer), never copied. This is
-//! what a hand-written Rust program with preallocated tensors does; the
-//! gap between it and the runner is the runner's own cost (checks,
-//! conversions, copies out, scheduling).
+//! starts, and then only runs the session in a tight loop. One untimed run
+//! tells the output shapes; the outputs are then preallocated once and
+//! ONNX Runtime writes into them, and each fed-back state output is copied
+//! into its input value (a few bytes for the accumulate model). When the
+//! outputs cannot be preallocated (strings, or a state output of another
+//! size than its input), output values are created per run and fed back by
+//! moving them. The outputs are looked at (their data pointer), never
+//! copied out. This is what a hand-written Rust program with preallocated
+//! tensors does; the gap between it and the runner is the runner's own
+//! cost (checks, conversions, copies out, scheduling).
 //!
 //! ```no_run
 //! use tritonctl::runtime::{bench, SessionOptions};
@@ -31,12 +34,13 @@
 
 use std::time::{Duration, Instant};
 
-use ort::session::{Session, SessionInputValue};
-use ort::value::DynValue;
+use ort::memory::Allocator;
+use ort::session::{HasSelectedOutputs, OutputSelector, RunOptions, Session, SessionInputValue};
+use ort::value::{DynTensor, DynTensorValueType, DynValue, ValueType};
 
 use super::convert;
 use super::session::{ModelSession, RunError, SessionOptions};
-use crate::tensor::Tensor;
+use crate::tensor::{element_count, Tensor};
 
 /// What a loop measured.
 #[derive(Debug, Clone)]
@@ -106,25 +110,69 @@ pub fn bare_loop(
         routes.push((o, i));
     }
     let mut session: Session = ms.into_session();
+    // One untimed run tells the output shapes; when they allow it, every
+    // output is preallocated once (ONNX Runtime writes into it) and a
+    // fed-back output is copied into its input value, as a program with
+    // preallocated tensors does. Otherwise output values are created per
+    // run and fed back by moving them.
+    let warm: Vec<DynValue> = {
+        let refs: Vec<SessionInputValue<'_>> = values.iter().map(SessionInputValue::from).collect();
+        session
+            .run(&refs[..])?
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect()
+    };
+    let options = preallocated(&outputs, &warm, &values, &routes);
+    drop(warm);
     let mut sink = 0usize;
     let mut last: Vec<DynValue> = Vec::new();
     let start = Instant::now();
-    for _ in 0..steps {
-        let refs: Vec<SessionInputValue<'_>> = values.iter().map(SessionInputValue::from).collect();
-        let result = session.run(&refs[..])?;
-        drop(refs);
-        let mut outs: Vec<DynValue> = result.into_iter().map(|(_, v)| v).collect();
-        for v in &outs {
-            if let Ok(t) = v.view().downcast::<ort::value::DynTensorValueType>() {
-                sink = sink.wrapping_add(t.data_ptr() as usize);
+    if let Some(options) = &options {
+        for step in 0..steps {
+            let refs: Vec<SessionInputValue<'_>> =
+                values.iter().map(SessionInputValue::from).collect();
+            let result = session.run_with_options(&refs[..], options)?;
+            drop(refs);
+            for (k, (_, v)) in result.iter().enumerate() {
+                let Some((p, n)) = host_bytes(&v) else {
+                    continue;
+                };
+                sink = sink.wrapping_add(p as usize);
+                for &(o, i) in &routes {
+                    if o == k {
+                        if let Some(dst) = host_bytes_mut(&mut values[i], n) {
+                            // SAFETY: both are host buffers of n bytes
+                            // (checked when the outputs were preallocated)
+                            // owned by distinct values.
+                            unsafe { std::ptr::copy_nonoverlapping(p, dst, n) };
+                        }
+                    }
+                }
+            }
+            if step + 1 == steps {
+                last = result.into_iter().map(|(_, v)| v).collect();
             }
         }
-        for &(o, i) in &routes {
-            // The output value moves into the input slot; a placeholder of
-            // the old input takes its place among the outputs.
-            std::mem::swap(&mut values[i], &mut outs[o]);
+    } else {
+        for _ in 0..steps {
+            let refs: Vec<SessionInputValue<'_>> =
+                values.iter().map(SessionInputValue::from).collect();
+            let result = session.run(&refs[..])?;
+            drop(refs);
+            let mut outs: Vec<DynValue> = result.into_iter().map(|(_, v)| v).collect();
+            for v in &outs {
+                if let Some((p, _)) = host_bytes(v) {
+                    sink = sink.wrapping_add(p as usize);
+                }
+            }
+            for &(o, i) in &routes {
+                // The output value moves into the input slot; a placeholder
+                // of the old input takes its place among the outputs.
+                std::mem::swap(&mut values[i], &mut outs[o]);
+            }
+            last = outs;
         }
-        last = outs;
     }
     let elapsed = start.elapsed();
     std::hint::black_box(sink);
@@ -149,6 +197,56 @@ pub fn bare_loop(
         elapsed,
         last_outputs,
     })
+}
+
+/// The data pointer and byte length of a host tensor value (`None` for
+/// other values, strings included).
+fn host_bytes(v: &DynValue) -> Option<(*const u8, usize)> {
+    let (elem, shape) = convert::value_elem(v)?;
+    let size = convert::data_type_of(elem)?.element_size()?;
+    let n = element_count(shape)? * size;
+    let t = v.view().downcast::<DynTensorValueType>().ok()?;
+    Some((t.data_ptr().cast(), n))
+}
+
+/// The mutable data pointer of a host tensor value of exactly `n` bytes.
+fn host_bytes_mut(v: &mut DynValue, n: usize) -> Option<*mut u8> {
+    if host_bytes(v)?.1 != n {
+        return None;
+    }
+    // The buffer belongs to ONNX Runtime (GetTensorMutableData); holding
+    // `&mut v` makes this the only access to it.
+    Some(host_bytes(v)?.0.cast_mut())
+}
+
+/// Run options preallocating every output like those of `warm` (one run's
+/// outputs), when every output is a host tensor and every fed-back output
+/// has the byte size of its input.
+fn preallocated(
+    names: &[String],
+    warm: &[DynValue],
+    inputs: &[DynValue],
+    routes: &[(usize, usize)],
+) -> Option<RunOptions<HasSelectedOutputs>> {
+    if warm.len() != names.len() {
+        return None;
+    }
+    for &(o, i) in routes {
+        if host_bytes(&warm[o])?.1 != host_bytes(&inputs[i])?.1 {
+            return None;
+        }
+    }
+    let allocator = Allocator::default();
+    let mut selector = OutputSelector::default();
+    for (name, v) in names.iter().zip(warm) {
+        host_bytes(v)?;
+        let ValueType::Tensor { ty, shape, .. } = v.dtype() else {
+            return None;
+        };
+        let value = DynTensor::new(&allocator, *ty, shape.to_vec()).ok()?;
+        selector = selector.preallocate(name.clone(), value);
+    }
+    Some(RunOptions::new().ok()?.with_outputs(selector))
 }
 
 #[cfg(test)]
