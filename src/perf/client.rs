@@ -1,18 +1,73 @@
 //! A small HTTP/1.1 client for KServe v2 servers: keep-alive connections
 //! kept in a pool (one per request in flight), every failure classified.
 
-use super::grpc::pb::ModelInferRequest;
 use super::grpc::GrpcClient;
 use super::inputs::Body;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
+use hyper::body::{Frame, SizeHint};
 use hyper::client::conn::http1::SendRequest;
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
+
+/// The client's own share of one request's latency, as perf_analyzer's
+/// CSV columns "Client Send" and "Client Recv" report it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientTime {
+    /// HTTP: from the start of the request (building its body included)
+    /// until the transport took the last piece of the body. gRPC: building
+    /// and encoding (marshalling) the request message.
+    pub send: Duration,
+    /// HTTP: from the answer's head until its body is read and checked.
+    /// gRPC: decoding (unmarshalling) and checking the answer.
+    pub recv: Duration,
+}
+
+/// How much of a request body the transport takes at a time: it asks for
+/// the next piece only once earlier ones are (nearly) written, so the time
+/// the last piece is taken is close to the end of sending.
+const BODY_PIECE: usize = 64 * 1024;
+
+/// A request body handed over in pieces, remembering when the last piece
+/// was taken.
+struct TimedBody {
+    data: Bytes,
+    sent: Arc<Mutex<Option<Instant>>>,
+}
+
+impl hyper::body::Body for TimedBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        if self.data.is_empty() {
+            return Poll::Ready(None);
+        }
+        let n = self.data.len().min(BODY_PIECE);
+        let piece = self.data.split_to(n);
+        if self.data.is_empty() {
+            *self.sent.lock().expect("body lock") = Some(Instant::now());
+        }
+        Poll::Ready(Some(Ok(Frame::data(piece))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.data.len() as u64)
+    }
+}
 
 /// Why a request failed.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -90,7 +145,7 @@ impl Endpoint {
     }
 }
 
-type Conn = SendRequest<Full<Bytes>>;
+type Conn = SendRequest<TimedBody>;
 
 /// Settings shared by every request.
 #[derive(Debug)]
@@ -114,6 +169,11 @@ pub struct Answer {
     pub status: StatusCode,
     pub header_len: Option<usize>,
     pub body: Bytes,
+    /// When the transport took the last piece of the request body (when
+    /// the request had one).
+    pub sent_at: Option<Instant>,
+    /// When the answer's head arrived.
+    pub head_at: Instant,
 }
 
 impl Client {
@@ -201,14 +261,20 @@ impl Client {
         for (k, v) in &self.cfg.headers {
             req = req.header(k.as_str(), v.as_str());
         }
+        let sent = Arc::new(Mutex::new(None));
         let req = req
-            .body(Full::new(body))
+            .body(TimedBody {
+                data: body,
+                sent: sent.clone(),
+            })
             .map_err(|_| ErrorKind::Connection)?;
         conn.ready().await.map_err(|_| ErrorKind::Connection)?;
         let resp = conn
             .send_request(req)
             .await
             .map_err(|_| ErrorKind::Connection)?;
+        let head_at = Instant::now();
+        let sent_at = *sent.lock().expect("body lock");
         let (parts, body) = resp.into_parts();
         let body = body
             .collect()
@@ -229,6 +295,8 @@ impl Client {
             status: parts.status,
             header_len,
             body,
+            sent_at,
+            head_at,
         })
     }
 
@@ -345,8 +413,9 @@ pub struct Prepared {
     /// The HTTP body (and the template for added request parameters).
     pub body: Body,
     pub bytes: Bytes,
-    /// The same tensors as a gRPC request (with `-i grpc`).
-    pub grpc: Option<Arc<ModelInferRequest>>,
+    /// The same tensors as an encoded gRPC `ModelInferRequest` (with
+    /// `-i grpc`).
+    pub grpc: Option<Bytes>,
 }
 
 /// A client of one server in either protocol: discovery and inference
@@ -490,9 +559,11 @@ impl PerfClient {
     ) -> Result<Prepared, String> {
         let grpc = match self {
             PerfClient::Http(_) => None,
-            PerfClient::Grpc(_) => Some(Arc::new(super::grpc::request_from_body(
-                &body, model, version,
-            )?)),
+            PerfClient::Grpc(_) => {
+                use prost::Message;
+                let r = super::grpc::request_from_body(&body, model, version)?;
+                Some(Bytes::from(r.encode_to_vec()))
+            }
         };
         Ok(Prepared {
             bytes: Bytes::from(body.bytes.clone()),
@@ -509,9 +580,10 @@ impl PerfClient {
         path: &str,
         req: &Prepared,
         params: Option<&serde_json::Map<String, Value>>,
-    ) -> Result<(), ErrorKind> {
+    ) -> Result<ClientTime, ErrorKind> {
         match self {
             PerfClient::Http(c) => {
+                let started = Instant::now();
                 let (bytes, header_len) = match params {
                     Some(p) => {
                         let (b, h) = req.body.with_parameters(p);
@@ -528,7 +600,15 @@ impl PerfClient {
                         header_len,
                     )
                     .await?;
-                check_infer_answer(&a)
+                check_infer_answer(&a)?;
+                let done = Instant::now();
+                Ok(ClientTime {
+                    send: a
+                        .sent_at
+                        .unwrap_or(a.head_at)
+                        .saturating_duration_since(started),
+                    recv: done.saturating_duration_since(a.head_at),
+                })
             }
             PerfClient::Grpc(g) => match &req.grpc {
                 Some(r) => g.infer(r, params).await,
@@ -567,10 +647,13 @@ mod tests {
     }
 
     fn answer(status: u16, header_len: Option<usize>, body: &[u8]) -> Answer {
+        let head_at = Instant::now();
         Answer {
             status: StatusCode::from_u16(status).unwrap(),
             header_len,
             body: Bytes::copy_from_slice(body),
+            sent_at: None,
+            head_at,
         }
     }
 

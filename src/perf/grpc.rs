@@ -13,7 +13,7 @@
 //!   request id;
 //! - failures are classified into the same [`ErrorKind`]s as HTTP.
 
-use super::client::{Endpoint, ErrorKind};
+use super::client::{ClientTime, Endpoint, ErrorKind};
 use super::inputs::Body;
 use crate::tensor::DataType;
 use bytes::Bytes;
@@ -23,8 +23,9 @@ use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue};
 use tonic::transport::Channel;
 use tonic::{Code, Status};
@@ -39,12 +40,106 @@ pub mod pb {
 /// Triton accepts messages up to 2 GiB; so does this client.
 pub const MAX_MESSAGE_SIZE: usize = i32::MAX as usize;
 
-type Pending = HashMap<String, oneshot::Sender<Result<(), ErrorKind>>>;
+/// An inference request message already encoded: the request built once
+/// (`base`) followed by the fields of this request (`extra`: request
+/// parameters, id). Protobuf reads concatenated messages as one message,
+/// later scalar fields and map entries replacing earlier ones, so a
+/// request is never re-encoded as a whole.
+#[derive(Debug, Clone)]
+pub struct Encoded {
+    pub base: Bytes,
+    pub extra: Bytes,
+}
+
+/// Sends [`Encoded`] messages as they are and receives messages as bytes,
+/// so that (un)marshalling happens in the request's own task, where it is
+/// timed (perf_analyzer's "Client Send" and "Client Recv" for gRPC).
+#[derive(Debug, Clone, Copy, Default)]
+struct RawCodec;
+
+impl Codec for RawCodec {
+    type Encode = Encoded;
+    type Decode = Bytes;
+    type Encoder = RawCodec;
+    type Decoder = RawCodec;
+
+    fn encoder(&mut self) -> RawCodec {
+        RawCodec
+    }
+
+    fn decoder(&mut self) -> RawCodec {
+        RawCodec
+    }
+}
+
+impl Encoder for RawCodec {
+    type Item = Encoded;
+    type Error = Status;
+
+    fn encode(&mut self, item: Encoded, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        use bytes::BufMut;
+        dst.put_slice(&item.base);
+        dst.put_slice(&item.extra);
+        Ok(())
+    }
+}
+
+impl Decoder for RawCodec {
+    type Item = Bytes;
+    type Error = Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
+        use bytes::Buf;
+        let n = src.remaining();
+        Ok(Some(src.copy_to_bytes(n)))
+    }
+}
+
+const MODEL_INFER: &str = "/inference.GRPCInferenceService/ModelInfer";
+const MODEL_STREAM_INFER: &str = "/inference.GRPCInferenceService/ModelStreamInfer";
+
+/// The encoded request fields of one request: its parameters (sequence id
+/// and flags) and, on a stream, its id.
+fn encode_extra(params: Option<&Map<String, Value>>, id: Option<&str>) -> Bytes {
+    use prost::Message;
+    let mut m = pb::ModelInferRequest::default();
+    if let Some(p) = params {
+        for (k, v) in p {
+            if let Some(ip) = parameter(v) {
+                m.parameters.insert(k.clone(), ip);
+            }
+        }
+    }
+    if let Some(id) = id {
+        m.id = id.to_string();
+    }
+    if m.parameters.is_empty() && m.id.is_empty() {
+        return Bytes::new();
+    }
+    Bytes::from(m.encode_to_vec())
+}
+
+/// Decodes and checks an inference answer; with the time it took.
+fn decode_response(bytes: &[u8]) -> (Result<(), ErrorKind>, Duration) {
+    use prost::Message;
+    let t = Instant::now();
+    let r = match pb::ModelInferResponse::decode(bytes) {
+        Ok(resp) => check_response(&resp),
+        Err(_) => Err(ErrorKind::Malformed),
+    };
+    (r, t.elapsed())
+}
+
+/// A reply for a waiting stream request: its outcome and its decoding
+/// time.
+type Reply = Result<Duration, ErrorKind>;
+
+type Pending = HashMap<String, oneshot::Sender<Reply>>;
 
 /// One `ModelStreamInfer` call: requests go in through `tx`, a reader task
 /// hands every reply to the request with the same id.
 struct InferStream {
-    tx: mpsc::UnboundedSender<pb::ModelInferRequest>,
+    tx: mpsc::UnboundedSender<Encoded>,
     pending: Mutex<Pending>,
     /// The stream ended: no more requests.
     dead: AtomicBool,
@@ -64,7 +159,15 @@ impl InferStream {
         }
     }
 
-    fn deliver(&self, reply: pb::ModelStreamInferResponse) {
+    /// Hands a raw `ModelStreamInferResponse` to the request it answers.
+    fn deliver(&self, raw: &[u8]) {
+        use prost::Message;
+        let t = Instant::now();
+        let reply = match pb::ModelStreamInferResponse::decode(raw) {
+            Ok(r) => r,
+            // Which request it answers is unknown: the stream cannot go on.
+            Err(_) => return self.fail_all(ErrorKind::Malformed),
+        };
         let id = reply
             .infer_response
             .as_ref()
@@ -92,7 +195,7 @@ impl InferStream {
                     None => Err(ErrorKind::Malformed),
                 }
             };
-            let _ = w.send(r);
+            let _ = w.send(r.map(|()| t.elapsed()));
         }
     }
 }
@@ -101,6 +204,9 @@ impl InferStream {
 #[derive(Clone)]
 pub struct GrpcClient {
     client: GrpcInferenceServiceClient<Channel>,
+    /// The same connection for inference, with messages sent and received
+    /// as bytes (see [`RawCodec`]).
+    raw: tonic::client::Grpc<Channel>,
     authority: String,
     headers: Arc<Vec<(AsciiMetadataKey, AsciiMetadataValue)>>,
     timeout: Duration,
@@ -409,11 +515,15 @@ impl GrpcClient {
             .tcp_nodelay(true)
             .http2_adaptive_window(true)
             .connect_lazy();
+        let raw = tonic::client::Grpc::new(channel.clone())
+            .max_decoding_message_size(MAX_MESSAGE_SIZE)
+            .max_encoding_message_size(MAX_MESSAGE_SIZE);
         let client = GrpcInferenceServiceClient::new(channel)
             .max_decoding_message_size(MAX_MESSAGE_SIZE)
             .max_encoding_message_size(MAX_MESSAGE_SIZE);
         Ok(GrpcClient {
             client,
+            raw,
             authority,
             headers: Arc::new(meta),
             timeout,
@@ -531,40 +641,54 @@ impl GrpcClient {
             .map(|r| statistics_json(r.get_ref()))
     }
 
-    /// Sends one inference request (with extra request parameters, e.g.
-    /// the sequence id and flags) and waits for its answer.
+    /// Sends one inference request (`base`, an encoded `ModelInferRequest`,
+    /// with extra request parameters, e.g. the sequence id and flags) and
+    /// waits for its answer.
     pub async fn infer(
         &self,
-        template: &pb::ModelInferRequest,
+        base: &Bytes,
         params: Option<&Map<String, Value>>,
-    ) -> Result<(), ErrorKind> {
-        let mut req = template.clone();
-        if let Some(p) = params {
-            for (k, v) in p {
-                if let Some(ip) = parameter(v) {
-                    req.parameters.insert(k.clone(), ip);
-                }
-            }
-        }
+    ) -> Result<ClientTime, ErrorKind> {
+        let started = Instant::now();
         match &self.streams {
             None => {
-                let mut c = self.client.clone();
-                let call = c.model_infer(self.request(req));
+                let msg = Encoded {
+                    base: base.clone(),
+                    extra: encode_extra(params, None),
+                };
+                let send = started.elapsed();
+                let mut g = self.raw.clone();
+                let call = async {
+                    g.ready()
+                        .await
+                        .map_err(|e| Status::from_error(Box::new(e)))?;
+                    g.unary(
+                        self.request(msg),
+                        tonic::codegen::http::uri::PathAndQuery::from_static(MODEL_INFER),
+                        RawCodec,
+                    )
+                    .await
+                };
                 match tokio::time::timeout(self.timeout, call).await {
                     Err(_) => Err(ErrorKind::Timeout),
                     Ok(Err(s)) => Err(kind_of(&s)),
-                    Ok(Ok(r)) => check_response(r.get_ref()),
+                    Ok(Ok(r)) => {
+                        let (r, recv) = decode_response(r.get_ref());
+                        r.map(|()| ClientTime { send, recv })
+                    }
                 }
             }
-            Some(pool) => self.infer_streamed(pool, req).await,
+            Some(pool) => self.infer_streamed(pool, base, params, started).await,
         }
     }
 
     async fn infer_streamed(
         &self,
         pool: &Arc<Mutex<Vec<Arc<InferStream>>>>,
-        mut req: pb::ModelInferRequest,
-    ) -> Result<(), ErrorKind> {
+        base: &Bytes,
+        params: Option<&Map<String, Value>>,
+        started: Instant,
+    ) -> Result<ClientTime, ErrorKind> {
         let stream = loop {
             let s = pool.lock().expect("stream pool lock").pop();
             match s {
@@ -574,7 +698,11 @@ impl GrpcClient {
             }
         };
         let id = stream.next_id.fetch_add(1, Ordering::Relaxed).to_string();
-        req.id = id.clone();
+        let msg = Encoded {
+            base: base.clone(),
+            extra: encode_extra(params, Some(&id)),
+        };
+        let send = started.elapsed();
         let (tx, rx) = oneshot::channel();
         {
             let mut p = stream.pending.lock().expect("stream lock");
@@ -583,7 +711,7 @@ impl GrpcClient {
             }
             p.insert(id.clone(), tx);
         }
-        if stream.tx.send(req).is_err() {
+        if stream.tx.send(msg).is_err() {
             stream.pending.lock().expect("stream lock").remove(&id);
             return Err(ErrorKind::Connection);
         }
@@ -598,7 +726,7 @@ impl GrpcClient {
         if !stream.dead.load(Ordering::SeqCst) {
             pool.lock().expect("stream pool lock").push(stream);
         }
-        r
+        r.map(|recv| ClientTime { send, recv })
     }
 
     /// Opens a `ModelStreamInfer` call; its reader task runs until the
@@ -613,16 +741,27 @@ impl GrpcClient {
         });
         let reader = Arc::downgrade(&stream);
         let req = self.request(tokio_stream::wrappers::UnboundedReceiverStream::new(rx));
-        let mut c = self.client.clone();
+        let mut g = self.raw.clone();
         tokio::spawn(async move {
-            let end = match c.model_stream_infer(req).await {
+            let opened = async {
+                g.ready()
+                    .await
+                    .map_err(|e| Status::from_error(Box::new(e)))?;
+                g.streaming(
+                    req,
+                    tonic::codegen::http::uri::PathAndQuery::from_static(MODEL_STREAM_INFER),
+                    RawCodec,
+                )
+                .await
+            };
+            let end = match opened.await {
                 Err(s) => kind_of(&s),
                 Ok(resp) => {
                     let mut inbound = resp.into_inner();
                     loop {
                         match inbound.message().await {
-                            Ok(Some(reply)) => match reader.upgrade() {
-                                Some(s) => s.deliver(reply),
+                            Ok(Some(raw)) => match reader.upgrade() {
+                                Some(s) => s.deliver(&raw),
                                 None => return,
                             },
                             Ok(None) => break ErrorKind::Connection,
@@ -709,6 +848,31 @@ mod tests {
         assert_eq!(p(json!("abc")), ParameterChoice::StringParam("abc".into()));
         assert_eq!(p(json!(0.5)), ParameterChoice::DoubleParam(0.5));
         assert!(parameter(&json!(null)).is_none());
+    }
+
+    #[test]
+    fn request_fields_appended_to_an_encoded_request_are_one_message() {
+        use prost::Message;
+        let mut base = request_from_body(&body(true), "m", Some("2")).unwrap();
+        base.parameters
+            .insert("priority".into(), parameter(&json!(1)).unwrap());
+        let bytes = Bytes::from(base.encode_to_vec());
+        assert!(encode_extra(None, None).is_empty());
+        let mut p = Map::new();
+        p.insert("sequence_id".into(), json!(42));
+        p.insert("sequence_start".into(), json!(true));
+        let extra = encode_extra(Some(&p), Some("7"));
+        let mut whole = bytes.to_vec();
+        whole.extend_from_slice(&extra);
+        let got = pb::ModelInferRequest::decode(&whole[..]).unwrap();
+        let mut want = base.clone();
+        want.id = "7".into();
+        want.parameters
+            .insert("sequence_id".into(), parameter(&json!(42)).unwrap());
+        want.parameters
+            .insert("sequence_start".into(), parameter(&json!(true)).unwrap());
+        assert_eq!(got, want);
+        assert_eq!(got.raw_input_contents, base.raw_input_contents);
     }
 
     #[test]

@@ -3,10 +3,10 @@
 //! an open loop (sends on a schedule, latency from the scheduled time),
 //! measured into an HDR histogram (constant memory).
 
-use super::client::{ErrorKind, PerfClient, Prepared, Protocol};
+use super::client::{ClientTime, ErrorKind, PerfClient, Prepared, Protocol};
 use super::inputs::{self, Body, BodyOptions, DataFile, InputData};
 use super::model::ModelInfo;
-use super::report::{Latency, LevelResult, Report, TargetCount};
+use super::report::{ClientStats, Latency, LevelResult, Report, TargetCount};
 use super::rng::Rng;
 use super::schedule::{Distribution, Level, Schedule};
 use super::stats::{self, Snapshot};
@@ -108,6 +108,9 @@ struct Recorder {
     seq_hist: Histogram<u64>,
     errors: BTreeMap<String, u64>,
     ok: u64,
+    /// Client send and receive time of the successful requests, summed.
+    send_ns: u64,
+    recv_ns: u64,
     late: u64,
     last_done: Option<Instant>,
     /// Measured requests per server (`-u` order).
@@ -122,6 +125,8 @@ impl Recorder {
             seq_hist: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds"),
             errors: BTreeMap::new(),
             ok: 0,
+            send_ns: 0,
+            recv_ns: 0,
             late: 0,
             last_done: None,
             targets: vec![0; targets],
@@ -135,6 +140,8 @@ impl Recorder {
             *self.errors.entry(k.clone()).or_insert(0) += n;
         }
         self.ok += o.ok;
+        self.send_ns += o.send_ns;
+        self.recv_ns += o.recv_ns;
         self.late += o.late;
         self.last_done = self.last_done.max(o.last_done);
         for (a, b) in self.targets.iter_mut().zip(&o.targets) {
@@ -244,14 +251,14 @@ struct Shared {
 }
 
 impl Shared {
-    async fn infer(&self) -> Result<(), ErrorKind> {
+    async fn infer(&self) -> Result<ClientTime, ErrorKind> {
         self.client
             .infer(&self.path, self.next_request(), None)
             .await
     }
 
     /// One step of a sequence (request parameters added to the header).
-    async fn infer_step(&self, step: Step) -> Result<(), ErrorKind> {
+    async fn infer_step(&self, step: Step) -> Result<ClientTime, ErrorKind> {
         let mut p = serde_json::Map::new();
         p.insert(
             "sequence_id".into(),
@@ -285,14 +292,22 @@ impl Shared {
         });
     }
 
-    fn record(&self, latency: Duration, r: &Result<(), ErrorKind>, late: bool, done: Instant) {
+    fn record(
+        &self,
+        latency: Duration,
+        r: &Result<ClientTime, ErrorKind>,
+        late: bool,
+        done: Instant,
+    ) {
         let progress = &self.meter.progress;
         self.meter.with(done, |rec| {
             match r {
-                Ok(()) => {
+                Ok(t) => {
                     let us = (latency.as_micros() as u64).max(1);
                     rec.hist.saturating_record(us);
                     rec.ok += 1;
+                    rec.send_ns += t.send.as_nanos() as u64;
+                    rec.recv_ns += t.recv.as_nanos() as u64;
                 }
                 Err(k) => {
                     *rec.errors.entry(k.key()).or_insert(0) += 1;
@@ -686,6 +701,10 @@ async fn run_level(
         sequence_latency_us: (sequences.is_some() && !rec.seq_hist.is_empty())
             .then(|| latency(&rec.seq_hist)),
         late_sends: rec.late,
+        client: (rec.ok > 0).then(|| ClientStats {
+            send_us: rec.send_ns as f64 / rec.ok as f64 / 1000.0,
+            recv_us: rec.recv_ns as f64 / rec.ok as f64 / 1000.0,
+        }),
         server,
         stable,
         windows: windows as u32,

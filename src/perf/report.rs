@@ -40,6 +40,9 @@ pub struct LevelResult {
     pub sequence_latency_us: Option<Latency>,
     /// Open loop: sends more than 1 ms behind schedule.
     pub late_sends: u64,
+    /// The client's own time per successful request (null when none
+    /// succeeded).
+    pub client: Option<ClientStats>,
     /// From the statistics extension (null when the server has none).
     pub server: Option<ServerStats>,
     /// Stability windows: whether the last 3 agreed (null with
@@ -49,6 +52,18 @@ pub struct LevelResult {
     pub windows: u32,
     /// Measured requests per server, in `-u` order.
     pub targets: Vec<TargetCount>,
+}
+
+/// Mean client time per successful request, in microseconds: what
+/// perf_analyzer's CSV reports as "Client Send" and "Client Recv".
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ClientStats {
+    /// HTTP: building the request until the transport took the last of
+    /// its body. gRPC: building and encoding the request message.
+    pub send_us: f64,
+    /// HTTP: the answer's head until its body is read and checked. gRPC:
+    /// decoding and checking the answer.
+    pub recv_us: f64,
 }
 
 /// Measured requests sent to one server.
@@ -220,18 +235,28 @@ impl Report {
                 ),
                 None => (0.0, 0.0, 0.0, 0.0),
             };
-            let network = (mean - q - ci - cf - co).max(0.0);
+            let (send, recv) = l
+                .client
+                .as_ref()
+                .map_or((0.0, 0.0), |c| (c.send_us, c.recv_us));
+            // As perf_analyzer: the client's wait is the latency less its
+            // own send and receive time; the network's share is that wait
+            // less the server's time, floored at 0.
+            let wait = (mean - send - recv).max(0.0);
+            let network = (wait - q - ci - cf - co).max(0.0);
             out.push_str(&format!(
-                "{load},{:.2},0,{},{},{},{},{},0,{p50},{p90},{p95},{p99},{},{},{}\n",
+                "{load},{:.2},{},{},{},{},{},{},{},{p50},{p90},{p95},{p99},{},{},{}\n",
                 l.throughput_per_s,
+                us(send),
                 us(network),
                 us(q),
                 us(ci),
                 us(cf),
                 us(co),
+                us(recv),
                 us(mean),
-                0,
-                us(mean),
+                us(send + recv),
+                us(wait),
             ));
         }
         out

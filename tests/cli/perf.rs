@@ -47,6 +47,10 @@ struct Behaviour {
     close_after_answer: bool,
     /// Answer `GET /v2` (server metadata) with these extensions.
     extensions: Option<Vec<&'static str>>,
+    /// Wait this long after a request's head before reading its body.
+    read_pause: Option<Duration>,
+    /// Wait this long between an answer's head and its body.
+    body_pause: Option<Duration>,
 }
 
 #[derive(Default)]
@@ -117,6 +121,8 @@ impl Responder {
 thread_local! {
     /// The responder thread answers with `Connection: close`.
     static CLOSING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The responder thread pauses between an answer's head and body.
+    static BODY_PAUSE: std::cell::Cell<Option<Duration>> = const { std::cell::Cell::new(None) };
 }
 
 fn respond(s: &mut TcpStream, status: u16, extra: &[(&str, String)], body: &[u8]) -> bool {
@@ -128,6 +134,16 @@ fn respond(s: &mut TcpStream, status: u16, extra: &[(&str, String)], body: &[u8]
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
+    if let Some(pause) = BODY_PAUSE.with(|p| p.get()) {
+        if s.write_all(head.as_bytes())
+            .and_then(|()| s.flush())
+            .is_err()
+        {
+            return false;
+        }
+        std::thread::sleep(pause);
+        return s.write_all(body).is_ok();
+    }
     // one write: a second small one would wait for a delayed ACK
     let mut all = head.into_bytes();
     all.extend_from_slice(body);
@@ -137,6 +153,7 @@ fn respond(s: &mut TcpStream, status: u16, extra: &[(&str, String)], body: &[u8]
 fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>) {
     let _ = stream.set_nodelay(true);
     CLOSING.with(|c| c.set(b.close_after_answer));
+    BODY_PAUSE.with(|p| p.set(b.body_pause));
     let mut out = stream.try_clone().unwrap();
     let mut r = BufReader::new(stream);
     loop {
@@ -165,6 +182,9 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
             .get("content-length")
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
+        if let Some(pause) = b.read_pause.filter(|_| len > 0) {
+            std::thread::sleep(pause);
+        }
         let mut body = vec![0; len];
         if r.read_exact(&mut body).is_err() {
             return;
@@ -516,6 +536,91 @@ fn table_and_csv() {
         "rows by increasing throughput: {tput:?}"
     );
     assert!(tput[0] > 0.0);
+}
+
+/// The CSV's client columns of the level with this load.
+fn csv_row(text: &str, load: &str) -> BTreeMap<String, f64> {
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .find(|r| r[0] == load)
+        .unwrap_or_else(|| panic!("no row for {load}:\n{text}"));
+    head.iter()
+        .zip(row)
+        .map(|(h, v)| (h.to_string(), v.parse().unwrap()))
+        .collect()
+}
+
+#[test]
+fn client_send_and_recv_are_measured() {
+    // A server that waits 300 ms between an answer's head and its body:
+    // the time is the client's receiving time, not the server's.
+    let pause = Duration::from_millis(300);
+    let r = Responder::start(Behaviour {
+        body_pause: Some(pause),
+        ..triton_like()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--request-count",
+        "3",
+        "-f",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let l = &doc["levels"][0];
+    let recv = l["client"]["recv_us"].as_f64().unwrap();
+    let send = l["client"]["send_us"].as_f64().unwrap();
+    let mean = l["latency_us"]["mean"].as_f64().unwrap();
+    assert!(recv >= 290_000.0 && recv <= mean, "{l:#}");
+    assert!(send > 0.0 && send < 100_000.0, "{l:#}");
+    let row = csv_row(&std::fs::read_to_string(&csv).unwrap(), "1");
+    assert_eq!(row["Client Recv"], recv.round(), "{row:?}");
+    assert_eq!(row["Client Send"], send.round(), "{row:?}");
+    assert_eq!(row["request/response"], (send + recv).round(), "{row:?}");
+    let wait = mean - send - recv;
+    assert!((row["response wait"] - wait).abs() <= 1.0, "{row:?}");
+    // the server's queue and compute time (8 µs per request) come off
+    // the wait
+    assert!(
+        (row["Network+Server Send/Recv"] - (wait - 8.0).max(0.0)).abs() <= 1.0,
+        "{row:?}"
+    );
+
+    // A server that waits 300 ms before reading a 32 MB request body: the
+    // client cannot hand over the whole body before the server reads, so
+    // the time is the client's sending time.
+    let r = Responder::start(Behaviour {
+        config: false,
+        stats: false,
+        x_shape: vec![-1],
+        read_pause: Some(pause),
+        ..Behaviour::default()
+    });
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--shape",
+        "X:8000000",
+        "--input-data",
+        "zero",
+        "--request-count",
+        "2",
+    ]);
+    assert_eq!(code, 0, "{doc:#} {:?}", r.bad());
+    let l = &doc["levels"][0];
+    let send = l["client"]["send_us"].as_f64().unwrap();
+    let recv = l["client"]["recv_us"].as_f64().unwrap();
+    assert!(send >= 200_000.0, "{l:#}");
+    assert!(recv < send, "{l:#}");
 }
 
 #[test]

@@ -465,6 +465,16 @@ fn unary_closed_loop() {
     assert!(u(&l["server"]["requests"]) >= 90, "{l:#}");
     assert!(s.state.unary.load(Ordering::SeqCst) >= 100);
     assert_eq!(s.state.streamed.load(Ordering::SeqCst), 0);
+    assert_client_times(l);
+}
+
+/// The client's marshalling and unmarshalling times are measured, and are
+/// a part of the latency.
+fn assert_client_times(l: &Value) {
+    let send = l["client"]["send_us"].as_f64().unwrap();
+    let recv = l["client"]["recv_us"].as_f64().unwrap();
+    let mean = l["latency_us"]["mean"].as_f64().unwrap();
+    assert!(send > 0.0 && recv > 0.0 && send + recv < mean, "{l:#}");
 }
 
 #[test]
@@ -490,6 +500,7 @@ fn streaming_uses_one_stream_per_request_in_flight() {
     assert_eq!(u(&l["errors"]), 0, "{l:#}");
     assert_eq!(s.state.unary.load(Ordering::SeqCst), 0);
     assert!(s.state.streamed.load(Ordering::SeqCst) >= 200);
+    assert_client_times(l);
     let opened = s.state.streams_opened.load(Ordering::SeqCst);
     assert!(
         (1..=4).contains(&opened),
