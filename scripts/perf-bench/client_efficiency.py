@@ -181,12 +181,28 @@ def efficiency(args):
         summary.append((conc, eff_ratio, best_eff["name"], rate_ratio, best_rate["name"]))
     log("")
     log("ratios tritonctl / best perf_analyzer mode:")
-    for conc, eff_ratio, eff_name, rate_ratio, rate_name in summary:
-        verdict = "ok" if eff_ratio >= args.target else "BELOW TARGET"
+    # What one client core sustains is measured where the tritonctl client
+    # keeps its core busy; at a lower concurrency the client mostly waits
+    # for answers (its rate is the round trip's), and CPU per request is
+    # mostly the kernel's TCP work on each side, which both tools pay.
+    saturated = 0
+    for (conc, eff_ratio, eff_name, rate_ratio, rate_name), (_, runs) in zip(summary, results):
+        t = runs[0]
+        busy = t["cpu_s"] / t["wall_s"] if t["wall_s"] else 0
+        if busy >= 0.9:
+            saturated += 1
+            good = eff_ratio >= args.target and rate_ratio >= args.target
+            verdict = f"client core {busy:.0%} busy; target x{args.target}: " + (
+                "ok" if good else "BELOW TARGET")
+            ok = ok and good
+        else:
+            verdict = (f"client core {busy:.0%} busy: latency-bound, not what one core "
+                       f"sustains; sys {t['sys_s'] / t['cpu_s']:.0%} of its CPU")
         log(f"  c={conc}: requests per CPU-second x{eff_ratio:.2f} (vs {eff_name}); "
-            f"reported rate on one core x{rate_ratio:.2f} (vs {rate_name})  "
-            f"[target x{args.target}: {verdict}]")
-        ok = ok and eff_ratio >= args.target
+            f"reported rate on one core x{rate_ratio:.2f} (vs {rate_name})  [{verdict}]")
+    if saturated == 0:
+        log("  no concurrency kept the tritonctl client's core busy: raise --concurrency")
+        ok = False
     with open(os.path.join(args.work, "client-efficiency.json"), "w") as f:
         json.dump([{"concurrency": c, "runs": [{k: v for k, v in r.items()
                                                   if k not in ("stdout", "stderr")}
