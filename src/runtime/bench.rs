@@ -9,10 +9,10 @@
 //! into its input value (a few bytes for the accumulate model). When the
 //! outputs cannot be preallocated (strings, or a state output of another
 //! size than its input), output values are created per run and fed back by
-//! moving them. The outputs are looked at (their data pointer), never
-//! copied out. This is what a hand-written Rust program with preallocated
-//! tensors does; the gap between it and the runner is the runner's own
-//! cost (checks, conversions, copies out, scheduling).
+//! moving them. The outputs are never copied out. This is what a
+//! hand-written Rust program with preallocated tensors does; the gap
+//! between it and the runner is the runner's own cost (checks,
+//! conversions, copies out, scheduling).
 //!
 //! ```no_run
 //! use tritonctl::runtime::{bench, SessionOptions};
@@ -123,35 +123,34 @@ pub fn bare_loop(
             .map(|(_, v)| v)
             .collect()
     };
-    let options = preallocated(&outputs, &warm, &values, &routes);
+    let pre = preallocated(&outputs, &warm, &values, &routes);
     drop(warm);
     let mut sink = 0usize;
     let mut last: Vec<DynValue> = Vec::new();
     let start = Instant::now();
-    if let Some(options) = &options {
+    if let Some(pre) = &pre {
+        // (output buffer, input buffer, bytes) per fed-back output.
+        let copies: Vec<(*const u8, *mut u8, usize)> = pre
+            .copies
+            .iter()
+            .filter_map(|&(src, i, n)| Some((src, host_ptr_mut(&mut values[i])?, n)))
+            .collect();
         for step in 0..steps {
             let refs: Vec<SessionInputValue<'_>> =
                 values.iter().map(SessionInputValue::from).collect();
-            let result = session.run_with_options(&refs[..], options)?;
+            let result = session.run_with_options(&refs[..], &pre.options)?;
             drop(refs);
-            for (k, (_, v)) in result.iter().enumerate() {
-                let Some((p, n)) = host_bytes(&v) else {
-                    continue;
-                };
-                sink = sink.wrapping_add(p as usize);
-                for &(o, i) in &routes {
-                    if o == k {
-                        if let Some(dst) = host_bytes_mut(&mut values[i], n) {
-                            // SAFETY: both are host buffers of n bytes
-                            // (checked when the outputs were preallocated)
-                            // owned by distinct values.
-                            unsafe { std::ptr::copy_nonoverlapping(p, dst, n) };
-                        }
-                    }
-                }
-            }
             if step + 1 == steps {
                 last = result.into_iter().map(|(_, v)| v).collect();
+            } else {
+                drop(result);
+            }
+            for &(src, dst, n) in &copies {
+                // SAFETY: both are host buffers of n bytes (checked when
+                // the outputs were preallocated): the output's belongs to
+                // the run options, the input's to its value; neither
+                // moves or is freed during the loop.
+                unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
             }
         }
     } else {
@@ -209,44 +208,57 @@ fn host_bytes(v: &DynValue) -> Option<(*const u8, usize)> {
     Some((t.data_ptr().cast(), n))
 }
 
-/// The mutable data pointer of a host tensor value of exactly `n` bytes.
-fn host_bytes_mut(v: &mut DynValue, n: usize) -> Option<*mut u8> {
-    if host_bytes(v)?.1 != n {
-        return None;
-    }
+/// The mutable data pointer of a host tensor value.
+fn host_ptr_mut(v: &mut DynValue) -> Option<*mut u8> {
     // The buffer belongs to ONNX Runtime (GetTensorMutableData); holding
     // `&mut v` makes this the only access to it.
     Some(host_bytes(v)?.0.cast_mut())
 }
 
-/// Run options preallocating every output like those of `warm` (one run's
-/// outputs), when every output is a host tensor and every fed-back output
-/// has the byte size of its input.
+/// Preallocated outputs: the run options holding them and, per fed-back
+/// output, the copy to make after each run (output buffer, input index,
+/// bytes).
+struct Preallocated {
+    options: RunOptions<HasSelectedOutputs>,
+    copies: Vec<(*const u8, usize, usize)>,
+}
+
+/// Outputs preallocated like those of `warm` (one run's outputs), when
+/// every output is a host tensor and every fed-back output has the byte
+/// size of its input.
 fn preallocated(
     names: &[String],
     warm: &[DynValue],
     inputs: &[DynValue],
     routes: &[(usize, usize)],
-) -> Option<RunOptions<HasSelectedOutputs>> {
+) -> Option<Preallocated> {
     if warm.len() != names.len() {
         return None;
     }
-    for &(o, i) in routes {
-        if host_bytes(&warm[o])?.1 != host_bytes(&inputs[i])?.1 {
-            return None;
-        }
-    }
     let allocator = Allocator::default();
     let mut selector = OutputSelector::default();
+    let mut buffers = Vec::with_capacity(warm.len());
     for (name, v) in names.iter().zip(warm) {
-        host_bytes(v)?;
+        let (_, n) = host_bytes(v)?;
         let ValueType::Tensor { ty, shape, .. } = v.dtype() else {
             return None;
         };
         let value = DynTensor::new(&allocator, *ty, shape.to_vec()).ok()?;
+        buffers.push((value.data_ptr().cast::<u8>(), n));
         selector = selector.preallocate(name.clone(), value);
     }
-    Some(RunOptions::new().ok()?.with_outputs(selector))
+    let mut copies = Vec::with_capacity(routes.len());
+    for &(o, i) in routes {
+        let (src, n) = buffers[o];
+        if host_bytes(&inputs[i])?.1 != n {
+            return None;
+        }
+        copies.push((src, i, n));
+    }
+    Some(Preallocated {
+        options: RunOptions::new().ok()?.with_outputs(selector),
+        copies,
+    })
 }
 
 #[cfg(test)]

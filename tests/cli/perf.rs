@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -51,6 +51,9 @@ struct Behaviour {
     read_pause: Option<Duration>,
     /// Wait this long between an answer's head and its body.
     body_pause: Option<Duration>,
+    /// The server dies when this infer request (from 1) comes: it
+    /// answers nothing more, closes every connection and stops listening.
+    die_at: Option<u64>,
 }
 
 #[derive(Default)]
@@ -74,6 +77,8 @@ struct Counters {
     ended: AtomicU64,
     /// Requests with the header `X-Test: yes`.
     with_header: AtomicU64,
+    /// Set when the server died (see `Behaviour::die_at`).
+    dead: AtomicBool,
 }
 
 impl Counters {
@@ -99,11 +104,20 @@ impl Responder {
         let counters = Arc::new(Counters::default());
         let model_lock = Arc::new(Mutex::new(()));
         let c = counters.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                let (b, c, l) = (b.clone(), c.clone(), model_lock.clone());
-                std::thread::spawn(move || serve(stream, &b, &c, &l));
+        // Polled, so that a dead server stops listening (its port then
+        // refuses connections).
+        listener.set_nonblocking(true).unwrap();
+        std::thread::spawn(move || loop {
+            if c.dead.load(Ordering::SeqCst) {
+                return;
+            }
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    stream.set_nonblocking(false).unwrap();
+                    let (b, c, l) = (b.clone(), c.clone(), model_lock.clone());
+                    std::thread::spawn(move || serve(stream, &b, &c, &l));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(1)),
             }
         });
         Responder { port, counters }
@@ -157,6 +171,9 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
     let mut out = stream.try_clone().unwrap();
     let mut r = BufReader::new(stream);
     loop {
+        if c.dead.load(Ordering::SeqCst) {
+            return;
+        }
         let mut line = String::new();
         if r.read_line(&mut line).unwrap_or(0) == 0 {
             return;
@@ -224,6 +241,10 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
             ("POST", "/v2/models/m/infer") => {
                 c.arrivals.lock().unwrap().push(Instant::now());
                 let n = c.infer.fetch_add(1, Ordering::SeqCst) + 1;
+                if b.die_at.is_some_and(|at| n >= at) || c.dead.load(Ordering::SeqCst) {
+                    c.dead.store(true, Ordering::SeqCst);
+                    return;
+                }
                 let guard = model_lock.lock().unwrap();
                 if let Some((at, d)) = b.stall {
                     if n == at {
@@ -753,6 +774,62 @@ fn errors_are_counted_by_kind() {
     let mut a = args.to_vec();
     a.extend(["--max-error-rate", "0.25"]);
     assert_eq!(perf_json(&a).0, 1);
+}
+
+#[test]
+fn a_server_killed_mid_run_gives_counted_errors_not_a_hang() {
+    // The server dies at its 100th request: the requests in flight break,
+    // later ones are refused; the run goes on to its end.
+    let r = Responder::start(Behaviour {
+        die_at: Some(100),
+        ..triton_like()
+    });
+    let url = r.url();
+    let args = [
+        "-m",
+        "m",
+        "-u",
+        &url,
+        "--concurrency-range",
+        "2",
+        "--duration",
+        "1",
+        "--warmup",
+        "0",
+    ];
+    let started = Instant::now();
+    let (code, doc) = perf_json(&args);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        code, 1,
+        "errors above the default --max-error-rate 0: {doc:#}"
+    );
+    let l = &doc["levels"][0];
+    assert_eq!(u(&l["requests"]) - u(&l["errors"]), 99, "{l:#}");
+    let kinds = l["errors_by_kind"].as_object().unwrap();
+    assert!(u(&kinds["connect"]) > 0, "{l:#}");
+    assert!(
+        kinds.keys().all(|k| k == "connect" || k == "connection"),
+        "{l:#}"
+    );
+    assert!(u(&l["errors"]) >= 2, "{l:#}");
+    assert!(r.counters.dead.load(Ordering::SeqCst));
+
+    // The same with every error allowed: exit 0.
+    let r = Responder::start(Behaviour {
+        die_at: Some(100),
+        ..triton_like()
+    });
+    let url = r.url();
+    let mut a = args.to_vec();
+    a[3] = &url;
+    a.extend(["--max-error-rate", "1"]);
+    let (code, doc) = perf_json(&a);
+    assert_eq!(code, 0, "{doc:#}");
 }
 
 #[test]
