@@ -421,7 +421,7 @@ async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<Report
     info.check_batch(opts.batch).map_err(StartError::Usage)?;
     if info.decoupled {
         return Err(StartError::Usage(format!(
-            "model '{}' is decoupled; it needs gRPC streaming, which perf does not support yet",
+            "model '{}' is decoupled (any number of responses per request); perf counts one response per request and does not support decoupled models yet",
             opts.model
         )));
     }

@@ -51,6 +51,8 @@ struct Behaviour {
     read_pause: Option<Duration>,
     /// Wait this long between an answer's head and its body.
     body_pause: Option<Duration>,
+    /// The config says `model_transaction_policy { decoupled: true }`.
+    decoupled: bool,
     /// The server dies when this infer request (from 1) comes: it
     /// answers nothing more, closes every connection and stops listening.
     die_at: Option<u64>,
@@ -221,6 +223,9 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
                     "input": [{"name": "X", "data_type": "TYPE_FP32", "dims": ["4"]}],
                     "output": [{"name": "Y", "data_type": "TYPE_FP32", "dims": [4]}]});
                 let mut cfg = cfg;
+                if b.decoupled {
+                    cfg["model_transaction_policy"] = json!({"decoupled": true});
+                }
                 if b.sequence {
                     cfg["sequence_batching"] = json!({"max_sequence_idle_microseconds": "1000000"});
                 } else {
@@ -830,6 +835,18 @@ fn a_server_killed_mid_run_gives_counted_errors_not_a_hang() {
     a.extend(["--max-error-rate", "1"]);
     let (code, doc) = perf_json(&a);
     assert_eq!(code, 0, "{doc:#}");
+}
+
+#[test]
+fn decoupled_models_are_refused_before_any_load() {
+    let r = Responder::start(Behaviour {
+        decoupled: true,
+        ..triton_like()
+    });
+    let (code, _, err) = perf(&["-m", "m", "-u", &r.url(), "--request-count", "5"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("model 'm' is decoupled"), "{err}");
+    assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0);
 }
 
 #[test]
