@@ -11,7 +11,7 @@ use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
@@ -38,7 +38,7 @@ const BODY_PIECE: usize = 64 * 1024;
 /// was taken.
 struct TimedBody {
     data: Bytes,
-    sent: Arc<Mutex<Option<Instant>>>,
+    sent: Arc<OnceLock<Instant>>,
 }
 
 impl hyper::body::Body for TimedBody {
@@ -55,7 +55,7 @@ impl hyper::body::Body for TimedBody {
         let n = self.data.len().min(BODY_PIECE);
         let piece = self.data.split_to(n);
         if self.data.is_empty() {
-            *self.sent.lock().expect("body lock") = Some(Instant::now());
+            let _ = self.sent.set(Instant::now());
         }
         Poll::Ready(Some(Ok(Frame::data(piece))))
     }
@@ -261,7 +261,7 @@ impl Client {
         for (k, v) in &self.cfg.headers {
             req = req.header(k.as_str(), v.as_str());
         }
-        let sent = Arc::new(Mutex::new(None));
+        let sent = Arc::new(OnceLock::new());
         let req = req
             .body(TimedBody {
                 data: body,
@@ -274,7 +274,7 @@ impl Client {
             .await
             .map_err(|_| ErrorKind::Connection)?;
         let head_at = Instant::now();
-        let sent_at = *sent.lock().expect("body lock");
+        let sent_at = sent.get().copied();
         let (parts, body) = resp.into_parts();
         let body = body
             .collect()
