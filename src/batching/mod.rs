@@ -111,6 +111,7 @@ mod sim;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use self::core::FxMap;
 pub use self::core::{Batch, Release, ReleaseReason, Row, Scheduler, SeqHandle};
 pub use sim::{simulate, simulate_per_instance};
 

@@ -171,8 +171,7 @@ struct Done {
 /// Runs the inputs of `io` on `session` into its outputs; returns when it
 /// ended (the caller took the start time).
 fn execute(session: &mut ModelSession, io: &mut Io) -> (Result<(), RunError>, Instant) {
-    let refs: Vec<(&str, &Tensor)> = io.inputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
-    let r = session.run_into(&refs, &mut io.outputs);
+    let r = session.run_into(&io.inputs, &mut io.outputs);
     (r, Instant::now())
 }
 
@@ -563,13 +562,15 @@ impl Plan {
         Ok(())
     }
 
-    /// Splits the outputs of one batch per row; stores the states.
-    #[allow(clippy::type_complexity)]
+    /// Splits the outputs of one batch per row into `per_row` (one entry
+    /// per row of the batch, `None` for padding rows); stores the states.
     fn outputs(
         &mut self,
         flight: &InFlight,
         outs: &[(String, Tensor)],
-    ) -> Result<Vec<Option<Vec<(String, Tensor)>>>, String> {
+        per_row: &mut Vec<Option<Vec<(String, Tensor)>>>,
+    ) -> Result<(), String> {
+        per_row.clear();
         if !self.store.specs().is_empty() {
             self.store
                 .scatter(&flight.keys, |name| {
@@ -578,81 +579,83 @@ impl Plan {
                 .map_err(|e| e.to_string())?;
         }
         let rows = flight.tags.len();
-        let mut per_row: Vec<Vec<(String, Tensor)>> = (0..rows)
-            .map(|_| Vec::with_capacity(self.outputs.len()))
-            .collect();
+        per_row.extend(
+            flight
+                .tags
+                .iter()
+                .map(|t| t.map(|_| Vec::with_capacity(self.outputs.len()))),
+        );
         for name in &self.outputs {
             let t = outs
                 .iter()
                 .find(|(n, _)| n == name)
                 .map(|(_, t)| t)
                 .ok_or_else(|| format!("the model did not return output '{name}'"))?;
-            let pieces: Vec<Tensor> = match self.layout {
-                Layout::Single => vec![t.clone()],
-                Layout::Batch => {
-                    let mut v = Vec::with_capacity(rows);
-                    let mut start = 0;
-                    for &s in &flight.sizes {
-                        v.push(t.rows(start, s).map_err(|e| {
-                            format!("output '{name}' with shape {:?}: {e}", t.shape)
-                        })?);
-                        start += s;
+            match self.layout {
+                Layout::Single => {
+                    if let Some(Some(o)) = per_row.first_mut() {
+                        o.push((name.clone(), t.clone()));
                     }
-                    v
+                }
+                Layout::Batch => {
+                    let mut start = 0;
+                    for (&s, o) in flight.sizes.iter().zip(per_row.iter_mut()) {
+                        let piece = t.rows(start, s).map_err(|e| {
+                            format!("output '{name}' with shape {:?}: {e}", t.shape)
+                        })?;
+                        start += s;
+                        if let Some(o) = o {
+                            o.push((name.clone(), piece));
+                        }
+                    }
                 }
                 Layout::Stateful => {
                     let axis = self.axes.get(name).copied().unwrap_or(0);
+                    // Each real row's piece (padding rows are dropped), with
+                    // the request's batch axis of 1 put back.
+                    let mut shape = Vec::with_capacity(t.shape.len() + 1);
+                    shape.push(1);
+                    shape.extend_from_slice(&t.shape);
                     if rows == 1 && t.shape.get(axis) == Some(&1) {
-                        // One row: the whole tensor, with a batch axis.
-                        let mut shape = Vec::with_capacity(t.shape.len() + 1);
-                        shape.push(1);
-                        shape.extend_from_slice(&t.shape);
-                        vec![Tensor {
-                            shape,
-                            data: t.data.clone(),
-                        }]
-                    } else {
-                        // One piece per real row (padding rows are dropped),
-                        // with the request's batch axis of 1 put back.
-                        if t.shape.get(axis) != Some(&(rows as i64)) {
-                            return Err(format!(
-                                "output '{name}' with shape {:?}: expected {rows} rows along axis {axis}",
-                                t.shape
+                        // One row: the whole tensor.
+                        if let Some(Some(o)) = per_row.first_mut() {
+                            o.push((
+                                name.clone(),
+                                Tensor {
+                                    shape,
+                                    data: t.data.clone(),
+                                },
                             ));
                         }
-                        let mut v = Vec::with_capacity(rows);
-                        for (j, tag) in flight.tags.iter().enumerate() {
-                            if tag.is_none() {
-                                v.push(Tensor {
-                                    shape: Vec::new(),
-                                    data: TensorData::empty(t.dtype()),
-                                });
-                                continue;
-                            }
-                            let mut data = TensorData::empty(t.dtype());
-                            slice_axis_into(&mut data, &t.data, &t.shape, axis, j, 1).map_err(
-                                |e| format!("output '{name}' with shape {:?}: {e}", t.shape),
-                            )?;
-                            let mut shape = Vec::with_capacity(t.shape.len() + 1);
-                            shape.push(1);
-                            shape.extend_from_slice(&t.shape);
-                            shape[axis + 1] = 1;
-                            v.push(Tensor { shape, data });
-                        }
-                        v
+                        continue;
+                    }
+                    if t.shape.get(axis) != Some(&(rows as i64)) {
+                        return Err(format!(
+                            "output '{name}' with shape {:?}: expected {rows} rows along axis {axis}",
+                            t.shape
+                        ));
+                    }
+                    shape[axis + 1] = 1;
+                    for (j, o) in per_row.iter_mut().enumerate() {
+                        let Some(o) = o else {
+                            continue;
+                        };
+                        let mut data = TensorData::empty(t.dtype());
+                        slice_axis_into(&mut data, &t.data, &t.shape, axis, j, 1).map_err(|e| {
+                            format!("output '{name}' with shape {:?}: {e}", t.shape)
+                        })?;
+                        o.push((
+                            name.clone(),
+                            Tensor {
+                                shape: shape.clone(),
+                                data,
+                            },
+                        ));
                     }
                 }
-            };
-            for (j, p) in pieces.into_iter().enumerate() {
-                per_row[j].push((name.clone(), p));
             }
         }
-        Ok(flight
-            .tags
-            .iter()
-            .zip(per_row)
-            .map(|(t, o)| t.map(|_| o))
-            .collect())
+        Ok(())
     }
 }
 
@@ -726,6 +729,8 @@ struct Driver<'r> {
     /// An emptied [`InFlight`] and start-flag buffer for the next batch.
     spare: InFlight,
     starts: Vec<bool>,
+    /// Reused by [`Plan::outputs`].
+    per_row: Vec<Option<Vec<(String, Tensor)>>>,
     /// The stateful backend's own per-batch rules (`crate::run::stateful`).
     stateful: Option<super::stateful::StatefulBackend>,
     /// Streaming (see [`run_model_streaming`]): where more requests come
@@ -856,32 +861,35 @@ impl Driver<'_> {
         open
     }
 
+    /// Adds an execution time to [`Self::executions`].
+    fn record_execution(&mut self, size: u32, elapsed: Duration) {
+        self.executions
+            .entry(size)
+            .or_default()
+            .push(elapsed.as_micros() as u64);
+    }
+
     /// A batch finished: its results, then the scheduler's completion.
     fn finish(&mut self, d: Done) {
         self.busy -= 1;
         let flight = std::mem::take(&mut self.flights[d.instance]);
         let io = d.io;
+        let mut per_row = std::mem::take(&mut self.per_row);
         let outcome = match (&flight.failed, d.outcome) {
             (Some(e), _) => Err(e.clone()),
             (None, Ok(())) => {
-                self.executions
-                    .entry(flight.size)
-                    .or_default()
-                    .push(d.elapsed.as_micros() as u64);
-                self.plan.outputs(&flight, &io.outputs)
+                self.record_execution(flight.size, d.elapsed);
+                self.plan.outputs(&flight, &io.outputs, &mut per_row)
             }
             (None, Err(e)) => {
-                self.executions
-                    .entry(flight.size)
-                    .or_default()
-                    .push(d.elapsed.as_micros() as u64);
+                self.record_execution(flight.size, d.elapsed);
                 Err(e.to_string())
             }
         };
         self.ios[d.instance] = Some(io);
         match outcome {
-            Ok(rows) => {
-                for (tag, o) in flight.tags.iter().zip(rows) {
+            Ok(()) => {
+                for (tag, o) in flight.tags.iter().zip(per_row.drain(..)) {
                     if let (Some(i), Some(o)) = (tag, o) {
                         self.set_result(*i, Ok(o));
                     }
@@ -916,6 +924,8 @@ impl Driver<'_> {
                 }
             }
         }
+        per_row.clear();
+        self.per_row = per_row;
         let now = self.clock();
         self.last_end_us = now;
         self.executed += 1;
@@ -1154,6 +1164,7 @@ fn run_inner<'r>(
         pending,
         spare: InFlight::default(),
         starts: Vec::new(),
+        per_row: Vec::new(),
     };
 
     let elapsed;

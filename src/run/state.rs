@@ -23,11 +23,12 @@
 
 use super::codec::{decode_le, f16_to_f32, f32_to_f16};
 use super::stack::stack;
+use crate::batching::FxMap;
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::model_sequence_batching::initial_state::StateData;
 use crate::schema::inference::ModelConfig;
 use crate::tensor::{element_count, DataType, Tensor, TensorData, TensorError};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::hash::Hash;
 use std::path::Path;
@@ -288,7 +289,9 @@ fn initial_from_file(
 pub struct StateStore<K> {
     specs: Vec<StateSpec>,
     fp16_storage: bool,
-    seqs: HashMap<K, Vec<Tensor>>,
+    /// Fx-hashed: sequence keys are the scheduler's handles, hashed on
+    /// every step.
+    seqs: FxMap<K, Vec<Tensor>>,
 }
 
 impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
@@ -296,7 +299,7 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
         StateStore {
             specs,
             fp16_storage: false,
-            seqs: HashMap::new(),
+            seqs: FxMap::default(),
         }
     }
 
@@ -615,7 +618,9 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
         key: &K,
         output: &impl Fn(&str) -> Option<&'a Tensor>,
     ) -> Result<bool, StateError> {
-        let states = self.states_of(key)?;
+        let Some(states) = self.seqs.get_mut(key) else {
+            return Err(StateError::UnknownSequence(format!("{key:?}")));
+        };
         for (i, spec) in self.specs.iter().enumerate() {
             let Some(t) = output(&spec.output_name) else {
                 return Ok(false);
@@ -632,9 +637,6 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
             }
         }
         let fp16 = self.fp16_storage;
-        let Some(states) = self.seqs.get_mut(key) else {
-            return Ok(false);
-        };
         for (i, spec) in self.specs.iter().enumerate() {
             let Some(t) = output(&spec.output_name) else {
                 continue;

@@ -29,12 +29,12 @@
 use super::input::RunRequest;
 use super::output::RunResult;
 use crate::batching::CorrId;
+use crate::batching::FxMap;
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::model_sequence_batching::control::Kind as ControlKind;
 use crate::schema::inference::model_sequence_batching::StrategyChoice;
 use crate::schema::inference::{DataType as PbDataType, ModelConfig};
 use crate::tensor::{DataType, Tensor};
-use std::collections::HashMap;
 
 /// The backend's error for a new sequence that finds no free slot.
 pub const TOO_MANY: &str = "Too many simultaneous connections";
@@ -150,18 +150,19 @@ pub fn sizing(cfg: &ModelConfig) -> Result<Sizing, String> {
 #[derive(Debug, Clone)]
 pub struct Slots {
     sizing: Sizing,
-    /// Per chunk, per slot: its id.
-    chunks: Vec<Vec<Option<String>>>,
-    /// id → (chunk, slot, last execution in µs).
-    held: HashMap<String, (usize, usize, u64)>,
+    /// Per chunk, per slot: whether it is held.
+    chunks: Vec<Vec<bool>>,
+    /// id → (chunk, slot, last execution in µs); Fx-hashed (looked up on
+    /// every step).
+    held: FxMap<CorrId, (usize, usize, u64)>,
 }
 
 impl Slots {
     pub fn new(sizing: Sizing) -> Self {
         Slots {
             sizing,
-            chunks: vec![vec![None; sizing.initial]],
-            held: HashMap::new(),
+            chunks: vec![vec![false; sizing.initial]],
+            held: FxMap::default(),
         }
     }
 
@@ -179,21 +180,21 @@ impl Slots {
         self.chunks.iter().map(Vec::len).sum()
     }
 
-    pub fn holds(&self, id: &str) -> bool {
+    pub fn holds(&self, id: &CorrId) -> bool {
         self.held.contains_key(id)
     }
 
     /// The slot of `id`, taking the lowest free one for a new id; `false`
     /// when none is free.
-    pub fn lookup(&mut self, id: &str, now_us: u64) -> bool {
+    pub fn lookup(&mut self, id: &CorrId, now_us: u64) -> bool {
         if let Some(h) = self.held.get_mut(id) {
             h.2 = now_us;
             return true;
         }
         for (c, chunk) in self.chunks.iter_mut().enumerate() {
-            if let Some(s) = chunk.iter().position(Option::is_none) {
-                chunk[s] = Some(id.to_string());
-                self.held.insert(id.to_string(), (c, s, now_us));
+            if let Some(s) = chunk.iter().position(|&held| !held) {
+                chunk[s] = true;
+                self.held.insert(id.clone(), (c, s, now_us));
                 return true;
             }
         }
@@ -201,18 +202,19 @@ impl Slots {
     }
 
     /// Frees the slot of `id`; `false` when it held none.
-    pub fn free(&mut self, id: &str) -> bool {
+    pub fn free(&mut self, id: &CorrId) -> bool {
         match self.held.remove(id) {
             Some((c, s, _)) => {
-                self.chunks[c][s] = None;
+                self.chunks[c][s] = false;
                 true
             }
             None => false,
         }
     }
 
-    /// Frees the slots of ids unused for more than `idle_us`, except `keep`.
-    pub fn sweep(&mut self, now_us: u64, idle_us: u64, keep: &[&str]) {
+    /// Frees the slots of ids unused for more than `idle_us`, except those
+    /// for which `keep` is true.
+    pub fn sweep(&mut self, now_us: u64, idle_us: u64, keep: impl Fn(&CorrId) -> bool) {
         if self
             .held
             .values()
@@ -220,10 +222,10 @@ impl Slots {
         {
             return;
         }
-        let stale: Vec<String> = self
+        let stale: Vec<CorrId> = self
             .held
             .iter()
-            .filter(|(id, h)| now_us.saturating_sub(h.2) > idle_us && !keep.contains(&id.as_str()))
+            .filter(|(id, h)| now_us.saturating_sub(h.2) > idle_us && !keep(id))
             .map(|(id, _)| id.clone())
             .collect();
         for id in stale {
@@ -237,13 +239,10 @@ impl Slots {
         let free = self.allocated() - self.held.len();
         let z = &self.sizing;
         if self.chunks.len() < z.max_chunks && free < z.alloc_threshold {
-            self.chunks.push(vec![None; z.subsequent]);
+            self.chunks.push(vec![false; z.subsequent]);
         } else if self.chunks.len() > 1
             && free > z.dealloc_threshold
-            && self
-                .chunks
-                .last()
-                .is_some_and(|c| c.iter().all(Option::is_none))
+            && self.chunks.last().is_some_and(|c| c.iter().all(|&h| !h))
         {
             self.chunks.pop();
         }
@@ -265,6 +264,8 @@ pub struct StatefulBackend {
     slots: Vec<Slots>,
     /// The `[1, …, 1]` zero outputs of an END request that is not run.
     end_outputs: Vec<(String, Tensor)>,
+    /// Reused by [`Self::apply`].
+    fates: Vec<Fate>,
 }
 
 /// What happens to one row of a batch.
@@ -333,6 +334,7 @@ impl StatefulBackend {
             idle_us,
             slots: (0..instances.max(1)).map(|_| Slots::new(sizing)).collect(),
             end_outputs,
+            fates: Vec::new(),
         }))
     }
 
@@ -367,27 +369,35 @@ impl StatefulBackend {
     /// (§5 steps 1, 3, 4, 11, 12) and returns it with the padded size.
     pub fn plan(&mut self, instance: usize, now_us: u64, rows: &[Row]) -> (Vec<Fate>, usize) {
         let mut fates = Vec::with_capacity(rows.len());
-        let mut keys: Vec<Option<std::borrow::Cow<'_, str>>> = Vec::with_capacity(rows.len());
-        for row in rows {
-            let key = row.corrid.map(|c| match c {
-                CorrId::Int(v) => std::borrow::Cow::Owned(v.to_string()),
-                CorrId::Str(s) => std::borrow::Cow::Borrowed(s.as_str()),
-            });
-            let fate = match row.corrid {
+        let padded = self.plan_into(instance, now_us, rows.len(), |j| rows[j], &mut fates);
+        (fates, padded)
+    }
+
+    /// [`Self::plan`] of the `n` rows `row(0..n)` into `fates`.
+    fn plan_into<'r>(
+        &mut self,
+        instance: usize,
+        now_us: u64,
+        n: usize,
+        row: impl Fn(usize) -> Row<'r>,
+        fates: &mut Vec<Fate>,
+    ) -> usize {
+        fates.clear();
+        for j in 0..n {
+            let row = row(j);
+            fates.push(match row.corrid {
                 Some(CorrId::Str(_)) if !self.string_ids => Fate::Error(NOT_UNSIGNED.into()),
                 Some(CorrId::Int(_)) if self.string_ids => Fate::Error(NOT_STRING.into()),
                 _ if row.end && !self.infer_end_requests => Fate::EndOnly,
                 _ => Fate::Infer,
-            };
-            keys.push(key);
-            fates.push(fate);
+            });
         }
         let slots = &mut self.slots[instance];
         // END requests that are not run free their sequence at once (an id
         // without a slot is left alone, unlike the backend, which would
         // free slot 0 of chunk 0).
-        for (fate, key) in fates.iter().zip(&keys) {
-            if let (Fate::EndOnly, Some(k)) = (fate, key) {
+        for (j, fate) in fates.iter().enumerate() {
+            if let (Fate::EndOnly, Some(k)) = (fate, row(j).corrid) {
                 slots.free(k);
             }
         }
@@ -395,23 +405,24 @@ impl StatefulBackend {
             .iter()
             .filter(|f| !matches!(f, Fate::EndOnly | Fate::Error(_)))
             .count();
-        let keep: Vec<&str> = keys.iter().flatten().map(|k| k.as_ref()).collect();
-        slots.sweep(now_us, self.idle_us, &keep);
-        for (fate, key) in fates.iter_mut().zip(&keys) {
-            if let (Fate::Infer, Some(k)) = (&*fate, key) {
+        slots.sweep(now_us, self.idle_us, |id| {
+            (0..n).any(|j| row(j).corrid == Some(id))
+        });
+        for (j, fate) in fates.iter_mut().enumerate() {
+            if let (Fate::Infer, Some(k)) = (&*fate, row(j).corrid) {
                 if !slots.lookup(k, now_us) {
                     *fate = Fate::Error(TOO_MANY.into());
                 }
             }
         }
-        for ((fate, key), row) in fates.iter().zip(&keys).zip(rows) {
-            if let (Fate::Infer, Some(k), true) = (fate, key, row.end) {
+        for (j, fate) in fates.iter().enumerate() {
+            let row = row(j);
+            if let (Fate::Infer, Some(k), true) = (fate, row.corrid, row.end) {
                 slots.free(k);
             }
         }
         slots.after_batch();
-        let padded = self.padded_size(r);
-        (fates, padded)
+        self.padded_size(r)
     }
 
     /// Applies [`Self::plan`] to a batch the runner assembled (parallel
@@ -431,31 +442,35 @@ impl StatefulBackend {
         sizes: &mut Vec<usize>,
         starts: &mut Vec<bool>,
     ) -> Vec<(usize, RunResult)> {
-        let rows: Vec<Row> = tags
-            .iter()
-            .map(|t| Row {
-                corrid: t.and_then(|i| requests[i].sequence_id.as_ref()),
-                end: t.is_some_and(|i| requests[i].end),
-            })
-            .collect();
-        let (fates, padded) = self.plan(instance, now_us, &rows);
+        let mut fates = std::mem::take(&mut self.fates);
+        let padded = {
+            let t: &[Option<usize>] = tags;
+            self.plan_into(
+                instance,
+                now_us,
+                t.len(),
+                |j| Row {
+                    corrid: t[j].and_then(|i| requests[i].sequence_id.as_ref()),
+                    end: t[j].is_some_and(|i| requests[i].end),
+                },
+                &mut fates,
+            )
+        };
         let mut answers = Vec::new();
-        let mut drop = vec![false; fates.len()];
-        for (j, fate) in fates.into_iter().enumerate() {
+        let mut drop: Vec<bool> = Vec::new();
+        for (j, fate) in fates.drain(..).enumerate() {
             let Some(i) = tags[j] else { continue };
             let r = &requests[i];
-            let outcome = match fate {
+            let (outcome, out) = match fate {
                 Fate::Infer => continue,
-                Fate::EndOnly => {
-                    drop[j] = true;
-                    Ok(self.end_outputs.clone())
-                }
-                Fate::Error(e) => {
-                    // Only a request that found no slot is still computed.
-                    drop[j] = e != TOO_MANY;
-                    Err(format!("request {}: {e}", r.id))
-                }
+                Fate::EndOnly => (Ok(self.end_outputs.clone()), true),
+                // Only a request that found no slot is still computed.
+                Fate::Error(e) => (Err(format!("request {}: {e}", r.id)), e != TOO_MANY),
             };
+            if out {
+                drop.resize(tags.len(), false);
+                drop[j] = true;
+            }
             answers.push((
                 i,
                 RunResult {
@@ -468,10 +483,13 @@ impl StatefulBackend {
             keys[j] = None;
             starts[j] = true;
         }
-        retain_unmarked(tags, &drop);
-        retain_unmarked(keys, &drop);
-        retain_unmarked(sizes, &drop);
-        retain_unmarked(starts, &drop);
+        self.fates = fates;
+        if !drop.is_empty() {
+            retain_unmarked(tags, &drop);
+            retain_unmarked(keys, &drop);
+            retain_unmarked(sizes, &drop);
+            retain_unmarked(starts, &drop);
+        }
         if tags.iter().any(Option::is_some) {
             while tags.len() < padded {
                 tags.push(None);
@@ -647,7 +665,7 @@ mod tests {
         assert_eq!(f, vec![Fate::Infer, Fate::Error(TOO_MANY.into())]);
         let (f, _) = b.plan(0, 3, &rows(&[7], false));
         assert_eq!(f, vec![Fate::Infer]);
-        assert!(b.slots(0).holds("8") && !b.slots(0).holds("1"));
+        assert!(b.slots(0).holds(&CorrId::Int(8)) && !b.slots(0).holds(&CorrId::Int(1)));
     }
 
     #[test]
@@ -661,7 +679,7 @@ mod tests {
         b.plan(0, 0, &[row(&a), row(&c)]);
         // Idle limit 1000 µs: at 5000 both are stale, but 2 is in the batch.
         b.plan(0, 5000, &[row(&c)]);
-        assert!(!b.slots(0).holds("1") && b.slots(0).holds("2"));
+        assert!(!b.slots(0).holds(&CorrId::Int(1)) && b.slots(0).holds(&CorrId::Int(2)));
     }
 
     #[test]
@@ -682,16 +700,17 @@ mod tests {
         );
         let mut s = Slots::new(sizing(&c).unwrap());
         assert_eq!(s.allocated(), 4);
-        for id in ["a", "b", "c"] {
-            assert!(s.lookup(id, 0));
+        let id = |s: &str| CorrId::Str(s.to_string());
+        for k in ["a", "b", "c"] {
+            assert!(s.lookup(&id(k), 0));
         }
         s.after_batch(); // 1 free < 2: a chunk is added
         assert_eq!(s.allocated(), 8);
-        for id in ["d", "e", "f"] {
-            assert!(s.lookup(id, 0));
+        for k in ["d", "e", "f"] {
+            assert!(s.lookup(&id(k), 0));
         }
-        for id in ["a", "b", "c", "d", "e", "f"] {
-            s.free(id);
+        for k in ["a", "b", "c", "d", "e", "f"] {
+            s.free(&id(k));
         }
         s.after_batch(); // 8 free > 6 and the last chunk is free
         assert_eq!(s.allocated(), 4);
@@ -712,7 +731,7 @@ mod tests {
             }],
         );
         assert_eq!((f, p), (vec![Fate::Infer], 4));
-        assert!(b.slots(0).holds("5"));
+        assert!(b.slots(0).holds(&CorrId::Int(5)));
         let (f, p) = b.plan(
             0,
             1,

@@ -23,6 +23,7 @@
 //! Triton's model of one session per instance on a machine running several
 //! instances; [`SessionOptions::intra_threads`] raises it.
 
+use std::borrow::Borrow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
@@ -33,6 +34,7 @@ use ort::session::{
     HasSelectedOutputs, IoBinding, OutputSelector, RunOptions, Session, SessionInputValue,
 };
 use ort::value::DynValue;
+use smallvec::SmallVec;
 
 use super::convert::{self, onnx_type_name};
 use super::device::Device;
@@ -137,6 +139,9 @@ pub struct ModelSession {
     /// Preallocated outputs for runs with the input shapes of the last
     /// runs (see [`Reuse`]).
     reuse: Reuse,
+    /// Per session input: its position among the caller's inputs in the
+    /// last run (see [`Self::run_into`]); empty after a refused call.
+    order: Vec<usize>,
 }
 
 /// Output reuse on the CPU: once two runs in a row had the same input
@@ -159,25 +164,21 @@ struct Reuse {
 }
 
 impl Reuse {
-    /// Whether `ordered` has the shapes of the last run.
-    fn same_shapes(&self, ordered: &[Option<&Tensor>]) -> bool {
-        self.shapes.len() == ordered.len()
+    /// Whether the `n` inputs `at(0..n)` have the shapes of the last run.
+    fn same_shapes<'t>(&self, n: usize, at: &impl Fn(usize) -> &'t Tensor) -> bool {
+        self.shapes.len() == n
             && self
                 .shapes
                 .iter()
-                .zip(ordered)
-                .all(|(s, t)| t.is_some_and(|t| t.shape == *s))
+                .enumerate()
+                .all(|(i, s)| at(i).shape == *s)
     }
 
-    fn remember(&mut self, ordered: &[Option<&Tensor>]) {
+    fn remember<'t>(&mut self, n: usize, at: &impl Fn(usize) -> &'t Tensor) {
         self.options = None;
         self.repeats = 1;
         self.shapes.clear();
-        self.shapes.extend(
-            ordered
-                .iter()
-                .map(|t| t.map(|t| t.shape.clone()).unwrap_or_default()),
-        );
+        self.shapes.extend((0..n).map(|i| at(i).shape.clone()));
     }
 }
 
@@ -328,6 +329,7 @@ impl ModelSession {
             outputs,
             host_memory,
             reuse: Reuse::default(),
+            order: Vec::new(),
         })
     }
 
@@ -366,18 +368,34 @@ impl ModelSession {
     /// Runs the model and writes the outputs into `outputs`, reusing the
     /// tensors it holds from a previous call (same names in the same
     /// order: their vectors are refilled without allocating when large
-    /// enough).
-    pub fn run_into(
+    /// enough). `inputs` are `(name, tensor)` pairs in any order (`&str`
+    /// or `String` names, borrowed or owned tensors). Nothing is allocated
+    /// when the inputs have the names, memory and shapes of the last call.
+    pub fn run_into<N: AsRef<str>, T: Borrow<Tensor>>(
         &mut self,
-        inputs: &[(&str, &Tensor)],
+        inputs: &[(N, T)],
         outputs: &mut Vec<(String, Tensor)>,
     ) -> Result<(), RunError> {
-        let ordered = self.order_inputs(inputs, &[])?;
+        self.order_into(inputs)?;
+        let order = std::mem::take(&mut self.order);
+        let r = self.run_ordered(|i| inputs[order[i]].1.borrow(), outputs);
+        self.order = order;
+        r
+    }
+
+    /// [`Self::run_into`] once the inputs are checked and `at(i)` gives
+    /// the tensor of session input `i`.
+    fn run_ordered<'t>(
+        &mut self,
+        at: impl Fn(usize) -> &'t Tensor,
+        outputs: &mut Vec<(String, Tensor)>,
+    ) -> Result<(), RunError> {
+        let n = self.inputs.len();
         // Views of the caller's tensors (kept from the last run when the
         // tensors are the same), copies for BYTES.
         let mut owned: Vec<Option<DynValue>> = Vec::new();
-        for (i, t) in ordered.iter().enumerate() {
-            let t = t.expect("every input is present");
+        for i in 0..n {
+            let t = at(i);
             let input_error = |message: String| RunError::Input {
                 name: self.inputs[i].name.clone(),
                 message,
@@ -386,12 +404,12 @@ impl ModelSession {
                 .map_err(input_error)?
             {
                 if owned.is_empty() {
-                    owned.resize_with(ordered.len(), || None);
+                    owned.resize_with(n, || None);
                 }
                 owned[i] = convert::bytes_value(t).map_err(input_error)?;
             }
         }
-        let mut values: Vec<SessionInputValue<'_>> = Vec::with_capacity(ordered.len());
+        let mut values: SmallVec<[SessionInputValue<'_>; 8]> = SmallVec::with_capacity(n);
         for (i, view) in self.views.iter().enumerate() {
             let v = match (view, owned.get(i).and_then(Option::as_ref)) {
                 (_, Some(v)) => v,
@@ -405,7 +423,7 @@ impl ModelSession {
         let reuse = &mut self.reuse;
         let cpu = self.device == Device::Cpu;
         let ran = catch_unwind(AssertUnwindSafe(|| -> Result<(), RunError> {
-            let same = cpu && !reuse.off && reuse.same_shapes(&ordered);
+            let same = cpu && !reuse.off && reuse.same_shapes(n, &at);
             if same {
                 if let Some(options) = &reuse.options {
                     if let Ok(result) = session.run_with_options(&values[..], options) {
@@ -436,7 +454,7 @@ impl ModelSession {
                         reuse.off = reuse.options.is_none();
                     }
                 } else {
-                    reuse.remember(&ordered);
+                    reuse.remember(n, &at);
                 }
             }
             Ok(())
@@ -447,6 +465,56 @@ impl ModelSession {
                 message: panic_text(p.as_ref()),
             }),
         }
+    }
+
+    /// Checks `inputs` (every session input exactly once, known names,
+    /// types, shapes and sizes) and sets `self.order[i]` to the position in
+    /// `inputs` of session input `i`. The order of the last call is kept
+    /// when the names are where they were.
+    fn order_into<N: AsRef<str>, T: Borrow<Tensor>>(
+        &mut self,
+        inputs: &[(N, T)],
+    ) -> Result<(), RunError> {
+        let n = self.inputs.len();
+        let same = inputs.len() == n
+            && self.order.len() == n
+            && self
+                .order
+                .iter()
+                .zip(&self.inputs)
+                .all(|(&k, spec)| inputs[k].0.as_ref() == spec.name);
+        if !same {
+            const UNSET: usize = usize::MAX;
+            self.order.clear();
+            self.order.resize(n, UNSET);
+            for (k, (name, _)) in inputs.iter().enumerate() {
+                let name = name.as_ref();
+                let Some(i) = self.inputs.iter().position(|s| s.name == name) else {
+                    self.order.clear();
+                    return Err(RunError::UnknownInput {
+                        name: name.to_string(),
+                        known: self.inputs.iter().map(|s| s.name.clone()).collect(),
+                    });
+                };
+                if self.order[i] != UNSET {
+                    self.order.clear();
+                    return Err(RunError::DuplicateInput {
+                        name: name.to_string(),
+                    });
+                }
+                self.order[i] = k;
+            }
+            if let Some(i) = self.order.iter().position(|&k| k == UNSET) {
+                self.order.clear();
+                return Err(RunError::MissingInput {
+                    name: self.inputs[i].name.clone(),
+                });
+            }
+        }
+        for (i, spec) in self.inputs.iter().enumerate() {
+            check_input(spec, self.input_types[i], inputs[self.order[i]].1.borrow())?;
+        }
+        Ok(())
     }
 
     /// Runs a stateful model whose state inputs and outputs are kept in
