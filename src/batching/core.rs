@@ -415,7 +415,7 @@ impl DynQueue {
         let mut mark: Option<usize> = None;
         let mut send_now = false;
         let mut earliest = u64::MAX;
-        let mut first_shape: Option<&Option<String>> = None;
+        let mut first_shape: Option<&Option<std::sync::Arc<str>>> = None;
         'scan: for l in &self.levels {
             for &j in l.live.iter().chain(l.delayed.iter()) {
                 let q = jobs.get(j);
@@ -472,7 +472,13 @@ impl DynQueue {
     /// (`p = 0`, idle dispatch), it also reports whether the payload is
     /// saturated (the next requests start a new one) and the next preferred
     /// size Triton stores to decide whether an arrival wakes the batcher.
-    fn pipe_scan(&self, now: u64, p: u32, rep: Option<&Option<String>>, jobs: &Slab) -> PipeScan {
+    fn pipe_scan(
+        &self,
+        now: u64,
+        p: u32,
+        rep: Option<&Option<std::sync::Arc<str>>>,
+        jobs: &Slab,
+    ) -> PipeScan {
         let (mut n, mut sum) = (0usize, 0u32);
         // The prefix Triton would send, as (requests, batch elements);
         // a size of 0 means "none" (also when it was set at position 0).
@@ -920,6 +926,7 @@ fn fail(sink: &mut dyn Sink, now: u64, r: Request, status: Status, reason: Strin
         instance: None,
         slot: None,
         batch: None,
+        tag: r.tag,
     });
 }
 
@@ -970,6 +977,7 @@ fn emit(sink: &mut dyn Sink, b: &mut Batch, end_us: u64, resp_us: u64) {
             instance: Some(b.instance),
             slot: row.slot,
             batch: Some(b.id),
+            tag: r.tag,
         });
     }
     sink.batch(BatchRecord {

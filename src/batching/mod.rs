@@ -158,8 +158,9 @@ pub struct Request {
     /// requests together (schedulers.md §2.5: shapes of variable-size
     /// inputs, contents of shape tensors, the set of optional inputs
     /// supplied). Only looked at when [`Settings::enforce_shapes`]; `None`
-    /// means "the config dims".
-    pub shape: Option<String>,
+    /// means "the config dims". Shared: requests with one signature hold
+    /// one copy.
+    pub shape: Option<std::sync::Arc<str>>,
     /// Opaque to the scheduler: lets a driver find the request's payload
     /// (e.g. its input tensors) when the request is dispatched.
     pub tag: u64,
@@ -547,6 +548,9 @@ pub struct RequestRecord {
     /// Direct: the slot; Oldest: the candidate slot.
     pub slot: Option<usize>,
     pub batch: Option<u64>,
+    /// The request's [`Request::tag`] (not reported).
+    #[serde(skip)]
+    pub tag: u64,
 }
 
 /// One entry of a sequence batch (the control tensor values of one row).

@@ -38,7 +38,7 @@ use crate::runtime::{Device, ModelSession, RunError, SessionOptions};
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::tensor::{Tensor, TensorData};
 use std::collections::BTreeMap;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// How to run.
@@ -204,16 +204,21 @@ struct InFlight {
     failed: Option<String>,
 }
 
-/// Collects the scheduler's records of requests it refused or timed out
-/// (the others get their results from their batch).
+/// Collects the scheduler's records: of requests it refused or timed out
+/// (the others get their results from their batch), and of the requests
+/// it answered, whose ids move into their results (see
+/// [`Driver::finish`]).
 #[derive(Default)]
 struct Records {
     requests: Vec<RequestRecord>,
+    ok: Vec<RequestRecord>,
 }
 
 impl Sink for Records {
     fn request(&mut self, record: RequestRecord) {
-        if record.status != Status::Ok {
+        if record.status == Status::Ok {
+            self.ok.push(record);
+        } else {
             self.requests.push(record);
         }
     }
@@ -388,10 +393,18 @@ fn plan(model: &LoadedModel, session: &ModelSession) -> Result<Plan, RunnerError
         max_batch_size: i64::from(cfg.max_batch_size),
     })
 }
-/// The scheduler's view of a request: `id` is its index (records are
-/// matched back by it), `tag` too.
-fn sched_request(index: usize, r: &RunRequest, mbs: i64, enforce: bool, sequence: bool) -> Request {
-    let mut q = Request::new(index.to_string(), 0);
+/// The scheduler's view of a request: its id (for the scheduler's
+/// messages; moved into the result when it is answered), its index as
+/// `tag` (records are matched back by it) and, when the scheduler compares
+/// shapes (`sigs`), the signature of its inputs.
+fn sched_request(
+    index: usize,
+    r: &RunRequest,
+    mbs: i64,
+    sigs: Option<&mut Signatures>,
+    sequence: bool,
+) -> Request {
+    let mut q = Request::new(r.id.clone(), 0);
     // Models without a sequence batcher ignore the sequence fields.
     if sequence {
         q.sequence_id = r.sequence_id.clone();
@@ -402,18 +415,37 @@ fn sched_request(index: usize, r: &RunRequest, mbs: i64, enforce: bool, sequence
     q.priority = r.priority;
     q.timeout_us = r.timeout_us;
     q.tag = index as u64;
-    if enforce {
-        use std::fmt::Write;
-        let mut sig = String::new();
-        for (k, (n, t)) in r.inputs.iter().enumerate() {
-            if k > 0 {
-                sig.push(';');
-            }
-            let _ = write!(sig, "{n}{:?}", t.shape);
-        }
-        q.shape = Some(sig);
+    if let Some(sigs) = sigs {
+        q.shape = Some(sigs.of(r));
     }
     q
+}
+
+/// The input signatures of the requests (names and shapes), one shared
+/// copy per distinct signature.
+#[derive(Default)]
+struct Signatures {
+    seen: std::collections::HashMap<String, Arc<str>>,
+    buf: String,
+}
+
+impl Signatures {
+    fn of(&mut self, r: &RunRequest) -> Arc<str> {
+        use std::fmt::Write;
+        self.buf.clear();
+        for (k, (n, t)) in r.inputs.iter().enumerate() {
+            if k > 0 {
+                self.buf.push(';');
+            }
+            let _ = write!(self.buf, "{n}{:?}", t.shape);
+        }
+        if let Some(a) = self.seen.get(&self.buf) {
+            return a.clone();
+        }
+        let a: Arc<str> = Arc::from(self.buf.as_str());
+        self.seen.insert(self.buf.clone(), a.clone());
+        a
+    }
 }
 
 impl Plan {
@@ -721,7 +753,8 @@ struct Driver<'r> {
     window: usize,
     busy: usize,
     epoch: Instant,
-    enforce: bool,
+    /// Set when the scheduler compares input shapes.
+    sigs: Option<Signatures>,
     sequence: bool,
     /// Per request: its scheduler form, built before the clock starts
     /// (taken when it is released).
@@ -783,7 +816,7 @@ impl Driver<'_> {
                     i,
                     &self.requests[i],
                     self.plan.max_batch_size,
-                    self.enforce,
+                    self.sigs.as_mut(),
                     self.sequence,
                 ),
             };
@@ -793,9 +826,21 @@ impl Driver<'_> {
     }
 
     fn set_result(&mut self, i: usize, outcome: Result<Vec<(String, Tensor)>, String>) {
+        let id = self.requests[i].id.clone();
+        self.set_result_with_id(i, outcome, id);
+    }
+
+    /// [`Self::set_result`] with the request's id given (moved from the
+    /// scheduler's record instead of copied).
+    fn set_result_with_id(
+        &mut self,
+        i: usize,
+        outcome: Result<Vec<(String, Tensor)>, String>,
+        id: String,
+    ) {
         self.done_count += usize::from(self.results[i].is_none());
         let result = RunResult {
-            id: self.requests[i].id.clone(),
+            id,
             sequence_id: self.requests[i].sequence_id.clone(),
             outcome,
         };
@@ -849,7 +894,7 @@ impl Driver<'_> {
                     i,
                     &r,
                     self.plan.max_batch_size,
-                    self.enforce,
+                    self.sigs.as_mut(),
                     self.sequence,
                 )));
                 requests.push(r);
@@ -887,11 +932,27 @@ impl Driver<'_> {
             }
         };
         self.ios[d.instance] = Some(io);
+        // The scheduler's completion first: its records of the answered
+        // requests carry their ids, which move into the results.
+        let now = self.clock();
+        self.last_end_us = now;
+        self.executed += 1;
+        self.sched.complete(now, d.instance, &mut self.sink);
+        for released in self.sched.drain_releases() {
+            self.plan.store.release(&released.sequence);
+        }
         match outcome {
             Ok(()) => {
                 for (tag, o) in flight.tags.iter().zip(per_row.drain(..)) {
-                    if let (Some(i), Some(o)) = (tag, o) {
-                        self.set_result(*i, Ok(o));
+                    let (Some(i), Some(o)) = (*tag, o) else {
+                        continue;
+                    };
+                    match self.sink.ok.iter().position(|r| r.tag == i as u64) {
+                        Some(k) => {
+                            let id = self.sink.ok.swap_remove(k).id;
+                            self.set_result_with_id(i, Ok(o), id);
+                        }
+                        None => self.set_result(i, Ok(o)),
                     }
                 }
             }
@@ -924,15 +985,9 @@ impl Driver<'_> {
                 }
             }
         }
+        self.sink.ok.clear();
         per_row.clear();
         self.per_row = per_row;
-        let now = self.clock();
-        self.last_end_us = now;
-        self.executed += 1;
-        self.sched.complete(now, d.instance, &mut self.sink);
-        for released in self.sched.drain_releases() {
-            self.plan.store.release(&released.sequence);
-        }
         let mut flight = flight;
         flight.tags.clear();
         flight.keys.clear();
@@ -1032,15 +1087,17 @@ impl Driver<'_> {
 
     /// Results for the requests the scheduler refused or timed out.
     fn refusals(&mut self) {
+        // Records of answered requests not matched by their batch's
+        // completion (responses held back and released later) are not
+        // needed: their results are set already.
+        self.sink.ok.clear();
         if self.sink.requests.is_empty() {
             return;
         }
         let records = std::mem::take(&mut self.sink.requests);
         for rec in records {
-            let Ok(i) = rec.id.parse::<usize>() else {
-                continue;
-            };
-            if rec.status != Status::Ok && self.results[i].is_none() {
+            let i = rec.tag as usize;
+            if i < self.results.len() && rec.status != Status::Ok && self.results[i].is_none() {
                 let reason = rec.reason.unwrap_or_else(|| match rec.status {
                     Status::TimedOut => "request timed out".to_string(),
                     _ => "request rejected".to_string(),
@@ -1118,6 +1175,7 @@ fn run_inner<'r>(
         settings.kind,
         crate::batching::SchedulerKind::Direct(_) | crate::batching::SchedulerKind::Oldest(_)
     );
+    let mut sigs = settings.enforce_shapes.then(Signatures::default);
     let pending: Vec<Option<Request>> = requests
         .iter()
         .enumerate()
@@ -1126,7 +1184,7 @@ fn run_inner<'r>(
                 i,
                 r,
                 plan.max_batch_size,
-                settings.enforce_shapes,
+                sigs.as_mut(),
                 sequence,
             ))
         })
@@ -1159,7 +1217,7 @@ fn run_inner<'r>(
         window: WINDOW,
         busy: 0,
         epoch: Instant::now(),
-        enforce: settings.enforce_shapes,
+        sigs,
         sequence,
         pending,
         spare: InFlight::default(),

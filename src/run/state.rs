@@ -377,7 +377,8 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
         if let [Some(key)] = keys {
             // One sequence: its states as they are, with a batch axis of 1.
             let states = self.states_of(key)?;
-            let mut shape = Vec::new();
+            // Shapes of up to 8 dimensions stay on the stack.
+            let mut shape: smallvec::SmallVec<[i64; 8]> = smallvec::SmallVec::new();
             for (i, spec) in self.specs.iter().enumerate() {
                 let t = &states[i];
                 shape.clear();

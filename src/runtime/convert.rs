@@ -278,30 +278,39 @@ pub(crate) fn read_value(v: &DynValue, out: &mut Tensor) -> Result<(), String> {
         return Err("the tensor has no data".into());
     }
     // SAFETY: a host tensor of `n` elements of the type matched here.
-    unsafe {
-        match &mut out.data {
-            TensorData::Bool(d) => {
-                // ONNX Runtime's bools are bytes; any non-zero is true.
-                d.clear();
-                if n > 0 {
-                    let bytes = std::slice::from_raw_parts(p.cast::<u8>(), n);
-                    d.extend(bytes.iter().map(|b| *b != 0));
-                }
-            }
-            TensorData::U8(d) => fill_raw(d, p, n),
-            TensorData::U16(d) | TensorData::F16(d) | TensorData::Bf16(d) => fill_raw(d, p, n),
-            TensorData::U32(d) => fill_raw(d, p, n),
-            TensorData::U64(d) => fill_raw(d, p, n),
-            TensorData::I8(d) => fill_raw(d, p, n),
-            TensorData::I16(d) => fill_raw(d, p, n),
-            TensorData::I32(d) => fill_raw(d, p, n),
-            TensorData::I64(d) => fill_raw(d, p, n),
-            TensorData::F32(d) => fill_raw(d, p, n),
-            TensorData::F64(d) => fill_raw(d, p, n),
-            TensorData::Bytes(_) => unreachable!("handled above"),
-        }
-    }
+    unsafe { fill_from_raw(&mut out.data, p, n) };
     Ok(())
+}
+
+/// Copies `n` elements at `p`, of `data`'s (numeric) element type, into
+/// `data`, reusing its allocation.
+///
+/// # Safety
+/// `p` must point to `n` initialized elements of `data`'s element type as
+/// ONNX Runtime stores them (bools as bytes), or `n` must be 0. `data`
+/// must not be BYTES.
+pub(crate) unsafe fn fill_from_raw(data: &mut TensorData, p: *const c_void, n: usize) {
+    match data {
+        TensorData::Bool(d) => {
+            // ONNX Runtime's bools are bytes; any non-zero is true.
+            d.clear();
+            if n > 0 {
+                let bytes = std::slice::from_raw_parts(p.cast::<u8>(), n);
+                d.extend(bytes.iter().map(|b| *b != 0));
+            }
+        }
+        TensorData::U8(d) => fill_raw(d, p, n),
+        TensorData::U16(d) | TensorData::F16(d) | TensorData::Bf16(d) => fill_raw(d, p, n),
+        TensorData::U32(d) => fill_raw(d, p, n),
+        TensorData::U64(d) => fill_raw(d, p, n),
+        TensorData::I8(d) => fill_raw(d, p, n),
+        TensorData::I16(d) => fill_raw(d, p, n),
+        TensorData::I32(d) => fill_raw(d, p, n),
+        TensorData::I64(d) => fill_raw(d, p, n),
+        TensorData::F32(d) => fill_raw(d, p, n),
+        TensorData::F64(d) => fill_raw(d, p, n),
+        TensorData::Bytes(_) => unreachable!("BYTES tensors are not read from raw memory"),
+    }
 }
 
 /// Reads the elements of a STRING tensor as bytes (one copy each).

@@ -39,7 +39,7 @@ use smallvec::SmallVec;
 use super::convert::{self, onnx_type_name};
 use super::device::Device;
 use super::{panic_text, runtime, tensor, SessionError, SessionTensor};
-use crate::tensor::{element_count, DataType, Tensor};
+use crate::tensor::{element_count, DataType, Tensor, TensorData};
 
 /// ONNX Runtime's graph optimization levels (Triton's
 /// `optimization { graph { level } }`: -1 basic, 0 default = all, 1 all).
@@ -160,7 +160,19 @@ struct Reuse {
     repeats: u32,
     /// Run options preallocating every output for those shapes.
     options: Option<RunOptions<HasSelectedOutputs>>,
+    /// Per output (session order): where ONNX Runtime writes it when
+    /// `options` are used; owned by `options`.
+    buffers: Vec<Preallocated>,
     off: bool,
+}
+
+/// One preallocated output: its host buffer (address, element count) and
+/// the shape and type it was made for.
+struct Preallocated {
+    addr: usize,
+    len: usize,
+    dtype: DataType,
+    shape: Vec<i64>,
 }
 
 impl Reuse {
@@ -176,6 +188,7 @@ impl Reuse {
 
     fn remember<'t>(&mut self, n: usize, at: &impl Fn(usize) -> &'t Tensor) {
         self.options = None;
+        self.buffers.clear();
         self.repeats = 1;
         self.shapes.clear();
         self.shapes.extend((0..n).map(|i| at(i).shape.clone()));
@@ -204,26 +217,76 @@ fn element_type(d: DataType) -> Option<ort::value::TensorElementType> {
 }
 
 /// Run options preallocating every output of `outputs` (the tensors of
-/// the last run, in session order) on the CPU; `None` when one cannot be
-/// (strings).
+/// the last run, in session order) on the CPU, with where each output's
+/// buffer is; `None` when one cannot be (strings).
 fn preallocated(
     names: &[SessionTensor],
     outputs: &[(String, Tensor)],
-) -> Option<RunOptions<HasSelectedOutputs>> {
+) -> Option<(RunOptions<HasSelectedOutputs>, Vec<Preallocated>)> {
     if outputs.len() != names.len() {
         return None;
     }
     let allocator = Allocator::default();
     let mut selector = OutputSelector::default();
+    let mut buffers = Vec::with_capacity(outputs.len());
     for (o, (name, t)) in names.iter().zip(outputs) {
         if o.name != *name {
             return None;
         }
         let elem = element_type(t.dtype())?;
         let value = ort::value::DynTensor::new(&allocator, elem, t.shape.clone()).ok()?;
+        let len = element_count(&t.shape)?;
+        let addr = if len > 0 {
+            value.data_ptr() as usize
+        } else {
+            0
+        };
+        if len > 0 && addr == 0 {
+            return None;
+        }
+        buffers.push(Preallocated {
+            addr,
+            len,
+            dtype: t.dtype(),
+            shape: t.shape.clone(),
+        });
         selector = selector.preallocate(name.clone(), value);
     }
-    Some(RunOptions::new().ok()?.with_outputs(selector))
+    Some((RunOptions::new().ok()?.with_outputs(selector), buffers))
+}
+
+/// Copies the outputs of a run with preallocated outputs from their
+/// buffers into `outputs` (as [`store_outputs`] does, without asking ONNX
+/// Runtime for their types and shapes: they are the ones preallocated).
+fn copy_preallocated(
+    outputs: &mut Vec<(String, Tensor)>,
+    names: &[SessionTensor],
+    buffers: &[Preallocated],
+) {
+    for (i, (spec, b)) in names.iter().zip(buffers).enumerate() {
+        if !matches!(outputs.get(i), Some((n, _)) if *n == spec.name) {
+            outputs.truncate(i);
+            outputs.push((
+                spec.name.clone(),
+                Tensor {
+                    shape: Vec::new(),
+                    data: TensorData::empty(b.dtype),
+                },
+            ));
+        }
+        let t = &mut outputs[i].1;
+        if t.dtype() != b.dtype {
+            t.data = TensorData::empty(b.dtype);
+        }
+        if t.shape != b.shape {
+            t.shape.clone_from(&b.shape);
+        }
+        // SAFETY: the buffer holds `len` elements of `dtype` (a numeric
+        // type: strings are never preallocated), written by the run that
+        // just succeeded; it lives as long as the run options that own it.
+        unsafe { convert::fill_from_raw(&mut t.data, b.addr as *const _, b.len) };
+    }
+    outputs.truncate(names.len().min(buffers.len()));
 }
 
 impl std::fmt::Debug for ModelSession {
@@ -427,7 +490,9 @@ impl ModelSession {
             if same {
                 if let Some(options) = &reuse.options {
                     if let Ok(result) = session.run_with_options(&values[..], options) {
-                        return store_outputs(outputs, output_names, result);
+                        drop(result);
+                        copy_preallocated(outputs, output_names, &reuse.buffers);
+                        return Ok(());
                     }
                     // Another output shape (or a run-time error): the plain
                     // run below tells which.
@@ -437,6 +502,7 @@ impl ModelSession {
                     if r.is_ok() {
                         reuse.off = true;
                         reuse.options = None;
+                        reuse.buffers.clear();
                     }
                     return store_outputs(outputs, output_names, r?);
                 }
@@ -449,9 +515,14 @@ impl ModelSession {
                 if same {
                     reuse.repeats += 1;
                     if reuse.repeats >= 2 {
-                        reuse.options = preallocated(output_names, outputs);
-                        // Strings cannot be preallocated.
-                        reuse.off = reuse.options.is_none();
+                        match preallocated(output_names, outputs) {
+                            Some((options, buffers)) => {
+                                reuse.options = Some(options);
+                                reuse.buffers = buffers;
+                            }
+                            // Strings cannot be preallocated.
+                            None => reuse.off = true,
+                        }
                     }
                 } else {
                     reuse.remember(n, &at);

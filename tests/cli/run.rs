@@ -364,6 +364,42 @@ fn a_request_of_an_unknown_sequence_without_start_fails_with_tritons_message() {
 }
 
 #[test]
+fn scheduler_messages_name_the_request_by_its_own_id() {
+    // The dynamic batcher refuses a request larger than max_batch_size
+    // (8 for preprocess) with Triton's message, which carries the
+    // request's id as the client gave it; the other requests run.
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let rows: Vec<Value> = (0..9).map(|_| json!([1, 2, 3, 4])).collect();
+    let requests = vec![
+        json!({"id": "first", "inputs": {"Input": [[0, 0, 0, 1]]}}),
+        json!({"id": "too-big", "inputs": {"Input": rows}}),
+        json!({"id": "last", "inputs": {"Input": [[1, 0, 0, 0]]}}),
+    ];
+    let input = write_lines(dir.path(), "in.jsonl", &requests);
+    let out = run(&lib, &model("preprocess"), &input, &[]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let lines = out.lines();
+    assert_eq!(lines.len(), 3, "{}", out.stdout);
+    assert_eq!(
+        lines[1]["error"],
+        "[request id: too-big] inference request batch-size must be <= 8 for 'preprocess'"
+    );
+    for (line, id, want) in [
+        (&lines[0], "first", [1.0, 1.0, 1.0, 3.0]),
+        (&lines[2], "last", [3.0, 1.0, 1.0, 1.0]),
+    ] {
+        assert_eq!(line["id"], id, "{line}");
+        assert_eq!(line["status"], "ok", "{line}");
+        assert_eq!(
+            data(&line["outputs"]["Output"]["data"]),
+            want.to_vec(),
+            "{line}"
+        );
+    }
+}
+
+#[test]
 fn sequences_never_see_each_others_state() {
     let Some(lib) = ort() else { return };
     let dir = tempfile::tempdir().unwrap();
