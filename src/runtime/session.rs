@@ -439,7 +439,7 @@ impl ModelSession {
         inputs: &[(N, T)],
         outputs: &mut Vec<(String, Tensor)>,
     ) -> Result<(), RunError> {
-        self.order_into(inputs)?;
+        self.order_into(inputs, &[])?;
         let order = std::mem::take(&mut self.order);
         let r = self.run_ordered(|i| inputs[order[i]].1.borrow(), outputs);
         self.order = order;
@@ -538,24 +538,28 @@ impl ModelSession {
         }
     }
 
-    /// Checks `inputs` (every session input exactly once, known names,
-    /// types, shapes and sizes) and sets `self.order[i]` to the position in
-    /// `inputs` of session input `i`. The order of the last call is kept
-    /// when the names are where they were.
+    /// Checks `inputs` (every session input exactly once, except those
+    /// named in `skip`, which come from elsewhere; known names, types,
+    /// shapes and sizes) and sets `self.order[i]` to the position in
+    /// `inputs` of session input `i` (`usize::MAX` for a skipped one). The
+    /// order of the last call is kept when nothing is skipped and the names
+    /// are where they were.
     fn order_into<N: AsRef<str>, T: Borrow<Tensor>>(
         &mut self,
         inputs: &[(N, T)],
+        skip: &[&str],
     ) -> Result<(), RunError> {
+        const UNSET: usize = usize::MAX;
         let n = self.inputs.len();
-        let same = inputs.len() == n
+        let same = skip.is_empty()
+            && inputs.len() == n
             && self.order.len() == n
             && self
                 .order
                 .iter()
                 .zip(&self.inputs)
-                .all(|(&k, spec)| inputs[k].0.as_ref() == spec.name);
+                .all(|(&k, spec)| inputs.get(k).is_some_and(|i| i.0.as_ref() == spec.name));
         if !same {
-            const UNSET: usize = usize::MAX;
             self.order.clear();
             self.order.resize(n, UNSET);
             for (k, (name, _)) in inputs.iter().enumerate() {
@@ -567,7 +571,7 @@ impl ModelSession {
                         known: self.inputs.iter().map(|s| s.name.clone()).collect(),
                     });
                 };
-                if self.order[i] != UNSET {
+                if self.order[i] != UNSET || skip.contains(&name) {
                     self.order.clear();
                     return Err(RunError::DuplicateInput {
                         name: name.to_string(),
@@ -575,15 +579,21 @@ impl ModelSession {
                 }
                 self.order[i] = k;
             }
-            if let Some(i) = self.order.iter().position(|&k| k == UNSET) {
+            let missing = self
+                .order
+                .iter()
+                .zip(&self.inputs)
+                .find(|(&k, spec)| k == UNSET && !skip.contains(&spec.name.as_str()));
+            if let Some((_, spec)) = missing {
+                let name = spec.name.clone();
                 self.order.clear();
-                return Err(RunError::MissingInput {
-                    name: self.inputs[i].name.clone(),
-                });
+                return Err(RunError::MissingInput { name });
             }
         }
         for (i, spec) in self.inputs.iter().enumerate() {
-            check_input(spec, self.input_types[i], inputs[self.order[i]].1.borrow())?;
+            if let Some((_, t)) = inputs.get(self.order[i]) {
+                check_input(spec, self.input_types[i], t.borrow())?;
+            }
         }
         Ok(())
     }
@@ -602,12 +612,12 @@ impl ModelSession {
     ) -> Result<(), RunError> {
         state.check(self)?;
         let state_inputs: Vec<&str> = state.pairs.iter().map(|p| p.input.as_str()).collect();
-        let ordered = self.order_inputs(inputs, &state_inputs)?;
+        self.order_into(inputs, &state_inputs)?;
         // Host inputs are copied into ONNX Runtime values: a binding keeps
         // its inputs beyond the call, so it must own them.
-        let mut host = Vec::with_capacity(ordered.len());
-        for (i, t) in ordered.iter().enumerate() {
-            if let Some(t) = t {
+        let mut host = Vec::with_capacity(self.order.len());
+        for (i, &k) in self.order.iter().enumerate() {
+            if let Some((_, t)) = inputs.get(k) {
                 let v = convert::owned_value(t).map_err(|message| RunError::Input {
                     name: self.inputs[i].name.clone(),
                     message,
@@ -691,42 +701,6 @@ impl ModelSession {
             b.clear_inputs();
         }
         r
-    }
-
-    /// The given inputs in session order, checked (`skip`: inputs that
-    /// come from elsewhere, left `None`).
-    fn order_inputs<'t>(
-        &self,
-        inputs: &[(&str, &'t Tensor)],
-        skip: &[&str],
-    ) -> Result<Vec<Option<&'t Tensor>>, RunError> {
-        let mut ordered: Vec<Option<&Tensor>> = vec![None; self.inputs.len()];
-        for (name, t) in inputs {
-            let Some(i) = self.inputs.iter().position(|s| s.name == *name) else {
-                return Err(RunError::UnknownInput {
-                    name: name.to_string(),
-                    known: self.inputs.iter().map(|s| s.name.clone()).collect(),
-                });
-            };
-            if ordered[i].is_some() || skip.contains(name) {
-                return Err(RunError::DuplicateInput {
-                    name: name.to_string(),
-                });
-            }
-            ordered[i] = Some(t);
-        }
-        for (i, spec) in self.inputs.iter().enumerate() {
-            match ordered[i] {
-                None if skip.contains(&spec.name.as_str()) => {}
-                None => {
-                    return Err(RunError::MissingInput {
-                        name: spec.name.clone(),
-                    })
-                }
-                Some(t) => check_input(spec, self.input_types[i], t)?,
-            }
-        }
-        Ok(ordered)
     }
 }
 
@@ -1355,6 +1329,56 @@ pub(crate) mod tests {
         assert_eq!(r[0].1, t(&[2, 1], TensorData::F32(vec![50.0, 4.0])));
         assert_eq!(r[1].0, "STATE_OUT");
         assert_eq!(r[1].1, r[0].1);
+    }
+
+    #[test]
+    fn inputs_in_any_order_and_after_a_refused_call_are_matched_by_name() {
+        // run_into keeps the order of the last call's inputs; a call with
+        // them in another order, a refused call and a call after it must
+        // still pair every tensor with its own input.
+        if !have_ort() {
+            return;
+        }
+        let (_d, path) = write_model(&super::super::testmodel::accumulate());
+        let mut s = ModelSession::open(&path, &SessionOptions::default()).unwrap();
+        let x = t(&[1, 4], TensorData::F32(vec![1.0, 2.0, 3.0, 4.0]));
+        let state = t(&[1, 1], TensorData::F32(vec![100.0]));
+        let keep = t(&[1, 1], TensorData::Bool(vec![false]));
+        let want = t(&[1, 1], TensorData::F32(vec![110.0]));
+        let mut out = Vec::new();
+        for _ in 0..4 {
+            s.run_into(
+                &[("INPUT", &x), ("STATE_IN", &state), ("RESET", &keep)],
+                &mut out,
+            )
+            .unwrap();
+            assert_eq!(out[0].1, want);
+        }
+        s.run_into(
+            &[("RESET", &keep), ("INPUT", &x), ("STATE_IN", &state)],
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(out[0].1, want);
+        let bad = s.run_into(&[("RESET", &keep), ("INPUT", &x), ("INPUT", &x)], &mut out);
+        assert!(
+            matches!(bad, Err(RunError::DuplicateInput { .. })),
+            "{bad:?}"
+        );
+        let bad = s.run_into(&[("INPUT", &x), ("RESET", &keep)], &mut out);
+        assert!(
+            matches!(&bad, Err(RunError::MissingInput { name }) if name == "STATE_IN"),
+            "{bad:?}"
+        );
+        // Owned pairs, as the runner passes them.
+        let owned = vec![
+            ("STATE_IN".to_string(), state.clone()),
+            ("RESET".to_string(), keep.clone()),
+            ("INPUT".to_string(), x.clone()),
+        ];
+        s.run_into(&owned, &mut out).unwrap();
+        assert_eq!(out[0].1, want);
+        assert_eq!(out[1], ("STATE_OUT".to_string(), want.clone()));
     }
 
     #[test]
