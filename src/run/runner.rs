@@ -425,7 +425,7 @@ fn sched_request(
 /// copy per distinct signature.
 #[derive(Default)]
 struct Signatures {
-    seen: std::collections::HashMap<String, Arc<str>>,
+    seen: std::collections::HashSet<Arc<str>>,
     buf: String,
 }
 
@@ -439,11 +439,11 @@ impl Signatures {
             }
             let _ = write!(self.buf, "{n}{:?}", t.shape);
         }
-        if let Some(a) = self.seen.get(&self.buf) {
+        if let Some(a) = self.seen.get(self.buf.as_str()) {
             return a.clone();
         }
         let a: Arc<str> = Arc::from(self.buf.as_str());
-        self.seen.insert(self.buf.clone(), a.clone());
+        self.seen.insert(a.clone());
         a
     }
 }

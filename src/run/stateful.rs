@@ -28,8 +28,7 @@
 
 use super::input::RunRequest;
 use super::output::RunResult;
-use crate::batching::CorrId;
-use crate::batching::FxMap;
+use crate::batching::{CorrId, FxMap};
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::model_sequence_batching::control::Kind as ControlKind;
 use crate::schema::inference::model_sequence_batching::StrategyChoice;
