@@ -1204,6 +1204,14 @@ pub(crate) mod tests {
         (d, p)
     }
 
+    /// A session on the model `bytes` (written to a directory that lives
+    /// as long as the returned guard).
+    fn open_bytes(bytes: &[u8]) -> (tempfile::TempDir, ModelSession) {
+        let (d, path) = write_model(bytes);
+        let s = ModelSession::open(&path, &SessionOptions::default()).unwrap();
+        (d, s)
+    }
+
     #[test]
     fn onnx_runtime_errors_carry_its_message() {
         if !have_ort() {
@@ -1211,8 +1219,7 @@ pub(crate) mod tests {
         }
         // No declared shapes: ONNX Runtime is the one to refuse
         // mismatched inner dims.
-        let (_d, path) = write_model(&super::super::testmodel::matmul_unknown_shapes());
-        let mut s = ModelSession::open(&path, &SessionOptions::default()).unwrap();
+        let (_d, mut s) = open_bytes(&super::super::testmodel::matmul_unknown_shapes());
         assert!(s.inputs()[0].dims.is_empty());
         let a = t(&[2, 3], TensorData::F32(vec![1.0; 6]));
         let b = t(&[4, 5], TensorData::F32(vec![1.0; 20]));
@@ -1232,8 +1239,7 @@ pub(crate) mod tests {
         }
         // Outputs are preallocated from the third run with the same input
         // shapes on; every run must give what a fresh session gives.
-        let (_d, path) = write_model(&super::super::testmodel::accumulate());
-        let mut s = ModelSession::open(&path, &SessionOptions::default()).unwrap();
+        let (_d, mut s) = open_bytes(&super::super::testmodel::accumulate());
         let mut state = Tensor::zeros(DataType::F32, vec![2, 1]).unwrap();
         let keep = t(&[2, 1], TensorData::Bool(vec![false, false]));
         let mut out = Vec::new();
@@ -1263,8 +1269,7 @@ pub(crate) mod tests {
         // NonZero: the output's shape depends on the values. The same input
         // shape with another count of nonzero values must still be right,
         // and reuse is turned off for the session.
-        let (_d2, path) = write_model(&super::super::testmodel::nonzero());
-        let mut s = ModelSession::open(&path, &SessionOptions::default()).unwrap();
+        let (_d2, mut s) = open_bytes(&super::super::testmodel::nonzero());
         let x = |v: Vec<i64>| t(&[4], TensorData::I64(v));
         for _ in 0..3 {
             s.run_into(&[("X", &x(vec![0, 5, 0, 7]))], &mut out)
@@ -1286,8 +1291,7 @@ pub(crate) mod tests {
         if !have_ort() {
             return;
         }
-        let (_d, path) = write_model(&super::super::testmodel::accumulate());
-        let mut s = ModelSession::open(&path, &SessionOptions::default()).unwrap();
+        let (_d, mut s) = open_bytes(&super::super::testmodel::accumulate());
         let x = t(
             &[2, 4],
             TensorData::F32(vec![1.0, 2.0, 3.0, 4.0, 0.5, 0.5, 0.5, 0.5]),
@@ -1339,8 +1343,7 @@ pub(crate) mod tests {
         if !have_ort() {
             return;
         }
-        let (_d, path) = write_model(&super::super::testmodel::accumulate());
-        let mut s = ModelSession::open(&path, &SessionOptions::default()).unwrap();
+        let (_d, mut s) = open_bytes(&super::super::testmodel::accumulate());
         let x = t(&[1, 4], TensorData::F32(vec![1.0, 2.0, 3.0, 4.0]));
         let state = t(&[1, 1], TensorData::F32(vec![100.0]));
         let keep = t(&[1, 1], TensorData::Bool(vec![false]));
