@@ -372,6 +372,134 @@ impl Tensor {
     }
 }
 
+/// Tensors by name, in name order: a small map kept in one vector (a
+/// request has a few inputs; a tree node per request costs more to build
+/// and to read than a search of a short sorted list).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NamedTensors(Vec<(String, Tensor)>);
+
+impl NamedTensors {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn find(&self, name: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(n, _)| n.as_str().cmp(name))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Tensor> {
+        self.find(name).ok().map(|i| &self.0[i].1)
+    }
+
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Tensor> {
+        self.find(name).ok().map(|i| &mut self.0[i].1)
+    }
+
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.find(name).is_ok()
+    }
+
+    /// Sets `name` to `t`; returns the tensor it replaces.
+    pub fn insert(&mut self, name: String, t: Tensor) -> Option<Tensor> {
+        match self.find(&name) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, t)),
+            Err(i) => {
+                self.0.insert(i, (name, t));
+                None
+            }
+        }
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<Tensor> {
+        self.find(name).ok().map(|i| self.0.remove(i).1)
+    }
+
+    /// The `(name, tensor)` pairs in name order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&String, &Tensor)> + Clone {
+        self.0.iter().map(|(n, t)| (n, t))
+    }
+
+    pub fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = (&String, &mut Tensor)> {
+        self.0.iter_mut().map(|(n, t)| (&*n, t))
+    }
+
+    pub fn keys(&self) -> impl ExactSizeIterator<Item = &String> + Clone {
+        self.0.iter().map(|(n, _)| n)
+    }
+
+    pub fn values(&self) -> impl ExactSizeIterator<Item = &Tensor> + Clone {
+        self.0.iter().map(|(_, t)| t)
+    }
+
+    pub fn values_mut(&mut self) -> impl ExactSizeIterator<Item = &mut Tensor> {
+        self.0.iter_mut().map(|(_, t)| t)
+    }
+
+    /// The pairs, in name order.
+    pub fn as_slice(&self) -> &[(String, Tensor)] {
+        &self.0
+    }
+}
+
+impl std::ops::Index<&str> for NamedTensors {
+    type Output = Tensor;
+    fn index(&self, name: &str) -> &Tensor {
+        self.get(name)
+            .unwrap_or_else(|| panic!("no tensor named '{name}'"))
+    }
+}
+
+impl FromIterator<(String, Tensor)> for NamedTensors {
+    fn from_iter<I: IntoIterator<Item = (String, Tensor)>>(iter: I) -> Self {
+        let mut v: Vec<(String, Tensor)> = iter.into_iter().collect();
+        // Stable: of equal names the last one stays, as when inserting.
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out: Vec<(String, Tensor)> = Vec::with_capacity(v.len());
+        for p in v {
+            match out.last_mut() {
+                Some(last) if last.0 == p.0 => *last = p,
+                _ => out.push(p),
+            }
+        }
+        Self(out)
+    }
+}
+
+impl Extend<(String, Tensor)> for NamedTensors {
+    fn extend<I: IntoIterator<Item = (String, Tensor)>>(&mut self, iter: I) {
+        for (n, t) in iter {
+            self.insert(n, t);
+        }
+    }
+}
+
+impl IntoIterator for NamedTensors {
+    type Item = (String, Tensor);
+    type IntoIter = std::vec::IntoIter<(String, Tensor)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a NamedTensors {
+    type Item = (&'a String, &'a Tensor);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (String, Tensor)>,
+        fn(&'a (String, Tensor)) -> (&'a String, &'a Tensor),
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(n, t)| (n, t))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -384,6 +512,47 @@ mod tests {
         }
         assert_eq!(DataType::parse("STRING"), None);
         assert_eq!(DataType::parse("TYPE_INVALID"), None);
+    }
+
+    #[test]
+    fn named_tensors_keep_name_order_and_one_tensor_per_name() {
+        let t = |v: i32| Tensor::new(vec![1], TensorData::I32(vec![v])).unwrap();
+        let mut m = NamedTensors::new();
+        assert!(m.is_empty());
+        for (n, v) in [("b", 1), ("c", 2), ("a", 3)] {
+            assert_eq!(m.insert(n.to_string(), t(v)), None);
+        }
+        assert_eq!(
+            m.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["a", "b", "c"]
+        );
+        // Inserting a name again replaces its tensor and returns the old.
+        assert_eq!(m.insert("b".into(), t(9)), Some(t(1)));
+        assert_eq!(m.len(), 3);
+        assert_eq!(m["b"], t(9));
+        assert_eq!(m.get("d"), None);
+        assert!(m.contains_key("c") && !m.contains_key("C"));
+        if let Some(x) = m.get_mut("c") {
+            *x = t(7);
+        }
+        assert_eq!(m.remove("c"), Some(t(7)));
+        assert_eq!(m.remove("c"), None);
+        let pairs: Vec<(String, i32)> = (&m)
+            .into_iter()
+            .map(|(n, x)| match &x.data {
+                TensorData::I32(v) => (n.clone(), v[0]),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(pairs, [("a".to_string(), 3), ("b".to_string(), 9)]);
+        // Collected pairs are sorted, and of repeated names the last stays
+        // (as with repeated inserts).
+        let c: NamedTensors = [("z", 1), ("y", 2), ("z", 3)]
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), t(v)))
+            .collect();
+        assert_eq!(c.keys().map(String::as_str).collect::<Vec<_>>(), ["y", "z"]);
+        assert_eq!(c["z"], t(3));
     }
 
     #[test]

@@ -23,7 +23,7 @@ use super::output::RunResult;
 use super::runner::{run_model, run_model_streaming, RunOptions, RunOutput, RunnerError};
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::ModelEnsembling;
-use crate::tensor::Tensor;
+use crate::tensor::NamedTensors;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -111,8 +111,7 @@ fn run_ensemble(
     }
 
     let n = requests.len();
-    let mut pools: Vec<BTreeMap<String, Tensor>> =
-        requests.iter().map(|r| r.inputs.clone()).collect();
+    let mut pools: Vec<NamedTensors> = requests.iter().map(|r| r.inputs.clone()).collect();
     let mut errors: Vec<Option<String>> = vec![None; n];
     let mut executions: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     let mut activity = Vec::new();
@@ -153,7 +152,7 @@ fn run_ensemble(
 fn step_request(
     step: &crate::schema::inference::model_ensembling::Step,
     r: &RunRequest,
-    pool: &BTreeMap<String, Tensor>,
+    pool: &NamedTensors,
 ) -> RunRequest {
     let inputs = step
         .input_map
@@ -171,7 +170,7 @@ fn step_request(
 fn absorb(
     step: &crate::schema::inference::model_ensembling::Step,
     res: RunResult,
-    pool: &mut BTreeMap<String, Tensor>,
+    pool: &mut NamedTensors,
     error: &mut Option<String>,
 ) {
     match res.outcome {
@@ -203,7 +202,7 @@ fn absorb(
 fn final_results(
     model: &LoadedModel,
     requests: &[RunRequest],
-    pools: &[BTreeMap<String, Tensor>],
+    pools: &[NamedTensors],
     errors: Vec<Option<String>>,
 ) -> Vec<RunResult> {
     requests
@@ -274,8 +273,7 @@ fn pipelined(
 ) -> Result<RunOutput, RunnerError> {
     let n = requests.len();
     let steps = es.step.len();
-    let mut pools: Vec<BTreeMap<String, Tensor>> =
-        requests.iter().map(|r| r.inputs.clone()).collect();
+    let mut pools: Vec<NamedTensors> = requests.iter().map(|r| r.inputs.clone()).collect();
     let mut errors: Vec<Option<String>> = vec![None; n];
     // Per step: the next request to consider (requests go to a step in
     // order), and which request each of its numbers is.
@@ -360,7 +358,7 @@ fn pipelined(
         let dispatch = |cursor: &mut Vec<usize>,
                         sent: &mut Vec<Vec<usize>>,
                         inboxes: &mut Vec<Option<std::sync::mpsc::Sender<RunRequest>>>,
-                        pools: &[BTreeMap<String, Tensor>],
+                        pools: &[NamedTensors],
                         errors: &[Option<String>],
                         outstanding: &mut usize,
                         released: usize| {

@@ -32,7 +32,7 @@ use crate::batching::CorrId;
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::model_sequence_batching::control::Kind as ControlKind;
 use crate::schema::inference::ModelConfig;
-use crate::tensor::{element_count, DataType, Tensor, TensorData};
+use crate::tensor::{element_count, DataType, NamedTensors, Tensor, TensorData};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -179,7 +179,7 @@ pub struct RunRequest {
     pub timeout_us: u64,
     /// Named inputs, converted and shaped (batch dimension included when
     /// the model batches).
-    pub inputs: BTreeMap<String, Tensor>,
+    pub inputs: NamedTensors,
 }
 
 impl RunRequest {
@@ -534,7 +534,7 @@ pub fn parse_perf_analyzer(
                 let mut err = at(format!("{path}{}", e.path), e.message);
                 err.request = Some(index.to_string());
                 err.input = e.input;
-                (BTreeMap::new(), Some(err))
+                (NamedTensors::new(), Some(err))
             }
         };
         let (sequence_id, start, end) = match flags {
@@ -756,7 +756,7 @@ pub fn parse_request_line(
             let mut x = with_request(err(e.message));
             x.path = Some(format!("inputs{}", e.path));
             x.input = e.input;
-            (BTreeMap::new(), Some(x))
+            (NamedTensors::new(), Some(x))
         }
     };
     let req = RunRequest {
@@ -785,8 +785,8 @@ struct InputsError {
 fn inputs_from_object(
     obj: &Map<String, Value>,
     schema: &InputSchema,
-) -> Result<BTreeMap<String, Tensor>, InputsError> {
-    let mut out = BTreeMap::new();
+) -> Result<NamedTensors, InputsError> {
+    let mut out = NamedTensors::new();
     for (name, value) in obj {
         let fail = |path: String, message: String| InputsError {
             path,
