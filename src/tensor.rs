@@ -399,10 +399,6 @@ impl NamedTensors {
         self.find(name).ok().map(|i| &self.0[i].1)
     }
 
-    pub fn get_mut(&mut self, name: &str) -> Option<&mut Tensor> {
-        self.find(name).ok().map(|i| &mut self.0[i].1)
-    }
-
     pub fn contains_key(&self, name: &str) -> bool {
         self.find(name).is_ok()
     }
@@ -418,17 +414,9 @@ impl NamedTensors {
         }
     }
 
-    pub fn remove(&mut self, name: &str) -> Option<Tensor> {
-        self.find(name).ok().map(|i| self.0.remove(i).1)
-    }
-
     /// The `(name, tensor)` pairs in name order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&String, &Tensor)> + Clone {
         self.0.iter().map(|(n, t)| (n, t))
-    }
-
-    pub fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = (&String, &mut Tensor)> {
-        self.0.iter_mut().map(|(n, t)| (&*n, t))
     }
 
     pub fn keys(&self) -> impl ExactSizeIterator<Item = &String> + Clone {
@@ -437,15 +425,6 @@ impl NamedTensors {
 
     pub fn values(&self) -> impl ExactSizeIterator<Item = &Tensor> + Clone {
         self.0.iter().map(|(_, t)| t)
-    }
-
-    pub fn values_mut(&mut self) -> impl ExactSizeIterator<Item = &mut Tensor> {
-        self.0.iter_mut().map(|(_, t)| t)
-    }
-
-    /// The pairs, in name order.
-    pub fn as_slice(&self) -> &[(String, Tensor)] {
-        &self.0
     }
 }
 
@@ -470,22 +449,6 @@ impl FromIterator<(String, Tensor)> for NamedTensors {
             }
         }
         Self(out)
-    }
-}
-
-impl Extend<(String, Tensor)> for NamedTensors {
-    fn extend<I: IntoIterator<Item = (String, Tensor)>>(&mut self, iter: I) {
-        for (n, t) in iter {
-            self.insert(n, t);
-        }
-    }
-}
-
-impl IntoIterator for NamedTensors {
-    type Item = (String, Tensor);
-    type IntoIter = std::vec::IntoIter<(String, Tensor)>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter()
     }
 }
 
@@ -532,11 +495,6 @@ mod tests {
         assert_eq!(m["b"], t(9));
         assert_eq!(m.get("d"), None);
         assert!(m.contains_key("c") && !m.contains_key("C"));
-        if let Some(x) = m.get_mut("c") {
-            *x = t(7);
-        }
-        assert_eq!(m.remove("c"), Some(t(7)));
-        assert_eq!(m.remove("c"), None);
         let pairs: Vec<(String, i32)> = (&m)
             .into_iter()
             .map(|(n, x)| match &x.data {
@@ -544,7 +502,14 @@ mod tests {
                 _ => unreachable!(),
             })
             .collect();
-        assert_eq!(pairs, [("a".to_string(), 3), ("b".to_string(), 9)]);
+        assert_eq!(
+            pairs,
+            [
+                ("a".to_string(), 3),
+                ("b".to_string(), 9),
+                ("c".to_string(), 2)
+            ]
+        );
         // Collected pairs are sorted, and of repeated names the last stays
         // (as with repeated inserts).
         let c: NamedTensors = [("z", 1), ("y", 2), ("z", 3)]
