@@ -6,9 +6,10 @@
 //!    the config with no queue delay, so nothing waits for a batch), with
 //!    `max_batch_size: 1` (one row per run) and as committed (the stateful
 //!    backend pads every run to 4 rows; the bare loop then runs 4 rows):
-//!    - `runner`: `run::runner::run_model` (scheduler on a real clock,
-//!      worker thread, control and state tensors, outputs split per
-//!      request), its wall time after the sessions are open;
+//!    - `runner`: `run::runner::run_model_owned` (scheduler on a real
+//!      clock, control and state tensors, outputs split per request; it
+//!      consumes the parsed requests as `tritonctl run` does), its wall
+//!      time after the sessions are open;
 //!    - `bare`: `runtime::bench::bare_loop`, ONNX Runtime alone with
 //!      preallocated inputs and outputs and the state output copied back;
 //!    - `python`: the same loop in Python onnxruntime (when python3 has it).
@@ -26,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tritonctl::run::input::{parse_input, InputSchema, ParseOptions, RunRequest};
 use tritonctl::run::model::{load_model, LoadedModel};
-use tritonctl::run::runner::{run_model, RunOptions};
+use tritonctl::run::runner::{run_model_owned, RunOptions};
 use tritonctl::runtime::{bench, SessionOptions};
 use tritonctl::tensor::{DataType, Tensor, TensorData};
 
@@ -84,10 +85,10 @@ fn requests(m: &LoadedModel, sequences: usize, steps: usize) -> Vec<RunRequest> 
         .requests
 }
 
-/// The runner's wall time for `reqs` (sessions opened before the clock
-/// starts).
+/// The runner's wall time for a copy of `reqs` (sessions opened before
+/// the clock starts).
 fn timed(m: &LoadedModel, reqs: &[RunRequest]) -> Duration {
-    let out = run_model(m, reqs, &RunOptions::default()).expect("run");
+    let out = run_model_owned(m, reqs.to_vec(), &RunOptions::default()).expect("run");
     if let Some(bad) = out.results.iter().find(|r| !r.is_ok()) {
         let failed = out.results.iter().filter(|r| !r.is_ok()).count();
         panic!("{failed} requests failed, the first: {bad:?}");
@@ -259,9 +260,13 @@ fn main() {
                 .map(|(a, b)| (b - a).as_secs_f64() * 1e6)
         };
         for _ in 0..rounds {
+            // The runner consumes its requests: a copy, made before the
+            // CPU clock starts.
             let mut out = None;
+            let mut given = Some(long.clone());
             let long_cpu = cpu_of(&mut || {
-                out = Some(run_model(m, &long, &RunOptions::default()).expect("run"))
+                let reqs = given.take().expect("one run");
+                out = Some(run_model_owned(m, reqs, &RunOptions::default()).expect("run"))
             });
             let out = out.expect("ran");
             assert!(out.results.iter().all(|r| r.is_ok()));
@@ -273,8 +278,10 @@ fn main() {
                 .map(|&t| t as f64)
                 .collect();
             exec.push(median(&mut times));
+            let mut given = Some(short.clone());
             let short_cpu = cpu_of(&mut || {
-                timed(m, &short);
+                let reqs = given.take().expect("one run");
+                run_model_owned(m, reqs, &RunOptions::default()).expect("run");
             });
             if let (Some(l), Some(s)) = (long_cpu, short_cpu) {
                 runner_cpu.push((l - s) / extra);

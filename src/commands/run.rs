@@ -29,12 +29,12 @@ pub fn run(
 #[cfg(feature = "run")]
 fn merge_failed(
     ran: Vec<crate::run::output::RunResult>,
-    requests: &[crate::run::input::RunRequest],
+    indices: &[usize],
     failed: &[crate::run::input::FailedRequest],
 ) -> Vec<crate::run::output::RunResult> {
     use crate::run::output::RunResult;
     let mut out = Vec::with_capacity(ran.len() + failed.len());
-    let mut ran = requests.iter().map(|r| r.index).zip(ran).peekable();
+    let mut ran = indices.iter().copied().zip(ran).peekable();
     let mut failed = failed.iter().peekable();
     loop {
         let take_failed = match (ran.peek(), failed.peek()) {
@@ -122,7 +122,7 @@ pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
     };
     let schema = InputSchema::from_config(&model.cfg)
         .map_err(|e| CommandError::Input(format!("{}: {e}", args.model.display())))?;
-    let parsed = parse_input(
+    let mut parsed = parse_input(
         &text,
         &file,
         &schema,
@@ -149,14 +149,18 @@ pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
         device,
         progress: if show_progress { Some(&progress) } else { None },
     };
-    let mut output = crate::run::ensemble::run(&model, &parsed.requests, &opts)
+    // The runner consumes the requests (their tensors are freed as they
+    // run); their positions in the input are kept for the merge below.
+    let indices: Vec<usize> = parsed.requests.iter().map(|r| r.index).collect();
+    let requests = std::mem::take(&mut parsed.requests);
+    let mut output = crate::run::ensemble::run_owned(&model, requests, &opts)
         .map_err(|e| CommandError::Input(format!("{}: {e}", args.model.display())))?;
     // Requests with bad tensors (and the rest of their sequences) failed
     // while the input was read: their errors take their places among the
     // results.
     output.results = merge_failed(
         std::mem::take(&mut output.results),
-        &parsed.requests,
+        &indices,
         &parsed.failed,
     );
 

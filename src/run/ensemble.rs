@@ -20,7 +20,9 @@
 use super::input::RunRequest;
 use super::model::{load_model, LoadedModel};
 use super::output::RunResult;
-use super::runner::{run_model, run_model_streaming, RunOptions, RunOutput, RunnerError};
+use super::runner::{
+    run_model, run_model_owned, run_model_streaming, RunOptions, RunOutput, RunnerError,
+};
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::ModelEnsembling;
 use crate::tensor::NamedTensors;
@@ -37,6 +39,20 @@ pub fn run(
         run_ensemble(model, requests, opts, 0)
     } else {
         run_model(model, requests, opts)
+    }
+}
+
+/// [`run`] on requests it may consume (see [`run_model_owned`]: a single
+/// model frees each request's tensors once they are in a batch).
+pub fn run_owned(
+    model: &LoadedModel,
+    requests: Vec<RunRequest>,
+    opts: &RunOptions,
+) -> Result<RunOutput, RunnerError> {
+    if model.is_ensemble() {
+        run_ensemble(model, &requests, opts, 0)
+    } else {
+        run_model_owned(model, requests, opts)
     }
 }
 

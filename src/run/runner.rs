@@ -36,7 +36,7 @@ use crate::batching::{
 };
 use crate::runtime::{Device, ModelSession, RunError, SessionOptions};
 use crate::schema::inference::model_config::SchedulingChoice;
-use crate::tensor::{Tensor, TensorData};
+use crate::tensor::{NamedTensors, Tensor, TensorData};
 use std::collections::BTreeMap;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -733,6 +733,8 @@ fn spin<T>(rx: &mpsc::Receiver<T>, wait: Duration) -> Option<T> {
 /// The driving thread's state: the scheduler, the requests and their
 /// results, the batches in flight.
 struct Driver<'r> {
+    /// Owned when streaming or given by [`run_model_owned`]: the tensors
+    /// of an owned request are freed once they are in its batch.
     requests: std::borrow::Cow<'r, [RunRequest]>,
     plan: Plan,
     sched: Scheduler,
@@ -1049,6 +1051,16 @@ impl Driver<'_> {
         if let Err(e) = assembled {
             flight.failed = Some(e);
         }
+        // The requests' tensors are in the batch now. Owned requests give
+        // theirs back at once: the results of this batch then reuse that
+        // memory instead of new pages (a page fault every few results).
+        if let std::borrow::Cow::Owned(requests) = &mut self.requests {
+            for &i in flight.tags.iter().flatten() {
+                if let Some(r) = requests.get_mut(i) {
+                    r.inputs = NamedTensors::default();
+                }
+            }
+        }
         let run = flight.failed.is_none();
         self.flights[instance] = flight;
         self.starts = starts;
@@ -1119,7 +1131,33 @@ pub fn run_model(
     requests: &[RunRequest],
     opts: &RunOptions,
 ) -> Result<RunOutput, RunnerError> {
-    run_inner(model, requests, None, None, None, opts)
+    run_inner(
+        model,
+        std::borrow::Cow::Borrowed(requests),
+        None,
+        None,
+        None,
+        opts,
+    )
+}
+
+/// [`run_model`] on requests it may consume: each request's input tensors
+/// are freed as soon as they are copied into its batch, so that the
+/// results reuse their memory. The requests' other fields are kept; the
+/// results are those [`run_model`] gives.
+pub fn run_model_owned(
+    model: &LoadedModel,
+    requests: Vec<RunRequest>,
+    opts: &RunOptions,
+) -> Result<RunOutput, RunnerError> {
+    run_inner(
+        model,
+        std::borrow::Cow::Owned(requests),
+        None,
+        None,
+        None,
+        opts,
+    )
 }
 
 /// Runs requests on a single (non-ensemble) model as they come: each
@@ -1137,12 +1175,19 @@ pub fn run_model_streaming(
     ready: &(dyn Fn() + Sync),
     opts: &RunOptions,
 ) -> Result<RunOutput, RunnerError> {
-    run_inner(model, &[], Some(inbox), Some(outbox), Some(ready), opts)
+    run_inner(
+        model,
+        std::borrow::Cow::Borrowed(&[]),
+        Some(inbox),
+        Some(outbox),
+        Some(ready),
+        opts,
+    )
 }
 
 fn run_inner<'r>(
     model: &LoadedModel,
-    requests: &'r [RunRequest],
+    requests: std::borrow::Cow<'r, [RunRequest]>,
     inbox: Option<mpsc::Receiver<RunRequest>>,
     outbox: Option<&'r (dyn Fn(usize, RunResult) + Sync)>,
     ready: Option<&(dyn Fn() + Sync)>,
@@ -1163,7 +1208,7 @@ fn run_inner<'r>(
     // previous request at once.
     let mut arrivals = Vec::with_capacity(n);
     let mut last = 0u64;
-    for r in requests {
+    for r in requests.iter() {
         let a = r.arrival_us.unwrap_or(last);
         arrivals.push(a);
         last = a;
@@ -1195,7 +1240,7 @@ fn run_inner<'r>(
         super::stateful::StatefulBackend::from_config(&model.cfg, instances).map_err(setup)?;
     let mut drv = Driver {
         stateful,
-        requests: std::borrow::Cow::Borrowed(requests),
+        requests,
         inbox,
         outbox,
         first_start: None,

@@ -525,3 +525,54 @@ fn an_ensemble_step_that_cannot_start_fails_the_run_without_hanging() {
         Ok(o) => panic!("expected a setup error, got {} results", o.results.len()),
     }
 }
+
+/// `run_model_owned` frees each request's tensors once they are in a batch
+/// (so that the results reuse the memory): the results must be those of
+/// `run_model` on the same requests, on one instance (batches run inline)
+/// and on several (worker threads), with batching, state and a failure.
+#[cfg(feature = "run")]
+#[test]
+fn owned_requests_give_the_results_of_borrowed_ones() {
+    use super::runner::{run_model, run_model_owned, RunOptions};
+    use crate::batching::CorrId;
+    if !ort_available() {
+        return;
+    }
+    let cases = [
+        ("accumulate", "accumulate.json", true),
+        ("accumulate_direct", "accumulate_direct.jsonl", true),
+        ("accumulate_implicit", "accumulate_implicit.jsonl", true),
+        ("preprocess", "preprocess.json", false),
+    ];
+    for (model, file, sequence) in cases {
+        let m = super::model::load_model(&model_dir(model), None).unwrap();
+        let schema = InputSchema::from_config(&m.cfg).unwrap();
+        let parsed =
+            parse_input(&input_file(file), file, &schema, &ParseOptions { sequence }).unwrap();
+        let mut requests = parsed.requests;
+        assert!(requests.len() > 4, "{model}");
+        if sequence {
+            // A request of a sequence that never started fails in both.
+            let mut stray = requests.last().unwrap().clone();
+            stray.id = "stray".into();
+            stray.index = requests.len();
+            stray.sequence_id = Some(CorrId::Int(99_999));
+            stray.start = false;
+            stray.end = false;
+            requests.push(stray);
+        }
+        let borrowed = run_model(&m, &requests, &RunOptions::default()).unwrap();
+        let owned = run_model_owned(&m, requests.clone(), &RunOptions::default()).unwrap();
+        assert_eq!(owned.results, borrowed.results, "{model}");
+        let ok = owned.results.iter().filter(|r| r.is_ok()).count();
+        assert!(ok >= 4, "{model}: {:?}", owned.results);
+        if sequence {
+            let stray = owned.results.last().unwrap();
+            assert_eq!(stray.id, "stray");
+            assert!(stray.outcome.is_err(), "{model}: {stray:?}");
+            assert_eq!(ok, requests.len() - 1, "{model}: {:?}", owned.results);
+        } else {
+            assert_eq!(ok, requests.len(), "{model}: {:?}", owned.results);
+        }
+    }
+}
