@@ -1385,6 +1385,68 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn inputs_changed_in_place_after_a_run_are_checked_again() {
+        // The views of the inputs and the preallocated outputs are kept
+        // from call to call: an input whose shape, type or memory changed
+        // is checked again, and after a refused call the shapes the
+        // preallocated outputs were made for are not trusted.
+        if !have_ort() {
+            return;
+        }
+        let (_d, mut s) = open_bytes(&super::super::testmodel::accumulate());
+        let mut x = t(&[1, 4], TensorData::F32(vec![1.0, 2.0, 3.0, 4.0]));
+        let mut state = t(&[1, 1], TensorData::F32(vec![100.0]));
+        let keep = t(&[1, 1], TensorData::Bool(vec![false]));
+        let mut out = Vec::new();
+        let mut run = |x: &Tensor, state: &Tensor, reset: &Tensor, out: &mut Vec<_>| {
+            s.run_into(&[("INPUT", x), ("STATE_IN", state), ("RESET", reset)], out)?;
+            Ok::<_, RunError>(s.reuse.off)
+        };
+        for _ in 0..4 {
+            run(&x, &state, &keep, &mut out).unwrap();
+            assert_eq!(out[0].1, t(&[1, 1], TensorData::F32(vec![110.0])));
+        }
+        // The same memory with another shape.
+        x.shape = vec![4, 1];
+        let bad = run(&x, &state, &keep, &mut out);
+        assert!(
+            matches!(&bad, Err(RunError::Shape { name, .. }) if name == "INPUT"),
+            "{bad:?}"
+        );
+        x.shape = vec![1, 4];
+        // Another type.
+        let wrong = t(&[1, 1], TensorData::U8(vec![0]));
+        let bad = run(&x, &state, &wrong, &mut out);
+        assert!(
+            matches!(&bad, Err(RunError::DataType { name, .. }) if name == "RESET"),
+            "{bad:?}"
+        );
+        // Two rows for INPUT and STATE_IN with a RESET of the wrong type
+        // are refused ...
+        x = t(&[2, 4], TensorData::F32(vec![1.0; 8]));
+        state = t(&[2, 1], TensorData::F32(vec![5.0, 6.0]));
+        let wrong = t(&[2, 1], TensorData::U8(vec![0, 1]));
+        let bad = run(&x, &state, &wrong, &mut out);
+        assert!(
+            matches!(&bad, Err(RunError::DataType { name, .. }) if name == "RESET"),
+            "{bad:?}"
+        );
+        // ... and with the first RESET again (broadcast over the rows) they
+        // run: the outputs preallocated for one row must not be used
+        // (using them would fail and turn preallocation off).
+        for _ in 0..3 {
+            let off = run(&x, &state, &keep, &mut out).unwrap();
+            assert_eq!(out[0].1, t(&[2, 1], TensorData::F32(vec![9.0, 10.0])));
+            assert!(!off, "preallocated outputs of another shape were used");
+        }
+        // Back to one row: the outputs follow.
+        x = t(&[1, 4], TensorData::F32(vec![1.0, 2.0, 3.0, 4.0]));
+        state = t(&[1, 1], TensorData::F32(vec![100.0]));
+        run(&x, &state, &keep, &mut out).unwrap();
+        assert_eq!(out[0].1, t(&[1, 1], TensorData::F32(vec![110.0])));
+    }
+
+    #[test]
     fn models_tritonctl_cannot_feed_are_refused_at_open() {
         if !have_ort() {
             return;
