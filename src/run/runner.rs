@@ -37,6 +37,7 @@ use crate::batching::{
 use crate::runtime::{Device, ModelSession, RunError, SessionOptions};
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::tensor::{NamedTensors, Tensor, TensorData};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -735,7 +736,7 @@ fn spin<T>(rx: &mpsc::Receiver<T>, wait: Duration) -> Option<T> {
 struct Driver<'r> {
     /// Owned when streaming or given by [`run_model_owned`]: the tensors
     /// of an owned request are freed once they are in its batch.
-    requests: std::borrow::Cow<'r, [RunRequest]>,
+    requests: Cow<'r, [RunRequest]>,
     plan: Plan,
     sched: Scheduler,
     sink: Records,
@@ -1053,8 +1054,8 @@ impl Driver<'_> {
         }
         // The requests' tensors are in the batch now. Owned requests give
         // theirs back at once: the results of this batch then reuse that
-        // memory instead of new pages (a page fault every few results).
-        if let std::borrow::Cow::Owned(requests) = &mut self.requests {
+        // memory instead of fresh memory (first touches of new pages).
+        if let Cow::Owned(requests) = &mut self.requests {
             for &i in flight.tags.iter().flatten() {
                 if let Some(r) = requests.get_mut(i) {
                     r.inputs = NamedTensors::default();
@@ -1131,14 +1132,7 @@ pub fn run_model(
     requests: &[RunRequest],
     opts: &RunOptions,
 ) -> Result<RunOutput, RunnerError> {
-    run_inner(
-        model,
-        std::borrow::Cow::Borrowed(requests),
-        None,
-        None,
-        None,
-        opts,
-    )
+    run_inner(model, Cow::Borrowed(requests), None, None, None, opts)
 }
 
 /// [`run_model`] on requests it may consume: each request's input tensors
@@ -1150,14 +1144,7 @@ pub fn run_model_owned(
     requests: Vec<RunRequest>,
     opts: &RunOptions,
 ) -> Result<RunOutput, RunnerError> {
-    run_inner(
-        model,
-        std::borrow::Cow::Owned(requests),
-        None,
-        None,
-        None,
-        opts,
-    )
+    run_inner(model, Cow::Owned(requests), None, None, None, opts)
 }
 
 /// Runs requests on a single (non-ensemble) model as they come: each
@@ -1177,7 +1164,7 @@ pub fn run_model_streaming(
 ) -> Result<RunOutput, RunnerError> {
     run_inner(
         model,
-        std::borrow::Cow::Borrowed(&[]),
+        Cow::Borrowed(&[]),
         Some(inbox),
         Some(outbox),
         Some(ready),
@@ -1187,7 +1174,7 @@ pub fn run_model_streaming(
 
 fn run_inner<'r>(
     model: &LoadedModel,
-    requests: std::borrow::Cow<'r, [RunRequest]>,
+    requests: Cow<'r, [RunRequest]>,
     inbox: Option<mpsc::Receiver<RunRequest>>,
     outbox: Option<&'r (dyn Fn(usize, RunResult) + Sync)>,
     ready: Option<&(dyn Fn() + Sync)>,
