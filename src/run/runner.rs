@@ -140,6 +140,12 @@ struct Plan {
     session_inputs: Vec<String>,
     /// Outputs reported to the client, in config order.
     outputs: Vec<String>,
+    /// The session's outputs: how many, the index of each of `outputs`
+    /// and of each state's output among them (a run gives its outputs in
+    /// session order, see [`ModelSession::run_into`]).
+    session_outputs: usize,
+    output_at: Vec<usize>,
+    state_at: Vec<usize>,
     store: StateStore<SeqHandle>,
     max_batch_size: i64,
 }
@@ -212,13 +218,14 @@ struct InFlight {
 #[derive(Default)]
 struct Records {
     requests: Vec<RequestRecord>,
-    ok: Vec<RequestRecord>,
+    /// `(tag, id)` of the answered requests.
+    ok: Vec<(u64, String)>,
 }
 
 impl Sink for Records {
     fn request(&mut self, record: RequestRecord) {
         if record.status == Status::Ok {
-            self.ok.push(record);
+            self.ok.push((record.tag, record.id));
         } else {
             self.requests.push(record);
         }
@@ -378,6 +385,12 @@ fn plan(model: &LoadedModel, session: &ModelSession) -> Result<Plan, RunnerError
     } else {
         Layout::Single
     };
+    let position = |name: &str| session.outputs().iter().position(|o| o.name == name);
+    let output_at = outputs.iter().filter_map(|o| position(o)).collect();
+    let state_at = specs
+        .iter()
+        .filter_map(|s| position(&s.output_name))
+        .collect();
     let fp16 = stateful
         && cfg
             .parameters
@@ -390,6 +403,9 @@ fn plan(model: &LoadedModel, session: &ModelSession) -> Result<Plan, RunnerError
         reset_input,
         session_inputs,
         outputs,
+        session_outputs: session.outputs().len(),
+        output_at,
+        state_at,
         store: StateStore::new(specs).with_fp16_storage(fp16),
         max_batch_size: i64::from(cfg.max_batch_size),
     })
@@ -515,8 +531,9 @@ impl Plan {
             } else {
                 &sample.shape
             };
-            let mut parts: Vec<(&[i64], Option<&TensorData>)> =
-                Vec::with_capacity(flight.tags.len());
+            // Batches of up to 16 rows keep this list on the stack.
+            let mut parts: smallvec::SmallVec<[(&[i64], Option<&TensorData>); 16]> =
+                smallvec::SmallVec::with_capacity(flight.tags.len());
             for tag in &flight.tags {
                 let Some(i) = tag else {
                     parts.push((pad_shape, None));
@@ -604,10 +621,20 @@ impl Plan {
         per_row: &mut Vec<Option<Vec<(String, Tensor)>>>,
     ) -> Result<(), String> {
         per_row.clear();
+        if outs.len() != self.session_outputs {
+            return Err(format!(
+                "the model returned {} outputs instead of {}",
+                outs.len(),
+                self.session_outputs
+            ));
+        }
         if !self.store.specs().is_empty() {
+            let at = &self.state_at;
             self.store
-                .scatter(&flight.keys, |name| {
-                    outs.iter().find(|(n, _)| n == name).map(|(_, t)| t)
+                .scatter_with(&flight.keys, |i, name| {
+                    let (n, t) = &outs[at[i]];
+                    debug_assert_eq!(n, name);
+                    Some(t)
                 })
                 .map_err(|e| e.to_string())?;
         }
@@ -618,12 +645,9 @@ impl Plan {
                 .iter()
                 .map(|t| t.map(|_| Vec::with_capacity(self.outputs.len()))),
         );
-        for name in &self.outputs {
-            let t = outs
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, t)| t)
-                .ok_or_else(|| format!("the model did not return output '{name}'"))?;
+        for (name, &at) in self.outputs.iter().zip(&self.output_at) {
+            let (n, t) = &outs[at];
+            debug_assert_eq!(n, name);
             match self.layout {
                 Layout::Single => {
                     if let Some(Some(o)) = per_row.first_mut() {
@@ -745,7 +769,8 @@ struct Driver<'r> {
     /// Per instance: its buffers, `None` while a worker holds them.
     ios: Vec<Option<Io>>,
     results: Vec<Option<RunResult>>,
-    executions: BTreeMap<u32, Vec<u64>>,
+    /// Execution times (µs), indexed by the executed batch size.
+    executions: Vec<Vec<u64>>,
     /// Per request: its release time.
     arrivals: Vec<u64>,
     /// Request indices in release order.
@@ -911,10 +936,11 @@ impl Driver<'_> {
 
     /// Adds an execution time to [`Self::executions`].
     fn record_execution(&mut self, size: u32, elapsed: Duration) {
-        self.executions
-            .entry(size)
-            .or_default()
-            .push(elapsed.as_micros() as u64);
+        let size = size as usize;
+        if self.executions.len() <= size {
+            self.executions.resize_with(size + 1, Vec::new);
+        }
+        self.executions[size].push(elapsed.as_micros() as u64);
     }
 
     /// A batch finished: its results, then the scheduler's completion.
@@ -950,9 +976,9 @@ impl Driver<'_> {
                     let (Some(i), Some(o)) = (*tag, o) else {
                         continue;
                     };
-                    match self.sink.ok.iter().position(|r| r.tag == i as u64) {
+                    match self.sink.ok.iter().position(|r| r.0 == i as u64) {
                         Some(k) => {
-                            let id = self.sink.ok.swap_remove(k).id;
+                            let id = self.sink.ok.swap_remove(k).1;
                             self.set_result_with_id(i, Ok(o), id);
                         }
                         None => self.set_result(i, Ok(o)),
@@ -1241,7 +1267,7 @@ fn run_inner<'r>(
         flights: (0..instances).map(|_| InFlight::default()).collect(),
         ios: (0..instances).map(|_| Some(Io::default())).collect(),
         results: vec![None; n],
-        executions: BTreeMap::new(),
+        executions: Vec::new(),
         arrivals,
         order,
         next: 0,
@@ -1385,6 +1411,12 @@ fn run_inner<'r>(
                 outcome: Err("the request was never scheduled".to_string()),
             })
         })
+        .collect();
+    let executions = executions
+        .into_iter()
+        .enumerate()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(size, v)| (size as u32, v))
         .collect();
     Ok(RunOutput {
         results,

@@ -8,7 +8,10 @@
 
 use crate::tensor::{element_count, Tensor, TensorData, TensorError};
 
-fn dims_usize(shape: &[i64]) -> Result<Vec<usize>, TensorError> {
+/// Shapes of up to 8 dimensions stay on the stack.
+type Dims = smallvec::SmallVec<[usize; 8]>;
+
+fn dims_usize(shape: &[i64]) -> Result<Dims, TensorError> {
     shape
         .iter()
         .map(|&d| usize::try_from(d).map_err(|_| TensorError::Shape(shape.to_vec())))
@@ -109,7 +112,7 @@ pub(crate) fn concat_parts_into(
     let outer = element_count(&first[..axis]).ok_or_else(|| TensorError::Shape(first.to_vec()))?;
     let inner =
         element_count(&first[axis + 1..]).ok_or_else(|| TensorError::Shape(first.to_vec()))?;
-    let chunks: Vec<(Option<&TensorData>, usize)> = parts
+    let chunks: smallvec::SmallVec<[(Option<&TensorData>, usize); 16]> = parts
         .iter()
         .map(|&(shape, data)| (data, shape[axis] as usize * inner))
         .collect();

@@ -396,7 +396,8 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
         }
         // Several rows: stacked in place into the buffer's tensors.
         Self::check_unique(keys)?;
-        let rows: Vec<Option<&Vec<Tensor>>> = keys
+        // Batches of up to 16 rows keep these lists on the stack.
+        let rows: smallvec::SmallVec<[Option<&Vec<Tensor>>; 16]> = keys
             .iter()
             .map(|k| k.as_ref().map(|k| self.states_of(k)).transpose())
             .collect::<Result<_, _>>()?;
@@ -436,7 +437,7 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
                 .ok_or_else(|| StateError::Tensor(TensorError::Shape(reference.shape.clone())))?;
             let chunk = crate::tensor::element_count(&reference.shape[axis..])
                 .ok_or_else(|| StateError::Tensor(TensorError::Shape(reference.shape.clone())))?;
-            let parts: Vec<(Option<&TensorData>, usize)> = rows
+            let parts: smallvec::SmallVec<[(Option<&TensorData>, usize); 16]> = rows
                 .iter()
                 .map(|r| (r.map(|s| &s[i].data), chunk))
                 .collect();
@@ -519,6 +520,16 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
         keys: &[Option<K>],
         output: impl Fn(&str) -> Option<&'a Tensor>,
     ) -> Result<(), StateError> {
+        self.scatter_with(keys, |_, name| output(name))
+    }
+
+    /// [`StateStore::scatter`] with `output(i, name)` giving the output of
+    /// spec `i` (named `name`).
+    pub fn scatter_with<'a>(
+        &mut self,
+        keys: &[Option<K>],
+        output: impl Fn(usize, &str) -> Option<&'a Tensor>,
+    ) -> Result<(), StateError> {
         if let [Some(key)] = keys {
             if self.scatter_one(key, &output)? {
                 return Ok(());
@@ -530,9 +541,9 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
         }
         // Every check first, so that an error leaves the store as it was;
         // then the rows are copied into the stored tensors in place.
-        let mut outputs: Vec<&Tensor> = Vec::with_capacity(self.specs.len());
-        for spec in &self.specs {
-            let t = output(&spec.output_name).ok_or_else(|| {
+        let mut outputs: smallvec::SmallVec<[&Tensor; 4]> = smallvec::SmallVec::new();
+        for (i, spec) in self.specs.iter().enumerate() {
+            let t = output(i, &spec.output_name).ok_or_else(|| {
                 StateError::Batch(format!(
                     "the model did not return the state output '{}'",
                     spec.output_name
@@ -617,13 +628,13 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
     fn scatter_one<'a>(
         &mut self,
         key: &K,
-        output: &impl Fn(&str) -> Option<&'a Tensor>,
+        output: &impl Fn(usize, &str) -> Option<&'a Tensor>,
     ) -> Result<bool, StateError> {
         let Some(states) = self.seqs.get_mut(key) else {
             return Err(StateError::UnknownSequence(format!("{key:?}")));
         };
         for (i, spec) in self.specs.iter().enumerate() {
-            let Some(t) = output(&spec.output_name) else {
+            let Some(t) = output(i, &spec.output_name) else {
                 return Ok(false);
             };
             let fits = match spec.batch_axis {
@@ -639,7 +650,7 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
         }
         let fp16 = self.fp16_storage;
         for (i, spec) in self.specs.iter().enumerate() {
-            let Some(t) = output(&spec.output_name) else {
+            let Some(t) = output(i, &spec.output_name) else {
                 continue;
             };
             let dst = &mut states[i];

@@ -140,6 +140,17 @@ pub(crate) fn refresh_view(
     Ok(true)
 }
 
+/// Whether `slot` is a view of exactly `t`: the same memory, size,
+/// element type and shape.
+pub(crate) fn is_view_of(slot: &Option<HostView>, t: &Tensor) -> bool {
+    match (slot, raw_parts(t)) {
+        (Some(v), Some((addr, bytes, elem))) => {
+            v.addr == addr as usize && v.bytes == bytes && v.elem == elem && v.shape == t.shape
+        }
+        _ => false,
+    }
+}
+
 /// An owned ONNX Runtime value for a BYTES tensor (a copy).
 pub(crate) fn bytes_value(t: &Tensor) -> Result<Option<DynValue>, String> {
     match &t.data {
