@@ -11,7 +11,13 @@
 //!      consumes the parsed requests as `tritonctl run` does), its wall
 //!      time after the sessions are open;
 //!    - `bare`: `runtime::bench::bare_loop`, ONNX Runtime alone with
-//!      preallocated inputs and outputs and the state output copied back;
+//!      preallocated inputs and outputs and the state output copied back,
+//!      through the `ort` crate's `run_with_options` (what a Rust program
+//!      written with the crate does);
+//!    - `bare C API`: the same loop through ONNX Runtime's C API `Run` with
+//!      names and values gathered once (`BareCall::CApi`), the way the
+//!      runner calls it once its outputs are preallocated: the ratio
+//!      against it is the runner's own cost alone;
 //!    - `python`: the same loop in Python onnxruntime (when python3 has it).
 //!      Targets: runner within 1.2x of bare, at least 2x faster than Python.
 //!
@@ -28,6 +34,7 @@ use std::time::Duration;
 use tritonctl::run::input::{parse_input, InputSchema, ParseOptions, RunRequest};
 use tritonctl::run::model::{load_model, LoadedModel};
 use tritonctl::run::runner::{run_model_owned, RunOptions};
+use tritonctl::runtime::bench::BareCall;
 use tritonctl::runtime::{bench, SessionOptions};
 use tritonctl::tensor::{DataType, Tensor, TensorData};
 
@@ -230,6 +237,7 @@ fn main() {
         let extra = (steps - short_steps) as f64;
         let (mut runner, mut runner_cpu, mut exec) = (Vec::new(), Vec::new(), Vec::new());
         let (mut bare, mut bare_cpu) = (Vec::new(), Vec::new());
+        let (mut bare_c, mut runner_bare_c) = (Vec::new(), Vec::new());
         let (mut py, mut py_cpu) = (Vec::new(), Vec::new());
         let (mut runner_bare, mut py_runner) = (Vec::new(), Vec::new());
         let x = Tensor::new(
@@ -239,8 +247,8 @@ fn main() {
         .unwrap();
         let state = Tensor::zeros(DataType::F32, vec![rows, 5]).unwrap();
         let reset = Tensor::zeros(DataType::Bool, vec![rows, 1]).unwrap();
-        let bare_run = |n: usize| {
-            bench::bare_loop(
+        let bare_with = |n: usize, call: BareCall| {
+            bench::bare_loop_with(
                 &file,
                 &SessionOptions::default(),
                 &[
@@ -250,9 +258,11 @@ fn main() {
                 ],
                 &[("Accumulate_Out", "Accumulate_In")],
                 n,
+                call,
             )
             .expect("bare loop")
         };
+        let bare_run = |n: usize| bare_with(n, BareCall::Crate);
         let cpu_of = |f: &mut dyn FnMut()| {
             let c = thread_cpu();
             f();
@@ -296,6 +306,8 @@ fn main() {
                 bare_cpu.push((l - s) / extra);
             }
             runner_bare.push(runner[runner.len() - 1] / bare[bare.len() - 1]);
+            bare_c.push(bare_with(steps, BareCall::CApi).per_step().as_secs_f64() * 1e6);
+            runner_bare_c.push(runner[runner.len() - 1] / bare_c[bare_c.len() - 1]);
             if rows == 1 {
                 if let Some((w, c)) = python_per_step(&file, steps) {
                     py.push(w);
@@ -309,6 +321,7 @@ fn main() {
         let (runner_cpu, bare_cpu) = (cpu(&mut runner_cpu), cpu(&mut bare_cpu));
         let python = cpu(&mut py).zip(cpu(&mut py_cpu));
         let (runner_bare, py_runner) = (median(&mut runner_bare), cpu(&mut py_runner));
+        let (bare_c, runner_bare_c) = (median(&mut bare_c), median(&mut runner_bare_c));
         let show = |v: Option<f64>| v.map_or("     n/a".to_string(), |v| format!("{v:8.2}"));
         println!("{label}: {rows} row(s) per run, one sequence of {steps} requests (median of {rounds}; CPU: thread time of {steps} minus {short_steps} steps):");
         println!("             wall µs   CPU µs");
@@ -325,6 +338,8 @@ fn main() {
             "  runner/bare    wall {runner_bare:.2}x  CPU {}   (target ≤ 1.2x; wall: median of the rounds' ratios)",
             ratio(runner_cpu, bare_cpu)
         );
+        println!("  bare C API {bare_c:8.2}            (ONNX Runtime's Run with names and values gathered once)");
+        println!("  runner/bare C API  wall {runner_bare_c:.2}x");
         if rows == 1 {
             match python {
                 Some((py, py_cpu)) => {

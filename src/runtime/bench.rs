@@ -12,7 +12,12 @@
 //! moving them. The outputs are never copied out. This is what a
 //! hand-written Rust program with preallocated tensors does; the gap
 //! between it and the runner is the runner's own cost (checks,
-//! conversions, copies out, scheduling).
+//! conversions, copies out, scheduling). The loop calls ONNX Runtime
+//! through the `ort` crate's `run_with_options`, as a program written with
+//! the crate does; [`bare_loop_with`] and [`BareCall::CApi`] call its C
+//! API `Run` directly instead, with every name and value gathered once,
+//! as the runner does once its outputs are preallocated (the crate's own
+//! run converts the names and wraps the outputs on every call).
 //!
 //! ```no_run
 //! use tritonctl::runtime::{bench, SessionOptions};
@@ -35,8 +40,10 @@
 use std::time::{Duration, Instant};
 
 use ort::memory::Allocator;
-use ort::session::{HasSelectedOutputs, OutputSelector, RunOptions, Session, SessionInputValue};
+use ort::session::{OutputSelector, RunOptions, Session, SessionInputValue};
 use ort::value::{DynTensor, DynTensorValueType, DynValue, ValueType};
+use ort::AsPointer;
+use std::ffi::{c_char, CString};
 
 use super::convert;
 use super::session::{ModelSession, RunError, SessionOptions};
@@ -63,6 +70,21 @@ impl LoopStats {
     }
 }
 
+/// How the bare loop calls ONNX Runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BareCall {
+    /// The `ort` crate's `Session::run_with_options` with the outputs
+    /// preallocated in the run options: what a Rust program written with
+    /// the crate does.
+    Crate,
+    /// ONNX Runtime's C API `Run` with every name, input value and
+    /// preallocated output value gathered once before the loop: the
+    /// least a program can do per step (the way `tritonctl run` calls it
+    /// once its outputs are preallocated). Without preallocated outputs
+    /// it is [`BareCall::Crate`].
+    CApi,
+}
+
 /// Runs `model` `steps` times with `inputs` (every model input, by name)
 /// prepared once; `feedback` lists `(output, input)` pairs whose output
 /// value replaces the input value for the next step.
@@ -72,6 +94,18 @@ pub fn bare_loop(
     inputs: &[(&str, &Tensor)],
     feedback: &[(&str, &str)],
     steps: usize,
+) -> Result<LoopStats, Box<dyn std::error::Error + Send + Sync>> {
+    bare_loop_with(model, options, inputs, feedback, steps, BareCall::Crate)
+}
+
+/// [`bare_loop`] calling ONNX Runtime as `call` says.
+pub fn bare_loop_with(
+    model: &std::path::Path,
+    options: &SessionOptions,
+    inputs: &[(&str, &Tensor)],
+    feedback: &[(&str, &str)],
+    steps: usize,
+    call: BareCall,
 ) -> Result<LoopStats, Box<dyn std::error::Error + Send + Sync>> {
     let ms = ModelSession::open(model, options)?;
     // Validate and order the inputs exactly as the runner would.
@@ -127,18 +161,71 @@ pub fn bare_loop(
     drop(warm);
     let mut sink = 0usize;
     let mut last: Vec<DynValue> = Vec::new();
-    let start = Instant::now();
-    if let Some(pre) = &pre {
+    let mut start = Instant::now();
+    if let Some(pre) = pre {
         // (output buffer, input buffer, bytes) per fed-back output.
         let copies: Vec<(*const u8, *mut u8, usize)> = pre
             .copies
             .iter()
             .filter_map(|&(src, i, n)| Some((src, host_ptr_mut(&mut values[i])?, n)))
             .collect();
+        if call == BareCall::CApi {
+            let c = |v: &[String]| -> Result<Vec<CString>, std::ffi::NulError> {
+                v.iter().map(|n| CString::new(n.as_str())).collect()
+            };
+            let (input_names, output_names) = (c(&names)?, c(&outputs)?);
+            let input_name_ptrs: Vec<*const c_char> =
+                input_names.iter().map(|n| n.as_ptr()).collect();
+            let output_name_ptrs: Vec<*const c_char> =
+                output_names.iter().map(|n| n.as_ptr()).collect();
+            let input_ptrs: Vec<*const ort::sys::OrtValue> =
+                values.iter().map(|v| v.ptr()).collect();
+            let mut outs: Vec<DynTensor> = pre.values;
+            let mut output_ptrs: Vec<*mut ort::sys::OrtValue> =
+                outs.iter_mut().map(|v| v.ptr_mut()).collect();
+            let start = Instant::now();
+            for _ in 0..steps {
+                // SAFETY: the session, values and names outlive the loop;
+                // each array holds as many entries as its length says;
+                // the output values are the preallocated ones (ONNX
+                // Runtime writes into them).
+                let status = unsafe {
+                    (ort::api().Run)(
+                        session.ptr_mut(),
+                        std::ptr::null(),
+                        input_name_ptrs.as_ptr(),
+                        input_ptrs.as_ptr(),
+                        input_ptrs.len(),
+                        output_name_ptrs.as_ptr(),
+                        output_name_ptrs.len(),
+                        output_ptrs.as_mut_ptr(),
+                    )
+                };
+                convert::status(status)?;
+                for &(src, dst, n) in &copies {
+                    // SAFETY: as in the loop below.
+                    unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
+                }
+            }
+            let elapsed = start.elapsed();
+            let outs: Vec<DynValue> = outs.into_iter().map(DynTensor::into_dyn).collect();
+            let last_outputs = finish_outputs(&outputs, &routes, &values, &outs)?;
+            return Ok(LoopStats {
+                steps,
+                elapsed,
+                last_outputs,
+            });
+        }
+        let mut selector = OutputSelector::default();
+        for (name, value) in outputs.iter().zip(pre.values) {
+            selector = selector.preallocate(name.clone(), value);
+        }
+        let options = RunOptions::new()?.with_outputs(selector);
+        start = Instant::now();
         for step in 0..steps {
             let refs: Vec<SessionInputValue<'_>> =
                 values.iter().map(SessionInputValue::from).collect();
-            let result = session.run_with_options(&refs[..], &pre.options)?;
+            let result = session.run_with_options(&refs[..], &options)?;
             drop(refs);
             if step + 1 == steps {
                 last = result.into_iter().map(|(_, v)| v).collect();
@@ -175,10 +262,25 @@ pub fn bare_loop(
     }
     let elapsed = start.elapsed();
     std::hint::black_box(sink);
-    // After the loop, fed-back outputs sit in the input slots.
+    let last_outputs = finish_outputs(&outputs, &routes, &values, &last)?;
+    Ok(LoopStats {
+        steps,
+        elapsed,
+        last_outputs,
+    })
+}
+
+/// The outputs of the last step as host tensors: fed-back outputs sit in
+/// their input slots after the loop, the others in `last`.
+fn finish_outputs(
+    outputs: &[String],
+    routes: &[(usize, usize)],
+    values: &[DynValue],
+    last: &[DynValue],
+) -> Result<Vec<(String, Tensor)>, RunError> {
     let mut last_outputs = Vec::new();
     for (o, name) in outputs.iter().enumerate() {
-        let v = match routes.iter().find(|r| r.0 == o) {
+        let v: &DynValue = match routes.iter().find(|r| r.0 == o) {
             Some(&(_, i)) => &values[i],
             None => match last.get(o) {
                 Some(v) => v,
@@ -191,11 +293,7 @@ pub fn bare_loop(
         })?;
         last_outputs.push((name.clone(), t));
     }
-    Ok(LoopStats {
-        steps,
-        elapsed,
-        last_outputs,
-    })
+    Ok(last_outputs)
 }
 
 /// The data pointer and byte length of a host tensor value (`None` for
@@ -219,7 +317,8 @@ fn host_ptr_mut(v: &mut DynValue) -> Option<*mut u8> {
 /// output, the copy to make after each run (output buffer, input index,
 /// bytes).
 struct Preallocated {
-    options: RunOptions<HasSelectedOutputs>,
+    /// The preallocated output values (session order).
+    values: Vec<DynTensor>,
     copies: Vec<(*const u8, usize, usize)>,
 }
 
@@ -236,16 +335,16 @@ fn preallocated(
         return None;
     }
     let allocator = Allocator::default();
-    let mut selector = OutputSelector::default();
     let mut buffers = Vec::with_capacity(warm.len());
-    for (name, v) in names.iter().zip(warm) {
+    let mut values = Vec::with_capacity(warm.len());
+    for v in warm {
         let (_, n) = host_bytes(v)?;
         let ValueType::Tensor { ty, shape, .. } = v.dtype() else {
             return None;
         };
         let value = DynTensor::new(&allocator, *ty, shape.to_vec()).ok()?;
         buffers.push((value.data_ptr().cast::<u8>(), n));
-        selector = selector.preallocate(name.clone(), value);
+        values.push(value);
     }
     let mut copies = Vec::with_capacity(routes.len());
     for &(o, i) in routes {
@@ -255,10 +354,7 @@ fn preallocated(
         }
         copies.push((src, i, n));
     }
-    Some(Preallocated {
-        options: RunOptions::new().ok()?.with_outputs(selector),
-        copies,
-    })
+    Some(Preallocated { values, copies })
 }
 
 #[cfg(test)]
@@ -290,6 +386,21 @@ mod tests {
         assert_eq!(stats.last_outputs.len(), 2);
         for (name, t) in &stats.last_outputs {
             assert_eq!(t, &want, "{name}");
+        }
+        // Through the C API the state is fed back the same way (ONNX
+        // Runtime writes into the buffers the feedback copies read).
+        let stats = bare_loop_with(
+            &path,
+            &SessionOptions::default(),
+            &[("INPUT", &x), ("STATE_IN", &zero), ("RESET", &keep)],
+            &[("STATE_OUT", "STATE_IN")],
+            10,
+            BareCall::CApi,
+        )
+        .unwrap();
+        assert_eq!(stats.last_outputs.len(), 2);
+        for (name, t) in &stats.last_outputs {
+            assert_eq!(t, &want, "C API: {name}");
         }
         // Every input must be given; feedback must name real tensors.
         let e = bare_loop(

@@ -30,11 +30,11 @@ use std::path::{Path, PathBuf};
 use ort::memory::Allocator;
 use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::builder::GraphOptimizationLevel;
-use ort::session::{
-    HasSelectedOutputs, IoBinding, OutputSelector, RunOptions, Session, SessionInputValue,
-};
-use ort::value::DynValue;
+use ort::session::{IoBinding, Session, SessionInputValue};
+use ort::value::{DynTensor, DynValue};
+use ort::AsPointer;
 use smallvec::SmallVec;
+use std::ffi::{c_char, CString};
 
 use super::convert::{self, onnx_type_name};
 use super::device::Device;
@@ -139,6 +139,9 @@ pub struct ModelSession {
     /// Preallocated outputs for runs with the input shapes of the last
     /// runs (see [`Reuse`]).
     reuse: Reuse,
+    /// The input and output names for [`run_preallocated`] (`None`: a
+    /// name cannot be one, outputs are then not preallocated).
+    c_names: Option<CNames>,
     /// Per session input: its position among the caller's inputs in the
     /// last run (see [`Self::run_into`]); empty after a refused call.
     order: Vec<usize>,
@@ -158,10 +161,10 @@ struct Reuse {
     shapes: Vec<Vec<i64>>,
     /// Runs in a row with those shapes.
     repeats: u32,
-    /// Run options preallocating every output for those shapes.
-    options: Option<RunOptions<HasSelectedOutputs>>,
+    /// Every output preallocated for those shapes (session order).
+    values: Option<Vec<DynTensor>>,
     /// Per output (session order): where ONNX Runtime writes it when
-    /// `options` are used; owned by `options`.
+    /// `values` are used.
     buffers: Vec<Preallocated>,
     off: bool,
 }
@@ -187,7 +190,7 @@ impl Reuse {
     }
 
     fn remember<'t>(&mut self, n: usize, at: &impl Fn(usize) -> &'t Tensor) {
-        self.options = None;
+        self.values = None;
         self.buffers.clear();
         self.repeats = 1;
         self.shapes.clear();
@@ -216,18 +219,18 @@ fn element_type(d: DataType) -> Option<ort::value::TensorElementType> {
     })
 }
 
-/// Run options preallocating every output of `outputs` (the tensors of
-/// the last run, in session order) on the CPU, with where each output's
-/// buffer is; `None` when one cannot be (strings).
+/// Every output of `outputs` (the tensors of the last run, in session
+/// order) preallocated on the CPU, with where each output's buffer is;
+/// `None` when one cannot be (strings).
 fn preallocated(
     names: &[SessionTensor],
     outputs: &[(String, Tensor)],
-) -> Option<(RunOptions<HasSelectedOutputs>, Vec<Preallocated>)> {
+) -> Option<(Vec<DynTensor>, Vec<Preallocated>)> {
     if outputs.len() != names.len() {
         return None;
     }
     let allocator = Allocator::default();
-    let mut selector = OutputSelector::default();
+    let mut values = Vec::with_capacity(outputs.len());
     let mut buffers = Vec::with_capacity(outputs.len());
     for (o, (name, t)) in names.iter().zip(outputs) {
         if o.name != *name {
@@ -250,9 +253,71 @@ fn preallocated(
             dtype: t.dtype(),
             shape: t.shape.clone(),
         });
-        selector = selector.preallocate(name.clone(), value);
+        values.push(value);
     }
-    Some((RunOptions::new().ok()?.with_outputs(selector), buffers))
+    Some((values, buffers))
+}
+
+/// The names of a session's inputs and outputs as C strings, made once
+/// for [`run_preallocated`].
+struct CNames {
+    inputs: Vec<CString>,
+    outputs: Vec<CString>,
+}
+
+impl CNames {
+    /// `None` when a name holds a NUL byte.
+    fn new(inputs: &[SessionTensor], outputs: &[SessionTensor]) -> Option<Self> {
+        let c = |ts: &[SessionTensor]| -> Option<Vec<CString>> {
+            ts.iter()
+                .map(|t| CString::new(t.name.as_str()).ok())
+                .collect()
+        };
+        Some(CNames {
+            inputs: c(inputs)?,
+            outputs: c(outputs)?,
+        })
+    }
+}
+
+/// Runs `session` on `inputs` (every input, in session order) into the
+/// preallocated `outputs` (every output, in session order) through ONNX
+/// Runtime's C API, with the names made once: the wrapper's own run
+/// converts every name and wraps the outputs on every call.
+fn run_preallocated(
+    session: &mut Session,
+    names: &CNames,
+    inputs: &[&DynValue],
+    outputs: &mut [DynTensor],
+) -> Result<(), String> {
+    if inputs.len() != names.inputs.len() || outputs.len() != names.outputs.len() {
+        return Err("inputs or outputs do not match the session".into());
+    }
+    let input_names: SmallVec<[*const c_char; 8]> =
+        names.inputs.iter().map(|c| c.as_ptr()).collect();
+    let output_names: SmallVec<[*const c_char; 8]> =
+        names.outputs.iter().map(|c| c.as_ptr()).collect();
+    let input_values: SmallVec<[*const ort::sys::OrtValue; 8]> =
+        inputs.iter().map(|v| v.ptr()).collect();
+    let mut output_values: SmallVec<[*mut ort::sys::OrtValue; 8]> =
+        outputs.iter_mut().map(|v| v.ptr_mut()).collect();
+    // SAFETY: the session, the values and the name strings are alive for
+    // the call, and each array holds as many entries as the length given
+    // with it. The output values are not null, so ONNX Runtime writes into
+    // them (it fails when an output comes out with another shape).
+    let status = unsafe {
+        (ort::api().Run)(
+            session.ptr_mut(),
+            std::ptr::null(),
+            input_names.as_ptr(),
+            input_values.as_ptr(),
+            input_values.len(),
+            output_names.as_ptr(),
+            output_names.len(),
+            output_values.as_mut_ptr(),
+        )
+    };
+    convert::status(status)
 }
 
 /// Copies the outputs of a run with preallocated outputs from their
@@ -382,6 +447,7 @@ impl ModelSession {
             supported("output", t).map_err(load_error)?;
         }
         let host_memory = memory_info(Device::Cpu).map_err(load_error)?;
+        let c_names = CNames::new(&inputs, &outputs);
         Ok(ModelSession {
             session,
             model: model.to_path_buf(),
@@ -392,6 +458,7 @@ impl ModelSession {
             outputs,
             host_memory,
             reuse: Reuse::default(),
+            c_names,
             order: Vec::new(),
         })
     }
@@ -472,42 +539,44 @@ impl ModelSession {
                 owned[i] = convert::bytes_value(t).map_err(input_error)?;
             }
         }
-        let mut values: SmallVec<[SessionInputValue<'_>; 8]> = SmallVec::with_capacity(n);
+        let mut refs: SmallVec<[&DynValue; 8]> = SmallVec::with_capacity(n);
         for (i, view) in self.views.iter().enumerate() {
-            let v = match (view, owned.get(i).and_then(Option::as_ref)) {
+            refs.push(match (view, owned.get(i).and_then(Option::as_ref)) {
                 (_, Some(v)) => v,
                 (Some(view), None) => view.value(),
                 (None, None) => unreachable!("every input has a value"),
-            };
-            values.push(SessionInputValue::from(v));
+            });
         }
+        let values = || -> SmallVec<[SessionInputValue<'_>; 8]> {
+            refs.iter().map(|&v| SessionInputValue::from(v)).collect()
+        };
         let output_names = &self.outputs;
         let session = &mut self.session;
         let reuse = &mut self.reuse;
+        let c_names = self.c_names.as_ref();
         let cpu = self.device == Device::Cpu;
         let ran = catch_unwind(AssertUnwindSafe(|| -> Result<(), RunError> {
             let same = cpu && !reuse.off && reuse.same_shapes(n, &at);
             if same {
-                if let Some(options) = &reuse.options {
-                    if let Ok(result) = session.run_with_options(&values[..], options) {
-                        drop(result);
+                if let (Some(prealloc), Some(names)) = (&mut reuse.values, c_names) {
+                    if run_preallocated(session, names, &refs, prealloc).is_ok() {
                         copy_preallocated(outputs, output_names, &reuse.buffers);
                         return Ok(());
                     }
                     // Another output shape (or a run-time error): the plain
                     // run below tells which.
-                    let r = session.run(&values[..]).map_err(|e| RunError::Ort {
+                    let r = session.run(&values()[..]).map_err(|e| RunError::Ort {
                         message: e.to_string(),
                     });
                     if r.is_ok() {
                         reuse.off = true;
-                        reuse.options = None;
+                        reuse.values = None;
                         reuse.buffers.clear();
                     }
                     return store_outputs(outputs, output_names, r?);
                 }
             }
-            let result = session.run(&values[..]).map_err(|e| RunError::Ort {
+            let result = session.run(&values()[..]).map_err(|e| RunError::Ort {
                 message: e.to_string(),
             })?;
             store_outputs(outputs, output_names, result)?;
@@ -516,12 +585,13 @@ impl ModelSession {
                     reuse.repeats += 1;
                     if reuse.repeats >= 2 {
                         match preallocated(output_names, outputs) {
-                            Some((options, buffers)) => {
-                                reuse.options = Some(options);
+                            Some((values, buffers)) if c_names.is_some() => {
+                                reuse.values = Some(values);
                                 reuse.buffers = buffers;
                             }
-                            // Strings cannot be preallocated.
-                            None => reuse.off = true,
+                            // Strings cannot be preallocated (nor outputs
+                            // of a session whose names are no C strings).
+                            _ => reuse.off = true,
                         }
                     }
                 } else {
@@ -1270,7 +1340,7 @@ pub(crate) mod tests {
             );
             state = out[1].1.clone();
         }
-        assert!(s.reuse.options.is_some(), "outputs are preallocated by now");
+        assert!(s.reuse.values.is_some(), "outputs are preallocated by now");
 
         // NonZero: the output's shape depends on the values. The same input
         // shape with another count of nonzero values must still be right,
@@ -1282,11 +1352,11 @@ pub(crate) mod tests {
                 .unwrap();
             assert_eq!(out[0].1, t(&[1, 2], TensorData::I64(vec![1, 3])));
         }
-        assert!(s.reuse.options.is_some());
+        assert!(s.reuse.values.is_some());
         s.run_into(&[("X", &x(vec![1, 5, 0, 7]))], &mut out)
             .unwrap();
         assert_eq!(out[0].1, t(&[1, 3], TensorData::I64(vec![0, 1, 3])));
-        assert!(s.reuse.off && s.reuse.options.is_none());
+        assert!(s.reuse.off && s.reuse.values.is_none());
         s.run_into(&[("X", &x(vec![0, 0, 0, 2]))], &mut out)
             .unwrap();
         assert_eq!(out[0].1, t(&[1, 1], TensorData::I64(vec![3])));
