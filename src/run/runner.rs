@@ -385,12 +385,22 @@ fn plan(model: &LoadedModel, session: &ModelSession) -> Result<Plan, RunnerError
     } else {
         Layout::Single
     };
-    let position = |name: &str| session.outputs().iter().position(|o| o.name == name);
-    let output_at = outputs.iter().filter_map(|o| position(o)).collect();
+    // Every name was found among the session's outputs above.
+    let position = |name: &str| {
+        session
+            .outputs()
+            .iter()
+            .position(|o| o.name == name)
+            .ok_or_else(|| setup(format!("'{name}' is not an output of the ONNX model")))
+    };
+    let output_at = outputs
+        .iter()
+        .map(|o| position(o))
+        .collect::<Result<_, _>>()?;
     let state_at = specs
         .iter()
-        .filter_map(|s| position(&s.output_name))
-        .collect();
+        .map(|s| position(&s.output_name))
+        .collect::<Result<_, _>>()?;
     let fp16 = stateful
         && cfg
             .parameters

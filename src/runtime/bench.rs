@@ -46,7 +46,7 @@ use ort::AsPointer;
 use std::ffi::{c_char, CString};
 
 use super::convert;
-use super::session::{ModelSession, RunError, SessionOptions};
+use super::session::{run_c, ModelSession, RunError, SessionOptions};
 use crate::tensor::{element_count, Tensor};
 
 /// What a loop measured.
@@ -185,23 +185,17 @@ pub fn bare_loop_with(
                 outs.iter_mut().map(|v| v.ptr_mut()).collect();
             let start = Instant::now();
             for _ in 0..steps {
-                // SAFETY: the session, values and names outlive the loop;
-                // each array holds as many entries as its length says;
-                // the output values are the preallocated ones (ONNX
-                // Runtime writes into them).
-                let status = unsafe {
-                    (ort::api().Run)(
-                        session.ptr_mut(),
-                        std::ptr::null(),
-                        input_name_ptrs.as_ptr(),
-                        input_ptrs.as_ptr(),
-                        input_ptrs.len(),
-                        output_name_ptrs.as_ptr(),
-                        output_name_ptrs.len(),
-                        output_ptrs.as_mut_ptr(),
+                // SAFETY: the names, input values and preallocated output
+                // values outlive the loop.
+                unsafe {
+                    run_c(
+                        &mut session,
+                        &input_name_ptrs,
+                        &input_ptrs,
+                        &output_name_ptrs,
+                        &mut output_ptrs,
                     )
-                };
-                convert::status(status)?;
+                }?;
                 for &(src, dst, n) in &copies {
                     // SAFETY: as in the loop below.
                     unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };

@@ -301,20 +301,48 @@ fn run_preallocated(
         inputs.iter().map(|v| v.ptr()).collect();
     let mut output_values: SmallVec<[*mut ort::sys::OrtValue; 8]> =
         outputs.iter_mut().map(|v| v.ptr_mut()).collect();
-    // SAFETY: the session, the values and the name strings are alive for
-    // the call, and each array holds as many entries as the length given
-    // with it. The output values are not null, so ONNX Runtime writes into
-    // them (it fails when an output comes out with another shape).
+    // SAFETY: the names and values are borrowed for the call.
+    unsafe {
+        run_c(
+            session,
+            &input_names,
+            &input_values,
+            &output_names,
+            &mut output_values,
+        )
+    }
+}
+
+/// ONNX Runtime's C API `Run` on `session`: input `i` is named
+/// `input_names[i]` with value `inputs[i]`, output `j` `output_names[j]`
+/// with value `outputs[j]` (not null: ONNX Runtime writes into it, and
+/// fails when the output comes out with another shape).
+///
+/// # Safety
+/// Every name must point to a NUL-terminated string and every value to a
+/// live ONNX Runtime value, for the duration of the call.
+pub(crate) unsafe fn run_c(
+    session: &mut Session,
+    input_names: &[*const c_char],
+    inputs: &[*const ort::sys::OrtValue],
+    output_names: &[*const c_char],
+    outputs: &mut [*mut ort::sys::OrtValue],
+) -> Result<(), String> {
+    if input_names.len() != inputs.len() || output_names.len() != outputs.len() {
+        return Err("as many names as values are needed".into());
+    }
+    // SAFETY: the caller's promise, and each array holds as many entries
+    // as the length given with it.
     let status = unsafe {
         (ort::api().Run)(
             session.ptr_mut(),
             std::ptr::null(),
             input_names.as_ptr(),
-            input_values.as_ptr(),
-            input_values.len(),
+            inputs.as_ptr(),
+            inputs.len(),
             output_names.as_ptr(),
             output_names.len(),
-            output_values.as_mut_ptr(),
+            outputs.as_mut_ptr(),
         )
     };
     convert::status(status)
