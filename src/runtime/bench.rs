@@ -43,10 +43,9 @@ use ort::memory::Allocator;
 use ort::session::{OutputSelector, RunOptions, Session, SessionInputValue};
 use ort::value::{DynTensor, DynTensorValueType, DynValue, ValueType};
 use ort::AsPointer;
-use std::ffi::{c_char, CString};
 
 use super::convert;
-use super::session::{run_c, ModelSession, RunError, SessionOptions};
+use super::session::{run_c, CNames, ModelSession, RunError, SessionOptions};
 use crate::tensor::{element_count, Tensor};
 
 /// What a loop measured.
@@ -143,6 +142,7 @@ pub fn bare_loop_with(
             .ok_or_else(|| format!("feedback: the model has no input '{inp}'"))?;
         routes.push((o, i));
     }
+    let c_names = CNames::new(ms.inputs(), ms.outputs());
     let mut session: Session = ms.into_session();
     // One untimed run tells the output shapes; when they allow it, every
     // output is preallocated once (ONNX Runtime writes into it) and a
@@ -170,20 +170,14 @@ pub fn bare_loop_with(
             .filter_map(|&(src, i, n)| Some((src, host_ptr_mut(&mut values[i])?, n)))
             .collect();
         if call == BareCall::CApi {
-            let c = |v: &[String]| -> Result<Vec<CString>, std::ffi::NulError> {
-                v.iter().map(|n| CString::new(n.as_str())).collect()
-            };
-            let (input_names, output_names) = (c(&names)?, c(&outputs)?);
-            let input_name_ptrs: Vec<*const c_char> =
-                input_names.iter().map(|n| n.as_ptr()).collect();
-            let output_name_ptrs: Vec<*const c_char> =
-                output_names.iter().map(|n| n.as_ptr()).collect();
+            let c_names = c_names.ok_or("a name of the model holds a NUL byte")?;
+            let (input_name_ptrs, output_name_ptrs) = c_names.pointers();
             let input_ptrs: Vec<*const ort::sys::OrtValue> =
                 values.iter().map(|v| v.ptr()).collect();
             let mut outs: Vec<DynTensor> = pre.values;
             let mut output_ptrs: Vec<*mut ort::sys::OrtValue> =
                 outs.iter_mut().map(|v| v.ptr_mut()).collect();
-            let start = Instant::now();
+            start = Instant::now();
             for _ in 0..steps {
                 // SAFETY: the names, input values and preallocated output
                 // values outlive the loop.

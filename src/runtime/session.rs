@@ -260,14 +260,14 @@ fn preallocated(
 
 /// The names of a session's inputs and outputs as C strings, made once
 /// for [`run_preallocated`].
-struct CNames {
+pub(crate) struct CNames {
     inputs: Vec<CString>,
     outputs: Vec<CString>,
 }
 
 impl CNames {
     /// `None` when a name holds a NUL byte.
-    fn new(inputs: &[SessionTensor], outputs: &[SessionTensor]) -> Option<Self> {
+    pub(crate) fn new(inputs: &[SessionTensor], outputs: &[SessionTensor]) -> Option<Self> {
         let c = |ts: &[SessionTensor]| -> Option<Vec<CString>> {
             ts.iter()
                 .map(|t| CString::new(t.name.as_str()).ok())
@@ -278,7 +278,17 @@ impl CNames {
             outputs: c(outputs)?,
         })
     }
+
+    /// Pointers to the input names and to the output names, for
+    /// [`run_c`]; valid while `self` is.
+    pub(crate) fn pointers(&self) -> (CPtrs, CPtrs) {
+        let p = |v: &[CString]| v.iter().map(|c| c.as_ptr()).collect();
+        (p(&self.inputs), p(&self.outputs))
+    }
 }
+
+/// C string pointers (names of a session's inputs or outputs).
+pub(crate) type CPtrs = SmallVec<[*const c_char; 8]>;
 
 /// Runs `session` on `inputs` (every input, in session order) into the
 /// preallocated `outputs` (every output, in session order) through ONNX
@@ -293,10 +303,7 @@ fn run_preallocated(
     if inputs.len() != names.inputs.len() || outputs.len() != names.outputs.len() {
         return Err("inputs or outputs do not match the session".into());
     }
-    let input_names: SmallVec<[*const c_char; 8]> =
-        names.inputs.iter().map(|c| c.as_ptr()).collect();
-    let output_names: SmallVec<[*const c_char; 8]> =
-        names.outputs.iter().map(|c| c.as_ptr()).collect();
+    let (input_names, output_names) = names.pointers();
     let input_values: SmallVec<[*const ort::sys::OrtValue; 8]> =
         inputs.iter().map(|v| v.ptr()).collect();
     let mut output_values: SmallVec<[*mut ort::sys::OrtValue; 8]> =
