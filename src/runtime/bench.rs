@@ -184,9 +184,9 @@ pub fn bare_loop_with(
                 unsafe {
                     run_c(
                         &mut session,
-                        &input_name_ptrs,
+                        input_name_ptrs,
                         &input_ptrs,
-                        &output_name_ptrs,
+                        output_name_ptrs,
                         &mut output_ptrs,
                     )
                 }?;

@@ -166,8 +166,20 @@ struct Reuse {
     /// Per output (session order): where ONNX Runtime writes it when
     /// `values` are used.
     buffers: Vec<Preallocated>,
+    /// The values of `values` as ONNX Runtime takes them (see
+    /// [`ModelSession::run_again`]).
+    value_ptrs: SmallVec<[*mut ort::sys::OrtValue; 8]>,
+    /// Set when the last run went through `values` and succeeded: its
+    /// inputs are the ones viewed by `views`, so a run on the very same
+    /// tensors can go straight to ONNX Runtime.
+    armed: bool,
     off: bool,
 }
+
+// SAFETY: `value_ptrs` point to the ONNX Runtime values owned by `values`
+// in the same struct (they move with it and are only used through
+// `&mut ModelSession`).
+unsafe impl Send for Reuse {}
 
 /// One preallocated output: its host buffer (address, element count) and
 /// the shape and type it was made for.
@@ -191,6 +203,7 @@ impl Reuse {
 
     fn remember<'t>(&mut self, n: usize, at: &impl Fn(usize) -> &'t Tensor) {
         self.values = None;
+        self.value_ptrs.clear();
         self.buffers.clear();
         self.repeats = 1;
         self.shapes.clear();
@@ -263,7 +276,16 @@ fn preallocated(
 pub(crate) struct CNames {
     inputs: Vec<CString>,
     outputs: Vec<CString>,
+    /// Pointers to the strings of `inputs` and `outputs` (their heap
+    /// buffers do not move).
+    input_ptrs: CPtrs,
+    output_ptrs: CPtrs,
 }
+
+// SAFETY: the pointers point into the strings owned by the same struct,
+// which are never changed.
+unsafe impl Send for CNames {}
+unsafe impl Sync for CNames {}
 
 impl CNames {
     /// `None` when a name holds a NUL byte.
@@ -273,17 +295,21 @@ impl CNames {
                 .map(|t| CString::new(t.name.as_str()).ok())
                 .collect()
         };
+        let inputs = c(inputs)?;
+        let outputs = c(outputs)?;
+        let p = |v: &[CString]| v.iter().map(|c| c.as_ptr()).collect();
         Some(CNames {
-            inputs: c(inputs)?,
-            outputs: c(outputs)?,
+            input_ptrs: p(&inputs),
+            output_ptrs: p(&outputs),
+            inputs,
+            outputs,
         })
     }
 
     /// Pointers to the input names and to the output names, for
     /// [`run_c`]; valid while `self` is.
-    pub(crate) fn pointers(&self) -> (CPtrs, CPtrs) {
-        let p = |v: &[CString]| v.iter().map(|c| c.as_ptr()).collect();
-        (p(&self.inputs), p(&self.outputs))
+    pub(crate) fn pointers(&self) -> (&[*const c_char], &[*const c_char]) {
+        (&self.input_ptrs, &self.output_ptrs)
     }
 }
 
@@ -312,9 +338,9 @@ fn run_preallocated(
     unsafe {
         run_c(
             session,
-            &input_names,
+            input_names,
             &input_values,
-            &output_names,
+            output_names,
             &mut output_values,
         )
     }
@@ -541,11 +567,69 @@ impl ModelSession {
         inputs: &[(N, T)],
         outputs: &mut Vec<(String, Tensor)>,
     ) -> Result<(), RunError> {
+        if self.run_again(inputs, outputs) {
+            return Ok(());
+        }
         self.order_into(inputs, &[])?;
         let order = std::mem::take(&mut self.order);
         let r = self.run_ordered(|i| inputs[order[i]].1.borrow(), outputs);
         self.order = order;
         r
+    }
+
+    /// [`Self::run_into`] when the last run went through the preallocated
+    /// outputs and `inputs` are the very tensors it ran on (names in the
+    /// same places; memory, size, element type and shape as viewed): they
+    /// passed every check then, so ONNX Runtime is called at once with
+    /// the kept views. Returns false (nothing done) in any other case, or
+    /// when ONNX Runtime refuses the run: [`Self::run_into`] then takes
+    /// its general path, which tells why.
+    fn run_again<N: AsRef<str>, T: Borrow<Tensor>>(
+        &mut self,
+        inputs: &[(N, T)],
+        outputs: &mut Vec<(String, Tensor)>,
+    ) -> bool {
+        let reuse = &mut self.reuse;
+        let n = self.inputs.len();
+        if !reuse.armed || inputs.len() != n || self.order.len() != n {
+            return false;
+        }
+        let Some(names) = self.c_names.as_ref() else {
+            return false;
+        };
+        // `order` is a permutation (set by a successful `order_into`), so
+        // every input is used exactly once.
+        let mut values: SmallVec<[*const ort::sys::OrtValue; 8]> = SmallVec::new();
+        for ((spec, view), &k) in self.inputs.iter().zip(&self.views).zip(&self.order) {
+            let Some((name, t)) = inputs.get(k) else {
+                return false;
+            };
+            let Some(v) = view else {
+                return false;
+            };
+            if name.as_ref() != spec.name || !convert::is_view_of(view, t.borrow()) {
+                return false;
+            }
+            values.push(v.value().ptr());
+        }
+        // SAFETY: the names live in `names`; the input values are the
+        // views of `inputs`' memory (borrowed for the call); the output
+        // values are owned by `reuse.values`.
+        let ran = unsafe {
+            run_c(
+                &mut self.session,
+                &names.input_ptrs,
+                &values,
+                &names.output_ptrs,
+                &mut reuse.value_ptrs,
+            )
+        };
+        if ran.is_err() {
+            reuse.armed = false;
+            return false;
+        }
+        copy_preallocated(outputs, &self.outputs, &reuse.buffers);
+        true
     }
 
     /// [`Self::run_into`] once the inputs are checked and `at(i)` gives
@@ -556,6 +640,7 @@ impl ModelSession {
         outputs: &mut Vec<(String, Tensor)>,
     ) -> Result<(), RunError> {
         let n = self.inputs.len();
+        self.reuse.armed = false;
         // Views of the caller's tensors (kept from the last run when the
         // tensors are the same), copies for BYTES.
         let mut owned: Vec<Option<DynValue>> = Vec::new();
@@ -596,6 +681,7 @@ impl ModelSession {
                 if let (Some(prealloc), Some(names)) = (&mut reuse.values, c_names) {
                     if run_preallocated(session, names, &refs, prealloc).is_ok() {
                         copy_preallocated(outputs, output_names, &reuse.buffers);
+                        reuse.armed = true;
                         return Ok(());
                     }
                     // Another output shape (or a run-time error): the plain
@@ -606,6 +692,7 @@ impl ModelSession {
                     if r.is_ok() {
                         reuse.off = true;
                         reuse.values = None;
+                        reuse.value_ptrs.clear();
                         reuse.buffers.clear();
                     }
                     return store_outputs(outputs, output_names, r?);
@@ -620,7 +707,8 @@ impl ModelSession {
                     reuse.repeats += 1;
                     if reuse.repeats >= 2 {
                         match preallocated(output_names, outputs) {
-                            Some((values, buffers)) if c_names.is_some() => {
+                            Some((mut values, buffers)) if c_names.is_some() => {
+                                reuse.value_ptrs = values.iter_mut().map(|v| v.ptr_mut()).collect();
                                 reuse.values = Some(values);
                                 reuse.buffers = buffers;
                             }
@@ -721,6 +809,7 @@ impl ModelSession {
         state: &mut BoundState,
         outputs: &mut Vec<(String, Tensor)>,
     ) -> Result<(), RunError> {
+        self.reuse.armed = false;
         state.check(self)?;
         let state_inputs: Vec<&str> = state.pairs.iter().map(|p| p.input.as_str()).collect();
         self.order_into(inputs, &state_inputs)?;
@@ -1493,6 +1582,71 @@ pub(crate) mod tests {
         s.run_into(&owned, &mut out).unwrap();
         assert_eq!(out[0].1, want);
         assert_eq!(out[1], ("STATE_OUT".to_string(), want.clone()));
+    }
+
+    #[test]
+    fn runs_on_the_same_tensors_go_straight_to_onnx_runtime_and_stay_right() {
+        // From the fourth run on the same tensors, `run_again` calls ONNX
+        // Runtime at once; values changed in place, inputs in another
+        // order and other tensors must all still give the right sums.
+        if !have_ort() {
+            return;
+        }
+        let (_d, mut s) = open_bytes(&super::super::testmodel::accumulate());
+        let mut x = t(&[1, 4], TensorData::F32(vec![1.0, 2.0, 3.0, 4.0]));
+        let state = t(&[1, 1], TensorData::F32(vec![100.0]));
+        let keep = t(&[1, 1], TensorData::Bool(vec![false]));
+        let mut out = Vec::new();
+        for _ in 0..3 {
+            s.run_into(
+                &[("INPUT", &x), ("STATE_IN", &state), ("RESET", &keep)],
+                &mut out,
+            )
+            .unwrap();
+        }
+        assert!(
+            s.reuse.armed,
+            "the third run went through the preallocated outputs"
+        );
+        let sum = |out: &[(String, Tensor)]| out[0].1.clone();
+        // New values in the same memory.
+        if let TensorData::F32(v) = &mut x.data {
+            v[0] = 11.0;
+        }
+        assert!(s.run_again(
+            &[("INPUT", &x), ("STATE_IN", &state), ("RESET", &keep)],
+            &mut out
+        ));
+        assert_eq!(sum(&out), t(&[1, 1], TensorData::F32(vec![120.0])));
+        // Another tensor (other memory) with the same shape.
+        let y = t(&[1, 4], TensorData::F32(vec![0.5; 4]));
+        assert!(!s.run_again(
+            &[("INPUT", &y), ("STATE_IN", &state), ("RESET", &keep)],
+            &mut out
+        ));
+        s.run_into(
+            &[("INPUT", &y), ("STATE_IN", &state), ("RESET", &keep)],
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(sum(&out), t(&[1, 1], TensorData::F32(vec![102.0])));
+        // Another order of the same tensors: not the order the session
+        // kept, so the general path matches them by name (and re-arms).
+        s.run_into(
+            &[("RESET", &keep), ("INPUT", &x), ("STATE_IN", &state)],
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(sum(&out), t(&[1, 1], TensorData::F32(vec![120.0])));
+        // That order is kept now; a wrong name in its place is never run.
+        assert!(s.run_again(
+            &[("RESET", &keep), ("INPUT", &x), ("STATE_IN", &state)],
+            &mut out
+        ));
+        assert!(!s.run_again(
+            &[("RESET_", &keep), ("INPUT", &x), ("STATE_IN", &state)],
+            &mut out
+        ));
     }
 
     #[test]
