@@ -235,6 +235,29 @@ impl TensorData {
         self.len() == 0
     }
 
+    /// Bytes of memory the vector holds (BYTES: not counting the memory
+    /// of its elements).
+    pub fn capacity_bytes(&self) -> usize {
+        fn bytes<T>(v: &Vec<T>) -> usize {
+            v.capacity() * std::mem::size_of::<T>()
+        }
+        with_vec!(self, v => bytes(v))
+    }
+
+    /// Makes `self` a copy of `other`, in `self`'s memory when it holds
+    /// the same type.
+    pub fn assign(&mut self, other: &TensorData) {
+        macro_rules! assign {
+            ($($var:ident),*) => {
+                match (&mut *self, other) {
+                    $((TensorData::$var(a), TensorData::$var(b)) => a.clone_from(b),)*
+                    (a, b) => *a = b.clone(),
+                }
+            };
+        }
+        assign!(Bool, U8, U16, U32, U64, I8, I16, I32, I64, F16, F32, F64, Bf16, Bytes)
+    }
+
     /// Appends the elements of `other` (same data type) to `self`.
     pub fn extend_from(&mut self, other: &TensorData) -> Result<(), TensorError> {
         macro_rules! ext {
@@ -412,6 +435,11 @@ impl NamedTensors {
                 None
             }
         }
+    }
+
+    /// The `(name, tensor)` pairs in name order, moved out.
+    pub fn into_vec(self) -> Vec<(String, Tensor)> {
+        self.0
     }
 
     /// The `(name, tensor)` pairs in name order.

@@ -36,7 +36,7 @@ use crate::batching::{
 };
 use crate::runtime::{Device, ModelSession, RunError, SessionOptions};
 use crate::schema::inference::model_config::SchedulingChoice;
-use crate::tensor::{NamedTensors, Tensor, TensorData};
+use crate::tensor::{Tensor, TensorData};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::{mpsc, Arc};
@@ -209,6 +209,75 @@ struct InFlight {
     size: u32,
     /// Set when assembling the inputs failed (the batch is not run).
     failed: Option<String>,
+}
+
+/// The memory of owned requests whose tensors are in a batch already,
+/// kept to hold results: a result built in it needs no new memory, and
+/// the request's is not freed (see [`Driver::start`]). A kept tensor holds
+/// at most twice the memory its result needs, or [`Spare::SMALL`] bytes.
+#[derive(Default)]
+struct Spare {
+    /// Emptied lists of tensors.
+    lists: Vec<Vec<(String, Tensor)>>,
+    /// Names and tensors whose contents are to be overwritten.
+    tensors: Vec<(String, Tensor)>,
+}
+
+impl Spare {
+    /// At most this many lists and tensors are kept (the rest is freed).
+    const KEEP: usize = 64;
+    /// Memory any result may keep, whatever its size.
+    const SMALL: usize = 256;
+
+    fn give(&mut self, mut list: Vec<(String, Tensor)>) {
+        let room = Self::KEEP.saturating_sub(self.tensors.len());
+        self.tensors.extend(list.drain(..).take(room));
+        if list.capacity() > 0 && self.lists.len() < Self::KEEP {
+            self.lists.push(list);
+        }
+    }
+
+    /// An empty list for `n` tensors.
+    fn list(&mut self, n: usize) -> Vec<(String, Tensor)> {
+        self.lists.pop().unwrap_or_else(|| Vec::with_capacity(n))
+    }
+
+    /// An entry named `name` with an empty shape, and data whose memory
+    /// may be reused for `bytes` bytes (its contents are to be replaced).
+    fn take(&mut self, name: &str, bytes: usize) -> (String, Tensor) {
+        let Some((mut n, mut t)) = self.tensors.pop() else {
+            return (
+                name.to_string(),
+                Tensor {
+                    shape: Vec::new(),
+                    data: TensorData::U8(Vec::new()),
+                },
+            );
+        };
+        if n.capacity() >= name.len() {
+            n.clear();
+            n.push_str(name);
+        } else {
+            n = name.to_string();
+        }
+        t.shape.clear();
+        if t.data.capacity_bytes() > Self::SMALL.max(bytes.saturating_mul(2)) {
+            t.data = TensorData::U8(Vec::new());
+        }
+        (n, t)
+    }
+
+    /// `name` with a copy of `data`, its shape the concatenation of
+    /// `shape`.
+    fn tensor(&mut self, name: &str, shape: &[&[i64]], data: &TensorData) -> (String, Tensor) {
+        let bytes = data.len() * data.dtype().element_size().unwrap_or(0);
+        let (n, mut t) = self.take(name, bytes);
+        for s in shape {
+            t.shape.extend_from_slice(s);
+        }
+        t.data.assign(data);
+        (n, t)
+    }
 }
 
 /// Collects the scheduler's records: of requests it refused or timed out
@@ -629,6 +698,7 @@ impl Plan {
         flight: &InFlight,
         outs: &[(String, Tensor)],
         per_row: &mut Vec<Option<Vec<(String, Tensor)>>>,
+        spare: &mut Spare,
     ) -> Result<(), String> {
         per_row.clear();
         if outs.len() != self.session_outputs {
@@ -649,19 +719,15 @@ impl Plan {
                 .map_err(|e| e.to_string())?;
         }
         let rows = flight.tags.len();
-        per_row.extend(
-            flight
-                .tags
-                .iter()
-                .map(|t| t.map(|_| Vec::with_capacity(self.outputs.len()))),
-        );
+        let n = self.outputs.len();
+        per_row.extend(flight.tags.iter().map(|t| t.map(|_| spare.list(n))));
         for (name, &at) in self.outputs.iter().zip(&self.output_at) {
             let (n, t) = &outs[at];
             debug_assert_eq!(n, name);
             match self.layout {
                 Layout::Single => {
                     if let Some(Some(o)) = per_row.first_mut() {
-                        o.push((name.clone(), t.clone()));
+                        o.push(spare.tensor(name, &[&t.shape], &t.data));
                     }
                 }
                 Layout::Batch => {
@@ -680,19 +746,10 @@ impl Plan {
                     let axis = self.axes.get(name).copied().unwrap_or(0);
                     // Each real row's piece (padding rows are dropped), with
                     // the request's batch axis of 1 put back.
-                    let mut shape = Vec::with_capacity(t.shape.len() + 1);
-                    shape.push(1);
-                    shape.extend_from_slice(&t.shape);
                     if rows == 1 && t.shape.get(axis) == Some(&1) {
                         // One row: the whole tensor.
                         if let Some(Some(o)) = per_row.first_mut() {
-                            o.push((
-                                name.clone(),
-                                Tensor {
-                                    shape,
-                                    data: t.data.clone(),
-                                },
-                            ));
+                            o.push(spare.tensor(name, &[&[1], &t.shape], &t.data));
                         }
                         continue;
                     }
@@ -702,22 +759,19 @@ impl Plan {
                             t.shape
                         ));
                     }
-                    shape[axis + 1] = 1;
+                    let bytes = (t.data.len() / rows) * t.dtype().element_size().unwrap_or(0);
                     for (j, o) in per_row.iter_mut().enumerate() {
                         let Some(o) = o else {
                             continue;
                         };
-                        let mut data = TensorData::empty(t.dtype());
-                        slice_axis_into(&mut data, &t.data, &t.shape, axis, j, 1).map_err(|e| {
-                            format!("output '{name}' with shape {:?}: {e}", t.shape)
-                        })?;
-                        o.push((
-                            name.clone(),
-                            Tensor {
-                                shape: shape.clone(),
-                                data,
-                            },
-                        ));
+                        let (n, mut piece) = spare.take(name, bytes);
+                        slice_axis_into(&mut piece.data, &t.data, &t.shape, axis, j, 1).map_err(
+                            |e| format!("output '{name}' with shape {:?}: {e}", t.shape),
+                        )?;
+                        piece.shape.push(1);
+                        piece.shape.extend_from_slice(&t.shape);
+                        piece.shape[axis + 1] = 1;
+                        o.push((n, piece));
                     }
                 }
             }
@@ -802,6 +856,8 @@ struct Driver<'r> {
     starts: Vec<bool>,
     /// Reused by [`Plan::outputs`].
     per_row: Vec<Option<Vec<(String, Tensor)>>>,
+    /// Memory of requests already run, for results.
+    recycled: Spare,
     /// The stateful backend's own per-batch rules (`crate::run::stateful`).
     stateful: Option<super::stateful::StatefulBackend>,
     /// Streaming (see [`run_model_streaming`]): where more requests come
@@ -963,7 +1019,8 @@ impl Driver<'_> {
             (Some(e), _) => Err(e.clone()),
             (None, Ok(())) => {
                 self.record_execution(flight.size, d.elapsed);
-                self.plan.outputs(&flight, &io.outputs, &mut per_row)
+                self.plan
+                    .outputs(&flight, &io.outputs, &mut per_row, &mut self.recycled)
             }
             (None, Err(e)) => {
                 self.record_execution(flight.size, d.elapsed);
@@ -1089,12 +1146,12 @@ impl Driver<'_> {
             flight.failed = Some(e);
         }
         // The requests' tensors are in the batch now. Owned requests give
-        // theirs back at once: the results of this batch then reuse that
-        // memory instead of fresh memory (first touches of new pages).
+        // their memory to the results of this batch (see [`Spare`]),
+        // instead of freeing it while the results take fresh memory.
         if let Cow::Owned(requests) = &mut self.requests {
             for &i in flight.tags.iter().flatten() {
                 if let Some(r) = requests.get_mut(i) {
-                    r.inputs = NamedTensors::default();
+                    self.recycled.give(std::mem::take(&mut r.inputs).into_vec());
                 }
             }
         }
@@ -1291,6 +1348,7 @@ fn run_inner<'r>(
         spare: InFlight::default(),
         starts: Vec::new(),
         per_row: Vec::new(),
+        recycled: Spare::default(),
     };
 
     let elapsed;
@@ -1524,5 +1582,66 @@ fn drive<'r>(
         } else if !wait.is_zero() {
             std::thread::sleep(wait);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32s(shape: &[i64], v: Vec<f32>) -> Tensor {
+        Tensor::new(shape.to_vec(), TensorData::F32(v)).unwrap()
+    }
+
+    fn addr(t: &Tensor) -> *const f32 {
+        match &t.data {
+            TensorData::F32(v) => v.as_ptr(),
+            _ => std::ptr::null(),
+        }
+    }
+
+    #[test]
+    fn spare_memory_holds_results_of_the_right_contents_and_never_too_much_memory() {
+        let mut spare = Spare::default();
+        let small = f32s(&[1, 20], vec![7.0; 20]);
+        let small_at = addr(&small);
+        let big = f32s(&[1, 100_000], vec![1.0; 100_000]);
+        spare.give(vec![("Input".to_string(), small)]);
+        spare.give(vec![("Big".to_string(), big)]);
+
+        // The last tensor given is taken first: 400 kB are not kept for a
+        // result of 20 bytes.
+        let out = f32s(&[1, 5], vec![1.0, 2.0, 3.0, 4.0, 5.0]);
+        let (name, t) = spare.tensor("Output", &[&[1], &out.shape], &out.data);
+        assert_eq!(name, "Output");
+        assert_eq!(t.shape, vec![1, 1, 5]);
+        assert_eq!(t.data, out.data);
+        assert!(
+            t.data.capacity_bytes() < 1000,
+            "{}",
+            t.data.capacity_bytes()
+        );
+
+        // 80 bytes are (they are under the small size any result may keep).
+        let (name, t) = spare.tensor("Out", &[&out.shape], &out.data);
+        assert_eq!((name.as_str(), &t.shape[..]), ("Out", &[1i64, 5][..]));
+        assert_eq!(t.data, out.data);
+        assert_eq!(addr(&t), small_at, "the request's memory holds the result");
+
+        // Other types and an empty pool give plain copies.
+        let ints = Tensor::new(vec![2], TensorData::I64(vec![3, 4])).unwrap();
+        spare.give(vec![("X".to_string(), f32s(&[1], vec![0.0]))]);
+        let (_, t) = spare.tensor("I", &[&ints.shape], &ints.data);
+        assert_eq!(t, ints);
+        let (name, t) = spare.tensor("J", &[&ints.shape], &ints.data);
+        assert_eq!((name.as_str(), t), ("J", ints));
+
+        // Lists keep their memory; at most `KEEP` of each are held.
+        for _ in 0..Spare::KEEP + 10 {
+            spare.give(vec![("A".to_string(), f32s(&[1], vec![0.0]))]);
+        }
+        assert_eq!(spare.tensors.len(), Spare::KEEP);
+        assert_eq!(spare.lists.len(), Spare::KEEP);
+        assert!(spare.list(3).capacity() >= 1);
     }
 }
