@@ -157,6 +157,8 @@ struct Plan {
 #[derive(Default)]
 struct Io {
     inputs: Vec<(String, Tensor)>,
+    /// Per input: where it holds zeros (padding rows written once).
+    zeros: Vec<super::stack::Zeros>,
     outputs: Vec<(String, Tensor)>,
 }
 
@@ -553,7 +555,15 @@ impl Plan {
         batch: &crate::batching::Batch,
         starts: &[bool],
         buf: &mut Vec<(String, Tensor)>,
+        zeros: &mut Vec<super::stack::Zeros>,
     ) -> Result<(), String> {
+        // Every entry written below other than by stacking forgets where
+        // it held zeros (entries past the end of `zeros` know nothing).
+        fn forget(zeros: &mut [super::stack::Zeros], k: usize) {
+            if let Some(z) = zeros.get_mut(k) {
+                *z = Default::default();
+            }
+        }
         let first = flight
             .tags
             .iter()
@@ -579,6 +589,7 @@ impl Plan {
                     _ => None,
                 };
                 if let Some(shape) = shape {
+                    forget(zeros, k);
                     put(buf, k, name, shape, &sample.data)?;
                     k += 1;
                     continue;
@@ -591,6 +602,7 @@ impl Plan {
                     })?,
                     _ => return Err("a batch without requests".into()),
                 };
+                forget(zeros, k);
                 put_tensor(buf, k, name, t);
                 k += 1;
                 continue;
@@ -641,19 +653,30 @@ impl Plan {
                     shape: Vec::new(),
                     data: TensorData::empty(sample.dtype()),
                 };
+                forget(zeros, k);
                 match buf.get_mut(k) {
                     Some(slot) => *slot = (name.clone(), t),
                     None => buf.push((name.clone(), t)),
                 }
             }
-            super::stack::concat_parts_into(&mut buf[k].1, sample.dtype(), &parts, axis)
-                .map_err(|e| format!("input '{name}': {e}"))?;
+            if zeros.len() <= k {
+                zeros.resize(k + 1, Default::default());
+            }
+            super::stack::concat_parts_into(
+                &mut buf[k].1,
+                sample.dtype(),
+                &parts,
+                axis,
+                &mut zeros[k],
+            )
+            .map_err(|e| format!("input '{name}': {e}"))?;
             k += 1;
         }
         if let Some(reset) = &self.reset_input {
             let n = starts.len() as i64;
             // Copied in place when the buffer holds a reset tensor of this
             // size already.
+            forget(zeros, k);
             let fits = matches!(buf.get(k), Some((nm, t)) if nm == reset
                 && matches!(&t.data, TensorData::Bool(v) if v.len() == starts.len()));
             if fits {
@@ -677,6 +700,7 @@ impl Plan {
                     continue;
                 }
                 let t = Tensor::new(c.shape, control_data(c.data)).map_err(|e| e.to_string())?;
+                forget(zeros, k);
                 put_tensor(buf, k, &c.name, t);
                 k += 1;
             }
@@ -684,10 +708,11 @@ impl Plan {
         if !self.store.specs().is_empty() {
             k = self
                 .store
-                .gather_into(&flight.keys, buf, k)
+                .gather_into(&flight.keys, buf, k, zeros)
                 .map_err(|e| e.to_string())?;
         }
         buf.truncate(k);
+        zeros.truncate(k);
         Ok(())
     }
 
@@ -1139,9 +1164,14 @@ impl Driver<'_> {
             None => Vec::new(),
         };
         let mut io = self.ios[instance].take().unwrap_or_default();
-        let assembled =
-            self.plan
-                .inputs_into(&self.requests, &flight, batch, &starts, &mut io.inputs);
+        let assembled = self.plan.inputs_into(
+            &self.requests,
+            &flight,
+            batch,
+            &starts,
+            &mut io.inputs,
+            &mut io.zeros,
+        );
         if let Err(e) = assembled {
             flight.failed = Some(e);
         }

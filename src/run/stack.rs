@@ -18,28 +18,70 @@ fn dims_usize(shape: &[i64]) -> Result<Dims, TensorError> {
         .collect()
 }
 
+/// Where a buffer filled by [`interleave_into`] holds zeros: the padding
+/// parts of its last fill, when they all had one size. The default says
+/// nothing is known. Whoever writes the buffer otherwise resets it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Zeros {
+    outer: usize,
+    chunk: usize,
+    parts: usize,
+    /// Bit `j`: part `j` was padding.
+    mask: u64,
+}
+
 /// Fills `dst` with, for each `o` in `0..outer`, the `o`-th chunk of every
 /// part in turn: part `j` gives `parts[j].1` elements per outer index, from
-/// `parts[j].0` (`None`: zeros). `dst` is cleared first and keeps its
-/// memory when it already holds `dtype`; its length is reserved once.
+/// `parts[j].0` (`None`: zeros). `dst` keeps its memory when it already
+/// holds `dtype`. When it has the length needed it is overwritten in
+/// place, and padding parts that `zeros` (of the buffer's last fill) shows
+/// to hold zeros already, in the same layout, are not written again (a
+/// padded batch writes only its real rows); else it is cleared and its
+/// length reserved once. `zeros` is updated for the next fill.
 pub(crate) fn interleave_into(
     dst: &mut TensorData,
     dtype: crate::tensor::DataType,
     parts: &[(Option<&TensorData>, usize)],
     outer: usize,
+    zeros: &mut Zeros,
 ) -> Result<(), TensorError> {
+    let known = std::mem::take(zeros);
     if dst.dtype() != dtype {
         *dst = TensorData::empty(dtype);
     }
     let total = outer * parts.iter().map(|p| p.1).sum::<usize>();
+    // The layout this fill leaves, when its parts have one size.
+    let chunk = parts.first().map_or(0, |p| p.1);
+    let uniform = parts.len() <= 64 && parts.iter().all(|p| p.1 == chunk);
+    let now = Zeros {
+        outer,
+        chunk,
+        parts: parts.len(),
+        mask: parts
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.0.is_none())
+            .fold(0, |m, (j, _)| m | (1u64 << j)),
+    };
+    let same_layout = uniform
+        && known.mask != 0
+        && Zeros {
+            mask: known.mask,
+            ..now
+        } == known;
     macro_rules! fill {
         ($($var:ident),*) => {
             match dst {
                 $(TensorData::$var(d) => {
-                    d.clear();
-                    d.reserve(total);
+                    let in_place = d.len() == total;
+                    let skip = if in_place && same_layout { known.mask } else { 0 };
+                    if !in_place {
+                        d.clear();
+                        d.reserve(total);
+                    }
+                    let mut at = 0;
                     for o in 0..outer {
-                        for &(part, chunk) in parts {
+                        for (j, &(part, chunk)) in parts.iter().enumerate() {
                             match part {
                                 Some(TensorData::$var(s)) => {
                                     let src = s.get(o * chunk..(o + 1) * chunk).ok_or(
@@ -49,7 +91,11 @@ pub(crate) fn interleave_into(
                                             got: s.len(),
                                         },
                                     )?;
-                                    d.extend_from_slice(src);
+                                    if in_place {
+                                        d[at..at + chunk].clone_from_slice(src);
+                                    } else {
+                                        d.extend_from_slice(src);
+                                    }
                                 }
                                 Some(other) => {
                                     return Err(TensorError::DataType {
@@ -57,8 +103,12 @@ pub(crate) fn interleave_into(
                                         got: other.dtype(),
                                     })
                                 }
+                                // Zeros there already (bit j of `skip`).
+                                None if skip >> j & 1 == 1 => {}
+                                None if in_place => d[at..at + chunk].fill(Default::default()),
                                 None => d.resize(d.len() + chunk, Default::default()),
                             }
+                            at += chunk;
                         }
                     }
                 })*
@@ -66,18 +116,24 @@ pub(crate) fn interleave_into(
         };
     }
     fill!(Bool, U8, U16, U32, U64, I8, I16, I32, I64, F16, F32, F64, Bf16, Bytes);
+    if uniform {
+        *zeros = now;
+    }
     Ok(())
 }
 
 /// Concatenates `parts` (shape, data; `None`: zeros of that shape) of
 /// data type `dtype` along `axis` into `dst`, reusing its memory: all parts
-/// have the same rank and dimensions except along `axis`.
+/// have the same rank and dimensions except along `axis`. `zeros` is
+/// `dst`'s, as in [`interleave_into`].
 pub(crate) fn concat_parts_into(
     dst: &mut Tensor,
     dtype: crate::tensor::DataType,
     parts: &[(&[i64], Option<&TensorData>)],
     axis: usize,
+    zeros: &mut Zeros,
 ) -> Result<(), TensorError> {
+    // The checks below leave `dst` (and so `zeros`) as they are.
     let Some(&(first, _)) = parts.first() else {
         return Err(TensorError::Shape(Vec::new()));
     };
@@ -116,7 +172,7 @@ pub(crate) fn concat_parts_into(
         .iter()
         .map(|&(shape, data)| (data, shape[axis] as usize * inner))
         .collect();
-    interleave_into(&mut dst.data, dtype, &chunks, outer)?;
+    interleave_into(&mut dst.data, dtype, &chunks, outer, zeros)?;
     dst.shape.clear();
     dst.shape.extend_from_slice(first);
     dst.shape[axis] = total;
@@ -139,7 +195,7 @@ pub fn concat_axis(parts: &[&Tensor], axis: usize) -> Result<Tensor, TensorError
         shape: Vec::new(),
         data: TensorData::empty(dtype),
     };
-    concat_parts_into(&mut out, dtype, &spec, axis)?;
+    concat_parts_into(&mut out, dtype, &spec, axis, &mut Zeros::default())?;
     Ok(out)
 }
 
@@ -154,20 +210,31 @@ pub(crate) fn slice_axis_into(
     start: usize,
     len: usize,
 ) -> Result<(), TensorError> {
-    let dims = dims_usize(shape)?;
-    if axis >= dims.len() || start + len > dims[axis] {
-        return Err(TensorError::Shape(shape.to_vec()));
+    // The element counts before, along and after `axis` (no list of
+    // dimensions is built: this runs once per output and result).
+    let bad = || TensorError::Shape(shape.to_vec());
+    let count = |dims: &[i64]| {
+        dims.iter().try_fold(1usize, |n, &d| {
+            usize::try_from(d).ok().and_then(|d| n.checked_mul(d))
+        })
+    };
+    let along = shape
+        .get(axis)
+        .and_then(|&d| usize::try_from(d).ok())
+        .ok_or_else(bad)?;
+    let outer = count(&shape[..axis]).ok_or_else(bad)?;
+    let inner = count(&shape[axis + 1..]).ok_or_else(bad)?;
+    if start.checked_add(len).is_none_or(|end| end > along) {
+        return Err(bad());
     }
-    if Some(src.len()) != element_count(shape) {
+    let row = along.checked_mul(inner).ok_or_else(bad)?;
+    if Some(src.len()) != outer.checked_mul(row) {
         return Err(TensorError::Size {
             shape: shape.to_vec(),
             expected: element_count(shape).unwrap_or(0),
             got: src.len(),
         });
     }
-    let outer: usize = dims[..axis].iter().product();
-    let inner: usize = dims[axis + 1..].iter().product();
-    let row = dims[axis] * inner;
     if dst.dtype() != src.dtype() {
         *dst = TensorData::empty(src.dtype());
     }
@@ -307,6 +374,74 @@ mod tests {
 
     fn t(shape: &[i64], v: &[i32]) -> Tensor {
         Tensor::new(shape.to_vec(), TensorData::I32(v.to_vec())).unwrap()
+    }
+
+    #[test]
+    fn padding_rows_already_zero_are_not_written_again_and_never_left_stale() {
+        // Two outer blocks of three one-element parts, as a padded batch
+        // of the stateful backend lays them out.
+        let a = TensorData::I32(vec![1, 2]);
+        let b = TensorData::I32(vec![3, 4]);
+        let fresh = |parts: &[(Option<&TensorData>, usize)]| {
+            let mut d = TensorData::empty(DataType::I32);
+            interleave_into(&mut d, DataType::I32, parts, 2, &mut Zeros::default()).unwrap();
+            d
+        };
+        let mut d = TensorData::empty(DataType::I32);
+        let mut z = Zeros::default();
+        let first = [(Some(&a), 1), (None, 1), (None, 1)];
+        interleave_into(&mut d, DataType::I32, &first, 2, &mut z).unwrap();
+        assert_eq!(d, TensorData::I32(vec![1, 0, 0, 2, 0, 0]));
+
+        // The same layout: only the real row is written. (A value planted
+        // in a padding row shows it is left alone; the runner never
+        // writes a buffer without resetting its `Zeros`.)
+        if let TensorData::I32(v) = &mut d {
+            v[2] = 99;
+        }
+        let second = [(Some(&b), 1), (None, 1), (None, 1)];
+        interleave_into(&mut d, DataType::I32, &second, 2, &mut z).unwrap();
+        assert_eq!(d, TensorData::I32(vec![3, 0, 99, 4, 0, 0]));
+        if let TensorData::I32(v) = &mut d {
+            v[2] = 0;
+        }
+
+        // A real row where padding was and padding where a real row was:
+        // the old row is zeroed.
+        let third = [(None, 1), (Some(&a), 1), (None, 1)];
+        interleave_into(&mut d, DataType::I32, &third, 2, &mut z).unwrap();
+        assert_eq!(d, fresh(&third));
+
+        // Another layout of the same length (one part of two elements per
+        // block, then a padding part of one) is written whole.
+        let wide = TensorData::I32(vec![5, 6, 7, 8]);
+        let uneven = [(Some(&wide), 2), (None, 1)];
+        interleave_into(&mut d, DataType::I32, &uneven, 2, &mut z).unwrap();
+        assert_eq!(d, TensorData::I32(vec![5, 6, 0, 7, 8, 0]));
+        assert_eq!(
+            z,
+            Zeros::default(),
+            "parts of several sizes are not tracked"
+        );
+        interleave_into(&mut d, DataType::I32, &third, 2, &mut z).unwrap();
+        assert_eq!(d, fresh(&third));
+
+        // Three outer blocks of two parts: the same length, another
+        // layout, so nothing is skipped.
+        let c = TensorData::I32(vec![9, 9, 9]);
+        let other = [(None, 1), (Some(&c), 1)];
+        let mut z2 = z;
+        if let TensorData::I32(v) = &mut d {
+            v.iter_mut().for_each(|x| *x = 7);
+        }
+        interleave_into(&mut d, DataType::I32, &other, 3, &mut z2).unwrap();
+        assert_eq!(d, TensorData::I32(vec![0, 9, 0, 9, 0, 9]));
+
+        // A failed fill forgets what it knew.
+        let short = TensorData::I32(vec![1]);
+        let bad = [(Some(&short), 1), (None, 1), (None, 1)];
+        assert!(interleave_into(&mut d, DataType::I32, &bad, 2, &mut z).is_err());
+        assert_eq!(z, Zeros::default());
     }
 
     #[test]

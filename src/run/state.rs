@@ -367,12 +367,15 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
 
     /// [`StateStore::gather`] into entries `k..` of `buf`, reusing the
     /// memory of the tensors already there (see [`super::stack::put`]).
-    /// Returns the index after the last entry written.
-    pub fn gather_into(
+    /// `zeros[i]` tells where entry `i` of `buf` holds zeros (see
+    /// [`super::stack::Zeros`]): padding rows already zero are not written
+    /// again. Returns the index after the last entry written.
+    pub(crate) fn gather_into(
         &self,
         keys: &[Option<K>],
         buf: &mut Vec<(String, Tensor)>,
         k: usize,
+        zeros: &mut Vec<super::stack::Zeros>,
     ) -> Result<usize, StateError> {
         if let [Some(key)] = keys {
             // One sequence: its states as they are, with a batch axis of 1.
@@ -389,6 +392,9 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
                     }
                     shape.insert(axis, 1);
                 }
+                if let Some(z) = zeros.get_mut(k + i) {
+                    *z = Default::default();
+                }
                 super::stack::put(buf, k + i, &spec.input_name, &shape, &t.data)
                     .map_err(StateError::Batch)?;
             }
@@ -396,6 +402,9 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
         }
         // Several rows: stacked in place into the buffer's tensors.
         Self::check_unique(keys)?;
+        if zeros.len() < k + self.specs.len() {
+            zeros.resize(k + self.specs.len(), Default::default());
+        }
         // Batches of up to 16 rows keep these lists on the stack.
         let rows: smallvec::SmallVec<[Option<&Vec<Tensor>>; 16]> = keys
             .iter()
@@ -447,13 +456,20 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
                     shape: Vec::new(),
                     data: TensorData::empty(reference.dtype()),
                 };
+                zeros[at] = Default::default();
                 match buf.get_mut(at) {
                     Some(slot) => *slot = (spec.input_name.clone(), t),
                     None => buf.push((spec.input_name.clone(), t)),
                 }
             }
             let dst = &mut buf[at].1;
-            super::stack::interleave_into(&mut dst.data, reference.dtype(), &parts, outer)?;
+            super::stack::interleave_into(
+                &mut dst.data,
+                reference.dtype(),
+                &parts,
+                outer,
+                &mut zeros[at],
+            )?;
             dst.shape.clear();
             dst.shape.extend_from_slice(&reference.shape);
             dst.shape.insert(axis, keys.len() as i64);
@@ -735,7 +751,7 @@ mod tests {
         step(&mut s, &[Some(1), Some(2)], &[1.0, 2.0]);
         let mut buf = vec![("X".to_string(), f32s(&[1], &[9.0]))];
         for keys in [vec![Some(1)], vec![Some(2), None, Some(1)], vec![Some(2)]] {
-            let end = s.gather_into(&keys, &mut buf, 1).unwrap();
+            let end = s.gather_into(&keys, &mut buf, 1, &mut Vec::new()).unwrap();
             assert_eq!(end, 2);
             assert_eq!(buf[0].0, "X", "entries before k are kept");
             assert_eq!(buf[1..], s.gather(&keys).unwrap()[..]);
@@ -747,7 +763,8 @@ mod tests {
         };
         let before = ptr(&buf);
         step(&mut s, &[Some(2)], &[5.0]);
-        s.gather_into(&[Some(2)], &mut buf, 1).unwrap();
+        s.gather_into(&[Some(2)], &mut buf, 1, &mut Vec::new())
+            .unwrap();
         assert_eq!(ptr(&buf), before);
         assert_eq!(values(&buf[1].1), vec![7.0, 7.0, 7.0]);
         assert_eq!(buf[1].1.shape, vec![1, 3]);
