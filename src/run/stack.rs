@@ -142,9 +142,11 @@ pub(crate) fn concat_parts_into(
     }
     let mut total = 0i64;
     for &(shape, data) in parts {
-        let same_rest = shape.len() == first.len()
-            && shape[..axis] == first[..axis]
-            && shape[axis + 1..] == first[axis + 1..];
+        // (Padding parts are given the first part's shape itself.)
+        let same_rest = std::ptr::eq(shape, first)
+            || (shape.len() == first.len()
+                && shape[..axis] == first[..axis]
+                && shape[axis + 1..] == first[axis + 1..]);
         if !same_rest {
             return Err(TensorError::Concat(first.to_vec(), shape.to_vec()));
         }
@@ -168,10 +170,11 @@ pub(crate) fn concat_parts_into(
     let outer = element_count(&first[..axis]).ok_or_else(|| TensorError::Shape(first.to_vec()))?;
     let inner =
         element_count(&first[axis + 1..]).ok_or_else(|| TensorError::Shape(first.to_vec()))?;
-    let chunks: smallvec::SmallVec<[(Option<&TensorData>, usize); 16]> = parts
-        .iter()
-        .map(|&(shape, data)| (data, shape[axis] as usize * inner))
-        .collect();
+    let mut chunks: smallvec::SmallVec<[(Option<&TensorData>, usize); 16]> =
+        smallvec::SmallVec::with_capacity(parts.len());
+    for &(shape, data) in parts {
+        chunks.push((data, shape[axis] as usize * inner));
+    }
     interleave_into(&mut dst.data, dtype, &chunks, outer, zeros)?;
     dst.shape.clear();
     dst.shape.extend_from_slice(first);

@@ -406,10 +406,14 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
             zeros.resize(k + self.specs.len(), Default::default());
         }
         // Batches of up to 16 rows keep these lists on the stack.
-        let rows: smallvec::SmallVec<[Option<&Vec<Tensor>>; 16]> = keys
-            .iter()
-            .map(|k| k.as_ref().map(|k| self.states_of(k)).transpose())
-            .collect::<Result<_, _>>()?;
+        let mut rows: smallvec::SmallVec<[Option<&Vec<Tensor>>; 16]> =
+            smallvec::SmallVec::with_capacity(keys.len());
+        for k in keys {
+            rows.push(match k {
+                Some(k) => Some(self.states_of(k)?),
+                None => None,
+            });
+        }
         for (i, spec) in self.specs.iter().enumerate() {
             let Some(axis) = spec.batch_axis else {
                 return Err(StateError::Batch(format!(
@@ -426,7 +430,9 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
                 .next()
                 .unwrap_or(&spec.initial);
             for t in rows.iter().flatten().map(|s| &s[i]) {
-                if t.shape != reference.shape || t.dtype() != reference.dtype() {
+                if !std::ptr::eq(t, reference)
+                    && (t.shape != reference.shape || t.dtype() != reference.dtype())
+                {
                     return Err(StateError::Batch(format!(
                         "state '{}' cannot be batched: sequences hold {} {:?} and {} {:?}",
                         spec.input_name,
@@ -446,10 +452,11 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
                 .ok_or_else(|| StateError::Tensor(TensorError::Shape(reference.shape.clone())))?;
             let chunk = crate::tensor::element_count(&reference.shape[axis..])
                 .ok_or_else(|| StateError::Tensor(TensorError::Shape(reference.shape.clone())))?;
-            let parts: smallvec::SmallVec<[(Option<&TensorData>, usize); 16]> = rows
-                .iter()
-                .map(|r| (r.map(|s| &s[i].data), chunk))
-                .collect();
+            let mut parts: smallvec::SmallVec<[(Option<&TensorData>, usize); 16]> =
+                smallvec::SmallVec::with_capacity(rows.len());
+            for r in &rows {
+                parts.push((r.map(|s| &s[i].data), chunk));
+            }
             let at = k + i;
             if !matches!(buf.get(at), Some((n, _)) if *n == spec.input_name) {
                 let t = Tensor {
