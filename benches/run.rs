@@ -165,20 +165,21 @@ fn main() {
     // `TRITONCTL_BENCH_PROFILE=<steps>`: run one sequence of that many
     // steps through the runner once and stop (for callgrind/perf); padded
     // to 4 rows as committed, or one row with `TRITONCTL_BENCH_ROWS=1`;
-    // `TRITONCTL_BENCH_BARE=1` runs the bare loop (one row) instead.
+    // `TRITONCTL_BENCH_BARE=1` runs the bare loop instead, at as many rows.
     if let Some(n) = std::env::var("TRITONCTL_BENCH_PROFILE")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
     {
+        let one_row = std::env::var("TRITONCTL_BENCH_ROWS").as_deref() == Ok("1");
         if std::env::var("TRITONCTL_BENCH_BARE").as_deref() == Ok("1") {
-            // The bare loop instead, at one row.
+            let rows: i64 = if one_row { 1 } else { 4 };
             let x = Tensor::new(
-                vec![4, 1, 5],
-                TensorData::F32((0..20).map(|i| i as f32).collect()),
+                vec![4, rows, 5],
+                TensorData::F32((0..20 * rows).map(|i| (i % 20) as f32).collect()),
             )
             .unwrap();
-            let state = Tensor::zeros(DataType::F32, vec![1, 5]).unwrap();
-            let reset = Tensor::zeros(DataType::Bool, vec![1, 1]).unwrap();
+            let state = Tensor::zeros(DataType::F32, vec![rows, 5]).unwrap();
+            let reset = Tensor::zeros(DataType::Bool, vec![rows, 1]).unwrap();
             let stats = bench::bare_loop(
                 no_delay.model_file.as_ref().unwrap(),
                 &SessionOptions::default(),
@@ -197,7 +198,7 @@ fn main() {
             );
             return;
         }
-        let m = if std::env::var("TRITONCTL_BENCH_ROWS").as_deref() == Ok("1") {
+        let m = if one_row {
             load_model(&no_delay_copy(tmp.path(), true), None).expect("model loads")
         } else {
             no_delay
