@@ -346,6 +346,8 @@ pub(crate) fn copy_data(dst: &mut TensorData, src: &TensorData) -> bool {
 /// Makes entry `k` of `buf` the tensor `name` with `shape` and a copy of
 /// `data`, in the memory already there when it fits (same name, element
 /// type and count). Entries past `k` are left alone (truncate afterwards).
+// Used by the runner (feature `run`) alone.
+#[cfg_attr(not(feature = "run"), allow(dead_code))]
 pub(crate) fn put(
     buf: &mut Vec<(String, Tensor)>,
     k: usize,

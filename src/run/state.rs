@@ -370,6 +370,8 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
     /// `zeros[i]` tells where entry `i` of `buf` holds zeros (see
     /// [`super::stack::Zeros`]): padding rows already zero are not written
     /// again. Returns the index after the last entry written.
+    // Used by the runner (feature `run`) alone.
+    #[cfg_attr(not(feature = "run"), allow(dead_code))]
     pub(crate) fn gather_into(
         &self,
         keys: &[Option<K>],
