@@ -558,12 +558,8 @@ impl Plan {
         zeros: &mut Vec<super::stack::Zeros>,
     ) -> Result<(), String> {
         // Every entry written below other than by stacking forgets where
-        // it held zeros (entries past the end of `zeros` know nothing).
-        fn forget(zeros: &mut [super::stack::Zeros], k: usize) {
-            if let Some(z) = zeros.get_mut(k) {
-                *z = Default::default();
-            }
-        }
+        // it held zeros.
+        use super::stack::Zeros;
         let first = flight
             .tags
             .iter()
@@ -589,7 +585,7 @@ impl Plan {
                     _ => None,
                 };
                 if let Some(shape) = shape {
-                    forget(zeros, k);
+                    Zeros::forget(zeros, k);
                     put(buf, k, name, shape, &sample.data)?;
                     k += 1;
                     continue;
@@ -602,7 +598,7 @@ impl Plan {
                     })?,
                     _ => return Err("a batch without requests".into()),
                 };
-                forget(zeros, k);
+                Zeros::forget(zeros, k);
                 put_tensor(buf, k, name, t);
                 k += 1;
                 continue;
@@ -653,7 +649,7 @@ impl Plan {
                     shape: Vec::new(),
                     data: TensorData::empty(sample.dtype()),
                 };
-                forget(zeros, k);
+                Zeros::forget(zeros, k);
                 match buf.get_mut(k) {
                     Some(slot) => *slot = (name.clone(), t),
                     None => buf.push((name.clone(), t)),
@@ -676,7 +672,7 @@ impl Plan {
             let n = starts.len() as i64;
             // Copied in place when the buffer holds a reset tensor of this
             // size already.
-            forget(zeros, k);
+            Zeros::forget(zeros, k);
             let fits = matches!(buf.get(k), Some((nm, t)) if nm == reset
                 && matches!(&t.data, TensorData::Bool(v) if v.len() == starts.len()));
             if fits {
@@ -700,7 +696,7 @@ impl Plan {
                     continue;
                 }
                 let t = Tensor::new(c.shape, control_data(c.data)).map_err(|e| e.to_string())?;
-                forget(zeros, k);
+                Zeros::forget(zeros, k);
                 put_tensor(buf, k, &c.name, t);
                 k += 1;
             }

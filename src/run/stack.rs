@@ -30,6 +30,17 @@ pub(crate) struct Zeros {
     mask: u64,
 }
 
+impl Zeros {
+    /// Entry `k` of a list of buffers was written other than by
+    /// [`interleave_into`]: nothing is known of it any more (entries past
+    /// the end of `zeros` know nothing already).
+    pub(crate) fn forget(zeros: &mut [Zeros], k: usize) {
+        if let Some(z) = zeros.get_mut(k) {
+            *z = Zeros::default();
+        }
+    }
+}
+
 /// Fills `dst` with, for each `o` in `0..outer`, the `o`-th chunk of every
 /// part in turn: part `j` gives `parts[j].1` elements per outer index, from
 /// `parts[j].0` (`None`: zeros). `dst` keeps its memory when it already
@@ -216,17 +227,12 @@ pub(crate) fn slice_axis_into(
     // The element counts before, along and after `axis` (no list of
     // dimensions is built: this runs once per output and result).
     let bad = || TensorError::Shape(shape.to_vec());
-    let count = |dims: &[i64]| {
-        dims.iter().try_fold(1usize, |n, &d| {
-            usize::try_from(d).ok().and_then(|d| n.checked_mul(d))
-        })
-    };
     let along = shape
         .get(axis)
         .and_then(|&d| usize::try_from(d).ok())
         .ok_or_else(bad)?;
-    let outer = count(&shape[..axis]).ok_or_else(bad)?;
-    let inner = count(&shape[axis + 1..]).ok_or_else(bad)?;
+    let outer = element_count(&shape[..axis]).ok_or_else(bad)?;
+    let inner = element_count(&shape[axis + 1..]).ok_or_else(bad)?;
     if start.checked_add(len).is_none_or(|end| end > along) {
         return Err(bad());
     }

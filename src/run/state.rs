@@ -394,9 +394,7 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
                     }
                     shape.insert(axis, 1);
                 }
-                if let Some(z) = zeros.get_mut(k + i) {
-                    *z = Default::default();
-                }
+                super::stack::Zeros::forget(zeros, k + i);
                 super::stack::put(buf, k + i, &spec.input_name, &shape, &t.data)
                     .map_err(StateError::Batch)?;
             }
@@ -465,7 +463,7 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
                     shape: Vec::new(),
                     data: TensorData::empty(reference.dtype()),
                 };
-                zeros[at] = Default::default();
+                super::stack::Zeros::forget(zeros, at);
                 match buf.get_mut(at) {
                     Some(slot) => *slot = (spec.input_name.clone(), t),
                     None => buf.push((spec.input_name.clone(), t)),
