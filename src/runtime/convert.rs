@@ -93,6 +93,10 @@ impl HostView {
     pub(crate) fn value(&self) -> &DynValue {
         &self.value
     }
+
+    pub(crate) fn value_mut(&mut self) -> &mut DynValue {
+        &mut self.value
+    }
 }
 
 /// Makes `slot` a view of `t` (a fixed-size tensor), reusing the view

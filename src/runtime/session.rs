@@ -151,6 +151,9 @@ pub struct ModelSession {
 /// shapes, the outputs of the next runs with those shapes are preallocated
 /// with the shapes ONNX Runtime gave them, so that it writes into them
 /// instead of allocating, describing and releasing new values each run.
+/// When the caller passes the same output vector again (with those
+/// names, types and shapes), ONNX Runtime writes into the caller's tensors
+/// themselves (views of their memory), so no output is copied at all.
 /// A run whose outputs come out with other shapes fails in ONNX Runtime
 /// and is repeated without preallocation (and reuse is turned off for
 /// the session when that repeat succeeds, as the model's output shapes
@@ -169,6 +172,12 @@ struct Reuse {
     /// The values of `values` as ONNX Runtime takes them (see
     /// [`ModelSession::run_again`]).
     value_ptrs: SmallVec<[*mut ort::sys::OrtValue; 8]>,
+    /// Per output (session order): a view of the caller's output tensor
+    /// of the last run that ONNX Runtime wrote into directly (see
+    /// [`run_in_place`]), and the views as ONNX Runtime
+    /// takes them.
+    out_views: Vec<Option<convert::HostView>>,
+    out_ptrs: SmallVec<[*mut ort::sys::OrtValue; 8]>,
     /// Set when the last run went through `values` and succeeded: its
     /// inputs are the ones viewed by `views`, so a run on the very same
     /// tensors can go straight to ONNX Runtime.
@@ -191,6 +200,42 @@ struct Preallocated {
 }
 
 impl Reuse {
+    /// Drops the preallocated outputs and the views of the caller's.
+    fn forget_outputs(&mut self) {
+        self.values = None;
+        self.value_ptrs.clear();
+        self.buffers.clear();
+        self.out_views.clear();
+        self.out_ptrs.clear();
+    }
+
+    /// Whether the caller's `outputs` are, in session order, the tensors
+    /// viewed by `out_views` (ONNX Runtime can write into them as they
+    /// are).
+    fn outputs_viewed(&self, names: &[SessionTensor], outputs: &[(String, Tensor)]) -> bool {
+        outputs.len() == names.len()
+            && self.out_views.len() == names.len()
+            && names
+                .iter()
+                .zip(outputs)
+                .zip(&self.out_views)
+                .all(|((spec, (n, t)), v)| *n == spec.name && convert::is_view_of(v, t))
+    }
+
+    /// Whether the caller's `outputs` have the names, types and shapes of
+    /// the preallocated ones (so that views of them can take their place).
+    fn outputs_fit(&self, names: &[SessionTensor], outputs: &[(String, Tensor)]) -> bool {
+        outputs.len() == names.len()
+            && self.buffers.len() == names.len()
+            && names
+                .iter()
+                .zip(outputs)
+                .zip(&self.buffers)
+                .all(|((spec, (n, t)), b)| {
+                    *n == spec.name && t.dtype() == b.dtype && t.shape == b.shape
+                })
+    }
+
     /// Whether the `n` inputs `at(0..n)` have the shapes of the last run.
     fn same_shapes<'t>(&self, n: usize, at: &impl Fn(usize) -> &'t Tensor) -> bool {
         self.shapes.len() == n
@@ -202,9 +247,7 @@ impl Reuse {
     }
 
     fn remember<'t>(&mut self, n: usize, at: &impl Fn(usize) -> &'t Tensor) {
-        self.values = None;
-        self.value_ptrs.clear();
-        self.buffers.clear();
+        self.forget_outputs();
         self.repeats = 1;
         self.shapes.clear();
         self.shapes.extend((0..n).map(|i| at(i).shape.clone()));
@@ -344,6 +387,63 @@ fn run_preallocated(
             &mut output_values,
         )
     }
+}
+
+/// Makes `views` views of the caller's `outputs` (made or kept, see
+/// [`convert::refresh_view`]) and `ptrs` those views as ONNX Runtime takes
+/// them, so that a run writes into the memory of `outputs` without a
+/// copy. Fails (both cleared) for an output that cannot be viewed.
+fn view_outputs(
+    outputs: &[(String, Tensor)],
+    views: &mut Vec<Option<convert::HostView>>,
+    ptrs: &mut SmallVec<[*mut ort::sys::OrtValue; 8]>,
+    memory: &MemoryInfo<'_>,
+) -> Result<(), String> {
+    views.resize_with(outputs.len(), || None);
+    ptrs.clear();
+    for (view, (_, t)) in views.iter_mut().zip(outputs) {
+        let made = convert::refresh_view(view, t, memory);
+        match (made, view.as_mut()) {
+            (Ok(true), Some(v)) => ptrs.push(v.value_mut().ptr_mut()),
+            (made, _) => {
+                views.clear();
+                ptrs.clear();
+                return Err(made
+                    .err()
+                    .unwrap_or_else(|| "an output cannot be viewed".into()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`run_preallocated`] into the caller's `outputs` (every output, in
+/// session order, with the names, types and shapes ONNX Runtime gives
+/// them), viewed by `views` (see [`view_outputs`]).
+fn run_in_place(
+    session: &mut Session,
+    names: &CNames,
+    inputs: &[&DynValue],
+    outputs: &mut [(String, Tensor)],
+    views: &mut Vec<Option<convert::HostView>>,
+    ptrs: &mut SmallVec<[*mut ort::sys::OrtValue; 8]>,
+    memory: &MemoryInfo<'_>,
+) -> Result<(), String> {
+    if inputs.len() != names.inputs.len() || outputs.len() != names.outputs.len() {
+        return Err("inputs or outputs do not match the session".into());
+    }
+    view_outputs(outputs, views, ptrs, memory)?;
+    let (input_names, output_names) = names.pointers();
+    let input_values: SmallVec<[*const ort::sys::OrtValue; 8]> =
+        inputs.iter().map(|v| v.ptr()).collect();
+    // SAFETY: the names and input values are borrowed for the call; the
+    // output values view the memory of `outputs`, borrowed mutably for it.
+    let ran = unsafe { run_c(session, input_names, &input_values, output_names, ptrs) };
+    if ran.is_err() {
+        views.clear();
+        ptrs.clear();
+    }
+    ran
 }
 
 /// ONNX Runtime's C API `Run` on `session`: input `i` is named
@@ -612,23 +712,47 @@ impl ModelSession {
             }
             values.push(v.value().ptr());
         }
+        // Into the caller's outputs when they are the tensors viewed last
+        // time (or can be viewed now), else into the preallocated ones
+        // (then copied).
+        let in_place = reuse.outputs_viewed(&self.outputs, outputs)
+            || (reuse.outputs_fit(&self.outputs, outputs)
+                && view_outputs(
+                    outputs,
+                    &mut reuse.out_views,
+                    &mut reuse.out_ptrs,
+                    &self.host_memory,
+                )
+                .is_ok());
+        let targets = if in_place {
+            &mut reuse.out_ptrs
+        } else {
+            &mut reuse.value_ptrs
+        };
         // SAFETY: the names live in `names`; the input values are the
         // views of `inputs`' memory (borrowed for the call); the output
-        // values are owned by `reuse.values`.
+        // values are owned by `reuse.values`, or are views of the memory
+        // of `outputs` (borrowed mutably for the call).
         let ran = unsafe {
             run_c(
                 &mut self.session,
                 &names.input_ptrs,
                 &values,
                 &names.output_ptrs,
-                &mut reuse.value_ptrs,
+                targets,
             )
         };
         if ran.is_err() {
             reuse.armed = false;
+            if in_place {
+                reuse.out_views.clear();
+                reuse.out_ptrs.clear();
+            }
             return false;
         }
-        copy_preallocated(outputs, &self.outputs, &reuse.buffers);
+        if !in_place {
+            copy_preallocated(outputs, &self.outputs, &reuse.buffers);
+        }
         true
     }
 
@@ -675,12 +799,31 @@ impl ModelSession {
         let reuse = &mut self.reuse;
         let c_names = self.c_names.as_ref();
         let cpu = self.device == Device::Cpu;
+        let host_memory = &self.host_memory;
         let ran = catch_unwind(AssertUnwindSafe(|| -> Result<(), RunError> {
             let same = cpu && !reuse.off && reuse.same_shapes(n, &at);
             if same {
+                let fit = reuse.outputs_fit(output_names, outputs);
                 if let (Some(prealloc), Some(names)) = (&mut reuse.values, c_names) {
-                    if run_preallocated(session, names, &refs, prealloc).is_ok() {
-                        copy_preallocated(outputs, output_names, &reuse.buffers);
+                    // Outputs that have the preallocated layout already (a
+                    // caller reusing its output vector) are written in
+                    // place; the others are filled from the preallocated
+                    // ones, and written in place from the next run on.
+                    let done = if fit {
+                        run_in_place(
+                            session,
+                            names,
+                            &refs,
+                            outputs,
+                            &mut reuse.out_views,
+                            &mut reuse.out_ptrs,
+                            host_memory,
+                        )
+                    } else {
+                        run_preallocated(session, names, &refs, prealloc)
+                            .map(|()| copy_preallocated(outputs, output_names, &reuse.buffers))
+                    };
+                    if done.is_ok() {
                         reuse.armed = true;
                         return Ok(());
                     }
@@ -691,9 +834,7 @@ impl ModelSession {
                     });
                     if r.is_ok() {
                         reuse.off = true;
-                        reuse.values = None;
-                        reuse.value_ptrs.clear();
-                        reuse.buffers.clear();
+                        reuse.forget_outputs();
                     }
                     return store_outputs(outputs, output_names, r?);
                 }
@@ -1484,6 +1625,59 @@ pub(crate) mod tests {
         s.run_into(&[("X", &x(vec![0, 0, 0, 2]))], &mut out)
             .unwrap();
         assert_eq!(out[0].1, t(&[1, 1], TensorData::I64(vec![3])));
+    }
+
+    #[test]
+    fn outputs_are_written_in_place_into_an_output_vector_the_caller_reuses() {
+        if !have_ort() {
+            return;
+        }
+        let (_d, mut s) = open_bytes(&super::super::testmodel::accumulate());
+        let x = t(
+            &[2, 4],
+            TensorData::F32(vec![1.0, 2.0, 3.0, 4.0, 0.5, 0.5, 0.5, 0.5]),
+        );
+        let state = t(&[2, 1], TensorData::F32(vec![10.0, 20.0]));
+        let keep = t(&[2, 1], TensorData::Bool(vec![false, false]));
+        let inputs = [("INPUT", &x), ("STATE_IN", &state), ("RESET", &keep)];
+        let want = t(&[2, 1], TensorData::F32(vec![20.0, 22.0]));
+        let data_ptr = |o: &Vec<(String, Tensor)>| match &o[0].1.data {
+            TensorData::F32(v) => v.as_ptr(),
+            other => panic!("{other:?}"),
+        };
+        let mut out = Vec::new();
+        let mut seen = Vec::new();
+        for step in 0..6 {
+            s.run_into(&inputs, &mut out).unwrap();
+            assert_eq!(out[0].1, want, "step {step}");
+            assert_eq!(out[1].1, want, "step {step}");
+            seen.push(data_ptr(&out));
+        }
+        // From the fourth run on ONNX Runtime writes into the caller's
+        // tensors: their memory stays where it is.
+        assert!(s.reuse.outputs_viewed(&s.outputs, &out), "written in place");
+        assert!(seen[3..].iter().all(|&p| p == seen[3]), "{seen:?}");
+        // Another output vector (here a new one, then the first again
+        // with one tensor replaced) gets the right values too.
+        let mut other = Vec::new();
+        for _ in 0..2 {
+            s.run_into(&inputs, &mut other).unwrap();
+            assert_eq!(other[0].1, want);
+            s.run_into(&inputs, &mut out).unwrap();
+            assert_eq!(out[0].1, want);
+            assert_eq!(out[1].1, want);
+        }
+        out[1].1 = t(&[2, 1], TensorData::F32(vec![-1.0, -1.0]));
+        s.run_into(&inputs, &mut out).unwrap();
+        assert_eq!(out[1].1, want);
+        s.run_into(&inputs, &mut out).unwrap();
+        assert_eq!(out[1].1, want);
+        assert!(s.reuse.outputs_viewed(&s.outputs, &out));
+        // A caller that gives a new vector every time (`run`) as well.
+        for _ in 0..3 {
+            let o = s.run(&inputs).unwrap();
+            assert_eq!(o[0].1, want);
+        }
     }
 
     #[test]
