@@ -620,7 +620,7 @@ impl Plan {
             };
             // Batches of up to 16 rows keep this list on the stack.
             let mut parts: smallvec::SmallVec<[(&[i64], Option<&TensorData>); 16]> =
-                smallvec::SmallVec::with_capacity(flight.tags.len());
+                smallvec::SmallVec::new();
             for tag in &flight.tags {
                 let Some(i) = tag else {
                     parts.push((pad_shape, None));

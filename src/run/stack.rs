@@ -182,7 +182,7 @@ pub(crate) fn concat_parts_into(
     let inner =
         element_count(&first[axis + 1..]).ok_or_else(|| TensorError::Shape(first.to_vec()))?;
     let mut chunks: smallvec::SmallVec<[(Option<&TensorData>, usize); 16]> =
-        smallvec::SmallVec::with_capacity(parts.len());
+        smallvec::SmallVec::new();
     for &(shape, data) in parts {
         chunks.push((data, shape[axis] as usize * inner));
     }

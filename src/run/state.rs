@@ -406,8 +406,7 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
             zeros.resize(k + self.specs.len(), Default::default());
         }
         // Batches of up to 16 rows keep these lists on the stack.
-        let mut rows: smallvec::SmallVec<[Option<&Vec<Tensor>>; 16]> =
-            smallvec::SmallVec::with_capacity(keys.len());
+        let mut rows: smallvec::SmallVec<[Option<&Vec<Tensor>>; 16]> = smallvec::SmallVec::new();
         for k in keys {
             rows.push(match k {
                 Some(k) => Some(self.states_of(k)?),
@@ -453,7 +452,7 @@ impl<K: Eq + Hash + Clone + fmt::Debug> StateStore<K> {
             let chunk = crate::tensor::element_count(&reference.shape[axis..])
                 .ok_or_else(|| StateError::Tensor(TensorError::Shape(reference.shape.clone())))?;
             let mut parts: smallvec::SmallVec<[(Option<&TensorData>, usize); 16]> =
-                smallvec::SmallVec::with_capacity(rows.len());
+                smallvec::SmallVec::new();
             for r in &rows {
                 parts.push((r.map(|s| &s[i].data), chunk));
             }

@@ -34,7 +34,7 @@ use ort::session::{IoBinding, Session, SessionInputValue};
 use ort::value::{DynTensor, DynValue};
 use ort::AsPointer;
 use smallvec::SmallVec;
-use std::ffi::{c_char, CString};
+use std::ffi::c_char;
 
 use super::convert::{self, onnx_type_name};
 use super::device::Device;
@@ -212,27 +212,29 @@ impl Reuse {
     /// Whether the caller's `outputs` are, in session order, the tensors
     /// viewed by `out_views` (ONNX Runtime can write into them as they
     /// are).
-    fn outputs_viewed(&self, names: &[SessionTensor], outputs: &[(String, Tensor)]) -> bool {
-        outputs.len() == names.len()
-            && self.out_views.len() == names.len()
-            && names
+    fn outputs_viewed(&self, names: &CNames, outputs: &[(String, Tensor)]) -> bool {
+        outputs.len() == names.outputs.len()
+            && self.out_views.len() == outputs.len()
+            && outputs
                 .iter()
-                .zip(outputs)
                 .zip(&self.out_views)
-                .all(|((spec, (n, t)), v)| *n == spec.name && convert::is_view_of(v, t))
+                .enumerate()
+                .all(|(i, ((n, t), v))| {
+                    n.as_bytes() == names.output(i) && convert::is_view_of(v, t)
+                })
     }
 
     /// Whether the caller's `outputs` have the names, types and shapes of
     /// the preallocated ones (so that views of them can take their place).
-    fn outputs_fit(&self, names: &[SessionTensor], outputs: &[(String, Tensor)]) -> bool {
-        outputs.len() == names.len()
-            && self.buffers.len() == names.len()
-            && names
+    fn outputs_fit(&self, names: &CNames, outputs: &[(String, Tensor)]) -> bool {
+        outputs.len() == names.outputs.len()
+            && self.buffers.len() == outputs.len()
+            && outputs
                 .iter()
-                .zip(outputs)
                 .zip(&self.buffers)
-                .all(|((spec, (n, t)), b)| {
-                    *n == spec.name && t.dtype() == b.dtype && t.shape == b.shape
+                .enumerate()
+                .all(|(i, ((n, t), b))| {
+                    n.as_bytes() == names.output(i) && t.dtype() == b.dtype && t.shape == b.shape
                 })
     }
 
@@ -315,35 +317,57 @@ fn preallocated(
 }
 
 /// The names of a session's inputs and outputs as C strings, made once
-/// for [`run_preallocated`].
+/// for [`run_preallocated`]: all in one buffer (ONNX Runtime reads every
+/// name on every run; together they take a cache line or two instead of
+/// one allocation each).
 pub(crate) struct CNames {
-    inputs: Vec<CString>,
-    outputs: Vec<CString>,
-    /// Pointers to the strings of `inputs` and `outputs` (their heap
-    /// buffers do not move).
+    /// The input names then the output names, each followed by a NUL.
+    buf: Box<[u8]>,
+    /// Where each name starts in `buf`, and its length (without the NUL).
+    inputs: SmallVec<[(u32, u32); 8]>,
+    outputs: SmallVec<[(u32, u32); 8]>,
+    /// Pointers to the names of `inputs` and `outputs` in `buf` (its heap
+    /// buffer does not move).
     input_ptrs: CPtrs,
     output_ptrs: CPtrs,
 }
 
-// SAFETY: the pointers point into the strings owned by the same struct,
-// which are never changed.
+// SAFETY: the pointers point into the buffer owned by the same struct,
+// which is never changed.
 unsafe impl Send for CNames {}
 unsafe impl Sync for CNames {}
 
 impl CNames {
     /// `None` when a name holds a NUL byte.
     pub(crate) fn new(inputs: &[SessionTensor], outputs: &[SessionTensor]) -> Option<Self> {
-        let c = |ts: &[SessionTensor]| -> Option<Vec<CString>> {
+        let mut buf = Vec::new();
+        let mut place = |ts: &[SessionTensor]| -> Option<SmallVec<[(u32, u32); 8]>> {
             ts.iter()
-                .map(|t| CString::new(t.name.as_str()).ok())
+                .map(|t| {
+                    let name = t.name.as_bytes();
+                    if name.contains(&0) {
+                        return None;
+                    }
+                    let at = u32::try_from(buf.len()).ok()?;
+                    let len = u32::try_from(name.len()).ok()?;
+                    buf.extend_from_slice(name);
+                    buf.push(0);
+                    Some((at, len))
+                })
                 .collect()
         };
-        let inputs = c(inputs)?;
-        let outputs = c(outputs)?;
-        let p = |v: &[CString]| v.iter().map(|c| c.as_ptr()).collect();
+        let inputs = place(inputs)?;
+        let outputs = place(outputs)?;
+        let buf = buf.into_boxed_slice();
+        let p = |v: &[(u32, u32)]| -> CPtrs {
+            v.iter()
+                .map(|&(at, _)| buf[at as usize..].as_ptr().cast::<c_char>())
+                .collect()
+        };
         Some(CNames {
             input_ptrs: p(&inputs),
             output_ptrs: p(&outputs),
+            buf,
             inputs,
             outputs,
         })
@@ -353,6 +377,20 @@ impl CNames {
     /// [`run_c`]; valid while `self` is.
     pub(crate) fn pointers(&self) -> (&[*const c_char], &[*const c_char]) {
         (&self.input_ptrs, &self.output_ptrs)
+    }
+
+    fn name(&self, (at, len): (u32, u32)) -> &[u8] {
+        &self.buf[at as usize..at as usize + len as usize]
+    }
+
+    /// The name of input `i` (session order), without its NUL.
+    fn input(&self, i: usize) -> &[u8] {
+        self.inputs.get(i).map_or(&[], |&r| self.name(r))
+    }
+
+    /// The name of output `i` (session order), without its NUL.
+    fn output(&self, i: usize) -> &[u8] {
+        self.outputs.get(i).map_or(&[], |&r| self.name(r))
     }
 }
 
@@ -700,14 +738,16 @@ impl ModelSession {
         // `order` is a permutation (set by a successful `order_into`), so
         // every input is used exactly once.
         let mut values: SmallVec<[*const ort::sys::OrtValue; 8]> = SmallVec::new();
-        for ((spec, view), &k) in self.inputs.iter().zip(&self.views).zip(&self.order) {
+        // (Names are compared with `names`, which ONNX Runtime reads anyway.)
+        for (i, (view, &k)) in self.views.iter().zip(&self.order).enumerate() {
             let Some((name, t)) = inputs.get(k) else {
                 return false;
             };
             let Some(v) = view else {
                 return false;
             };
-            if name.as_ref() != spec.name || !convert::is_view_of(view, t.borrow()) {
+            if name.as_ref().as_bytes() != names.input(i) || !convert::is_view_of(view, t.borrow())
+            {
                 return false;
             }
             values.push(v.value().ptr());
@@ -715,8 +755,8 @@ impl ModelSession {
         // Into the caller's outputs when they are the tensors viewed last
         // time (or can be viewed now), else into the preallocated ones
         // (then copied).
-        let in_place = reuse.outputs_viewed(&self.outputs, outputs)
-            || (reuse.outputs_fit(&self.outputs, outputs)
+        let in_place = reuse.outputs_viewed(names, outputs)
+            || (reuse.outputs_fit(names, outputs)
                 && view_outputs(
                     outputs,
                     &mut reuse.out_views,
@@ -803,7 +843,7 @@ impl ModelSession {
         let ran = catch_unwind(AssertUnwindSafe(|| -> Result<(), RunError> {
             let same = cpu && !reuse.off && reuse.same_shapes(n, &at);
             if same {
-                let fit = reuse.outputs_fit(output_names, outputs);
+                let fit = c_names.is_some_and(|c| reuse.outputs_fit(c, outputs));
                 if let (Some(prealloc), Some(names)) = (&mut reuse.values, c_names) {
                     // Outputs that have the preallocated layout already (a
                     // caller reusing its output vector) are written in
@@ -1628,6 +1668,39 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn c_names_hold_every_name_once_nul_terminated_in_one_buffer() {
+        let st = |name: &str| SessionTensor {
+            name: name.to_string(),
+            is_tensor: true,
+            elem_type: 1,
+            dims: Vec::new(),
+            symbols: Vec::new(),
+        };
+        let ins = [st("INPUT"), st(""), st("état_in")];
+        let outs = [st("OUTPUT"), st("STATE_OUT")];
+        let c = CNames::new(&ins, &outs).unwrap();
+        let (ip, op) = c.pointers();
+        assert_eq!((ip.len(), op.len()), (3, 2));
+        for (i, t) in ins.iter().enumerate() {
+            assert_eq!(c.input(i), t.name.as_bytes());
+            // SAFETY: the pointers point to NUL-terminated names in `c`.
+            let read = unsafe { std::ffi::CStr::from_ptr(ip[i]) };
+            assert_eq!(read.to_bytes(), t.name.as_bytes());
+        }
+        for (i, t) in outs.iter().enumerate() {
+            assert_eq!(c.output(i), t.name.as_bytes());
+            // SAFETY: as above.
+            let read = unsafe { std::ffi::CStr::from_ptr(op[i]) };
+            assert_eq!(read.to_bytes(), t.name.as_bytes());
+        }
+        assert_eq!((c.input(3), c.output(2)), (&[][..], &[][..]));
+        let total: usize = ins.iter().chain(&outs).map(|t| t.name.len() + 1).sum();
+        assert_eq!(c.buf.len(), total, "one buffer, no gaps");
+        assert!(CNames::new(&[st("A\0B")], &outs).is_none());
+        assert!(CNames::new(&ins, &[st("\0")]).is_none());
+    }
+
+    #[test]
     fn outputs_are_written_in_place_into_an_output_vector_the_caller_reuses() {
         if !have_ort() {
             return;
@@ -1655,7 +1728,10 @@ pub(crate) mod tests {
         }
         // From the fourth run on ONNX Runtime writes into the caller's
         // tensors: their memory stays where it is.
-        assert!(s.reuse.outputs_viewed(&s.outputs, &out), "written in place");
+        assert!(
+            s.reuse.outputs_viewed(s.c_names.as_ref().unwrap(), &out),
+            "written in place"
+        );
         assert!(seen[3..].iter().all(|&p| p == seen[3]), "{seen:?}");
         // Another output vector (here a new one, then the first again
         // with one tensor replaced) gets the right values too.
@@ -1672,7 +1748,7 @@ pub(crate) mod tests {
         assert_eq!(out[1].1, want);
         s.run_into(&inputs, &mut out).unwrap();
         assert_eq!(out[1].1, want);
-        assert!(s.reuse.outputs_viewed(&s.outputs, &out));
+        assert!(s.reuse.outputs_viewed(s.c_names.as_ref().unwrap(), &out));
         // A caller that gives a new vector every time (`run`) as well.
         for _ in 0..3 {
             let o = s.run(&inputs).unwrap();
