@@ -139,7 +139,7 @@ pub struct ModelSession {
     /// Preallocated outputs for runs with the input shapes of the last
     /// runs (see [`Reuse`]).
     reuse: Reuse,
-    /// The input and output names for [`run_preallocated`] (`None`: a
+    /// The input and output names for [`run_named`] (`None`: a
     /// name cannot be one, outputs are then not preallocated).
     c_names: Option<CNames>,
     /// Per session input: its position among the caller's inputs in the
@@ -173,9 +173,9 @@ struct Reuse {
     /// [`ModelSession::run_again`]).
     value_ptrs: SmallVec<[*mut ort::sys::OrtValue; 8]>,
     /// Per output (session order): a view of the caller's output tensor
-    /// of the last run that ONNX Runtime wrote into directly (see
-    /// [`run_in_place`]), and the views as ONNX Runtime
-    /// takes them.
+    /// that ONNX Runtime wrote into directly in the last run that did so
+    /// (see [`view_outputs`]; checked again before every use), and the
+    /// views as ONNX Runtime takes them.
     out_views: Vec<Option<convert::HostView>>,
     out_ptrs: SmallVec<[*mut ort::sys::OrtValue; 8]>,
     /// Set when the last run went through `values` and succeeded: its
@@ -317,7 +317,7 @@ fn preallocated(
 }
 
 /// The names of a session's inputs and outputs as C strings, made once
-/// for [`run_preallocated`]: all in one buffer (ONNX Runtime reads every
+/// for [`run_named`]: all in one buffer (ONNX Runtime reads every
 /// name on every run; together they take a cache line or two instead of
 /// one allocation each).
 pub(crate) struct CNames {
@@ -398,14 +398,18 @@ impl CNames {
 pub(crate) type CPtrs = SmallVec<[*const c_char; 8]>;
 
 /// Runs `session` on `inputs` (every input, in session order) into the
-/// preallocated `outputs` (every output, in session order) through ONNX
-/// Runtime's C API, with the names made once: the wrapper's own run
+/// values `outputs` points to (every output, in session order) through
+/// ONNX Runtime's C API, with the names made once: the wrapper's own run
 /// converts every name and wraps the outputs on every call.
-fn run_preallocated(
+///
+/// # Safety
+/// Every pointer of `outputs` must point to a live ONNX Runtime value
+/// whose memory may be written for the duration of the call.
+unsafe fn run_named(
     session: &mut Session,
     names: &CNames,
     inputs: &[&DynValue],
-    outputs: &mut [DynTensor],
+    outputs: &mut [*mut ort::sys::OrtValue],
 ) -> Result<(), String> {
     if inputs.len() != names.inputs.len() || outputs.len() != names.outputs.len() {
         return Err("inputs or outputs do not match the session".into());
@@ -413,18 +417,9 @@ fn run_preallocated(
     let (input_names, output_names) = names.pointers();
     let input_values: SmallVec<[*const ort::sys::OrtValue; 8]> =
         inputs.iter().map(|v| v.ptr()).collect();
-    let mut output_values: SmallVec<[*mut ort::sys::OrtValue; 8]> =
-        outputs.iter_mut().map(|v| v.ptr_mut()).collect();
-    // SAFETY: the names and values are borrowed for the call.
-    unsafe {
-        run_c(
-            session,
-            input_names,
-            &input_values,
-            output_names,
-            &mut output_values,
-        )
-    }
+    // SAFETY: the names and input values are borrowed for the call; the
+    // outputs are the caller's promise.
+    unsafe { run_c(session, input_names, &input_values, output_names, outputs) }
 }
 
 /// Makes `views` views of the caller's `outputs` (made or kept, see
@@ -453,35 +448,6 @@ fn view_outputs(
         }
     }
     Ok(())
-}
-
-/// [`run_preallocated`] into the caller's `outputs` (every output, in
-/// session order, with the names, types and shapes ONNX Runtime gives
-/// them), viewed by `views` (see [`view_outputs`]).
-fn run_in_place(
-    session: &mut Session,
-    names: &CNames,
-    inputs: &[&DynValue],
-    outputs: &mut [(String, Tensor)],
-    views: &mut Vec<Option<convert::HostView>>,
-    ptrs: &mut SmallVec<[*mut ort::sys::OrtValue; 8]>,
-    memory: &MemoryInfo<'_>,
-) -> Result<(), String> {
-    if inputs.len() != names.inputs.len() || outputs.len() != names.outputs.len() {
-        return Err("inputs or outputs do not match the session".into());
-    }
-    view_outputs(outputs, views, ptrs, memory)?;
-    let (input_names, output_names) = names.pointers();
-    let input_values: SmallVec<[*const ort::sys::OrtValue; 8]> =
-        inputs.iter().map(|v| v.ptr()).collect();
-    // SAFETY: the names and input values are borrowed for the call; the
-    // output values view the memory of `outputs`, borrowed mutably for it.
-    let ran = unsafe { run_c(session, input_names, &input_values, output_names, ptrs) };
-    if ran.is_err() {
-        views.clear();
-        ptrs.clear();
-    }
-    ran
 }
 
 /// ONNX Runtime's C API `Run` on `session`: input `i` is named
@@ -784,10 +750,6 @@ impl ModelSession {
         };
         if ran.is_err() {
             reuse.armed = false;
-            if in_place {
-                reuse.out_views.clear();
-                reuse.out_ptrs.clear();
-            }
             return false;
         }
         if !in_place {
@@ -843,24 +805,27 @@ impl ModelSession {
         let ran = catch_unwind(AssertUnwindSafe(|| -> Result<(), RunError> {
             let same = cpu && !reuse.off && reuse.same_shapes(n, &at);
             if same {
-                let fit = c_names.is_some_and(|c| reuse.outputs_fit(c, outputs));
-                if let (Some(prealloc), Some(names)) = (&mut reuse.values, c_names) {
+                if let (true, Some(names)) = (reuse.values.is_some(), c_names) {
                     // Outputs that have the preallocated layout already (a
                     // caller reusing its output vector) are written in
                     // place; the others are filled from the preallocated
                     // ones, and written in place from the next run on.
-                    let done = if fit {
-                        run_in_place(
-                            session,
-                            names,
-                            &refs,
+                    let done = if reuse.outputs_fit(names, outputs) {
+                        view_outputs(
                             outputs,
                             &mut reuse.out_views,
                             &mut reuse.out_ptrs,
                             host_memory,
                         )
+                        // SAFETY: the pointers are views of the memory of
+                        // `outputs`, borrowed mutably for the call.
+                        .and_then(|()| unsafe {
+                            run_named(session, names, &refs, &mut reuse.out_ptrs)
+                        })
                     } else {
-                        run_preallocated(session, names, &refs, prealloc)
+                        // SAFETY: the pointers are the values owned by
+                        // `reuse.values` (set: checked above).
+                        unsafe { run_named(session, names, &refs, &mut reuse.value_ptrs) }
                             .map(|()| copy_preallocated(outputs, output_names, &reuse.buffers))
                     };
                     if done.is_ok() {
