@@ -1665,16 +1665,21 @@ pub(crate) mod tests {
         assert!(CNames::new(&ins, &[st("\0")]).is_none());
     }
 
+    /// Two rows of the accumulate test model's input (row sums 10 and 2).
+    fn accumulate_input() -> Tensor {
+        t(
+            &[2, 4],
+            TensorData::F32(vec![1.0, 2.0, 3.0, 4.0, 0.5, 0.5, 0.5, 0.5]),
+        )
+    }
+
     #[test]
     fn outputs_are_written_in_place_into_an_output_vector_the_caller_reuses() {
         if !have_ort() {
             return;
         }
         let (_d, mut s) = open_bytes(&super::super::testmodel::accumulate());
-        let x = t(
-            &[2, 4],
-            TensorData::F32(vec![1.0, 2.0, 3.0, 4.0, 0.5, 0.5, 0.5, 0.5]),
-        );
+        let x = accumulate_input();
         let state = t(&[2, 1], TensorData::F32(vec![10.0, 20.0]));
         let keep = t(&[2, 1], TensorData::Bool(vec![false, false]));
         let inputs = [("INPUT", &x), ("STATE_IN", &state), ("RESET", &keep)];
@@ -1727,10 +1732,7 @@ pub(crate) mod tests {
             return;
         }
         let (_d, mut s) = open_bytes(&super::super::testmodel::accumulate());
-        let x = t(
-            &[2, 4],
-            TensorData::F32(vec![1.0, 2.0, 3.0, 4.0, 0.5, 0.5, 0.5, 0.5]),
-        );
+        let x = accumulate_input();
         let mut state = BoundState::new(&[("STATE_IN", "STATE_OUT")]);
         state
             .set(
