@@ -15,7 +15,7 @@
 #
 # Environment (inherited from the server):
 #   FIDELITY_LOG_DIR   directory of the logs, one <model name>.jsonl per model
-#   FIDELITY_SLEEP_MS  sleep per batch (default 150)
+#   FIDELITY_SLEEP_MS  sleep per batch (default 300, as in cases.json)
 
 import json
 import os
@@ -43,7 +43,7 @@ class TritonPythonModel:
         self.model = args["model_name"]
         log_dir = os.environ.get("FIDELITY_LOG_DIR") or "."
         self.log_path = os.path.join(log_dir, self.model + ".jsonl")
-        self.sleep_s = float(os.environ.get("FIDELITY_SLEEP_MS", "150")) / 1e3
+        self.sleep_s = float(os.environ.get("FIDELITY_SLEEP_MS", "300")) / 1e3
 
     def execute(self, requests):
         t0 = time.time()

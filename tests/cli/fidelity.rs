@@ -10,6 +10,9 @@
 //! every slot row with its control values for sequence batching, and every
 //! request's status, batch and slot. Start times must agree within 20 ms,
 //! except where `cases.json` lists a timing difference of Triton's own.
+//! Two more tests keep the traces replayable on a slow machine: the batches
+//! must not depend on Triton's per-batch overhead (0 to 30 ms), and the
+//! Oldest trace must avoid the instants where Triton races.
 
 use crate::common::{crate_root, tritonctl};
 use serde_json::Value;
@@ -50,6 +53,28 @@ fn rows_match(t: &Value, s: &Value, scheduler: &str) -> bool {
         })
 }
 
+/// `tritonctl simulate --format json` on a case's trace and model.
+fn simulate(dir: &Path, case: &Value, latency_us: u64) -> Value {
+    let trace = case["trace"].as_str().unwrap();
+    let out = tritonctl()
+        .arg("simulate")
+        .arg("--config")
+        .arg(dir.join("models").join(case["model"].as_str().unwrap()))
+        .arg("--trace")
+        .arg(dir.join(format!("{trace}.jsonl")))
+        .arg("--latency")
+        .arg(latency_us.to_string())
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{trace}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn compare(dir: &Path, case: &Value) -> Vec<String> {
     let trace = case["trace"].as_str().unwrap();
     let recorded: Value = serde_json::from_str(
@@ -65,23 +90,7 @@ fn compare(dir: &Path, case: &Value) -> Vec<String> {
         .flat_map(|k| k["requests"].as_array().into_iter().flatten())
         .filter_map(Value::as_str)
         .collect();
-    let out = tritonctl()
-        .arg("simulate")
-        .arg("--config")
-        .arg(dir.join("models").join(case["model"].as_str().unwrap()))
-        .arg("--trace")
-        .arg(dir.join(format!("{trace}.jsonl")))
-        .arg("--latency")
-        .arg(recorded["latency_us"].as_u64().unwrap().to_string())
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{trace}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let sim: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sim = simulate(dir, case, recorded["latency_us"].as_u64().unwrap());
     let (tb, sb) = (
         recorded["batches"].as_array().unwrap(),
         sim["batches"].as_array().unwrap(),
@@ -186,4 +195,139 @@ fn simulate_forms_the_batches_real_triton_formed() {
         assert!(schedulers.contains(s), "no recorded {s} trace");
     }
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+}
+
+/// What a run of simulate decided, times left out: every batch's requests,
+/// instance (relabelled by first use) and slot rows, every request's status.
+fn decisions(sim: &Value) -> Vec<String> {
+    let batches = sim["batches"].as_array().unwrap();
+    let map = relabel(batches);
+    let mut out: Vec<String> = batches
+        .iter()
+        .map(|b| {
+            format!(
+                "#{} {} {}",
+                map[&b["instance"].as_u64().unwrap()],
+                b["requests"],
+                b["slots"]
+            )
+        })
+        .collect();
+    out.extend(
+        sim["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| format!("{} {} {}", r["id"], r["status"], r["reason"])),
+    );
+    out
+}
+
+/// The traces are replayed on machines where Triton needs from about 1 ms
+/// (a quiet workstation) to tens of milliseconds (a loaded 2-core CI
+/// machine) between two batches of an instance, and its delays add up along
+/// a chain of batches. Every arrival and timer of the traces is placed so
+/// that the batches do not depend on it: simulate must decide the same for
+/// every per-batch overhead from 0 to 30 ms (scripts/fidelity/fidelity.py,
+/// DESIGN_OVERHEAD_US). A trace edit that puts an arrival near a batch
+/// boundary fails here, before it makes the real-Triton replay flaky.
+#[test]
+fn the_traces_form_the_same_batches_whatever_the_overhead_up_to_30_ms() {
+    let dir = crate_root().join("testdata").join("fidelity");
+    let cases: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
+    let sleep_us = cases["sleep_ms"].as_u64().unwrap() * 1000;
+    let mut problems = Vec::new();
+    for case in cases["cases"].as_array().unwrap() {
+        let trace = case["trace"].as_str().unwrap();
+        let base = decisions(&simulate(&dir, case, sleep_us));
+        for overhead_ms in 1..=30 {
+            let other = decisions(&simulate(&dir, case, sleep_us + overhead_ms * 1000));
+            if other != base {
+                let first = base
+                    .iter()
+                    .zip(&other)
+                    .find(|(a, b)| a != b)
+                    .map(|(a, b)| format!("{a} becomes {b}"))
+                    .unwrap_or_else(|| "the number of batches changes".into());
+                problems.push(format!("{trace}: at {overhead_ms} ms overhead {first}"));
+                break;
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Oldest races when a request is released by its predecessor's completion
+/// while others wait, or when a new sequence starts while an END request
+/// executes (scripts/fidelity/README.md): the `oldest` trace must avoid both
+/// instants with no overhead and with 30 ms per batch alike.
+#[test]
+fn the_oldest_trace_avoids_the_instants_where_triton_races() {
+    let dir = crate_root().join("testdata").join("fidelity");
+    let cases: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
+    let sleep_us = cases["sleep_ms"].as_u64().unwrap() * 1000;
+    let mut checked = 0;
+    let mut problems = Vec::new();
+    for case in cases["cases"].as_array().unwrap() {
+        let trace = case["trace"].as_str().unwrap();
+        let text = std::fs::read_to_string(
+            dir.join("models")
+                .join(case["model"].as_str().unwrap())
+                .join("config.pbtxt"),
+        )
+        .unwrap();
+        if !text.contains("oldest") {
+            continue;
+        }
+        for overhead_us in [0, 30_000] {
+            checked += 1;
+            let sim = simulate(&dir, case, sleep_us + overhead_us);
+            let requests = sim["requests"].as_array().unwrap();
+            let at = |r: &Value, k: &str| r[k].as_u64().unwrap();
+            let mut last: BTreeMap<u64, &Value> = BTreeMap::new();
+            for r in requests {
+                let seq = at(r, "sequence_id");
+                if let Some(q) = last.insert(seq, r) {
+                    if at(r, "arrival_us") <= at(q, "end_us") {
+                        problems.push(format!(
+                            "{trace} (+{overhead_us} µs): {} arrives before {} completes",
+                            r["id"], q["id"]
+                        ));
+                    }
+                }
+            }
+            let ends: Vec<(u64, u64)> = requests
+                .iter()
+                .filter(|r| {
+                    sim["batches"][at(r, "batch") as usize]["slots"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|s| s["request"] == r["id"] && s["end"] == true)
+                })
+                .map(|r| (at(r, "start_us"), at(r, "end_us")))
+                .collect();
+            let starts = sim["batches"].as_array().unwrap().iter().flat_map(|b| {
+                b["slots"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|s| s["start"] == true)
+                    .map(|s| s["request"].clone())
+            });
+            for id in starts {
+                let r = requests.iter().find(|r| r["id"] == id).unwrap();
+                let t = at(r, "arrival_us");
+                if ends.iter().any(|&(s, e)| s <= t && t <= e) {
+                    problems.push(format!(
+                        "{trace} (+{overhead_us} µs): {id} starts a sequence while an END executes"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(checked > 0, "no Oldest case");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
