@@ -14,7 +14,7 @@
 //! must not depend on Triton's per-batch overhead (0 to 30 ms), and the
 //! Oldest trace must avoid the instants where Triton races.
 
-use crate::common::{crate_root, tritonctl};
+use crate::common::{crate_root, require_ort, tritonctl};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -330,4 +330,81 @@ fn the_oldest_trace_avoids_the_instants_where_triton_races() {
     }
     assert!(checked > 0, "no Oldest case");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// `scripts/fidelity/fidelity.py compare` on an observation of `direct`
+/// (the recorded one, changed by `shift(instance, the batch's index on its
+/// instance, start)`): exit status and output.
+fn compare_shifted(shift: impl Fn(u64, usize, i64) -> i64) -> Option<(i32, String)> {
+    let root = crate_root();
+    let dir = root.join("testdata").join("fidelity");
+    let mut obs: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("direct.triton.json")).unwrap())
+            .unwrap();
+    let mut on_instance: BTreeMap<u64, usize> = BTreeMap::new();
+    for b in obs["batches"].as_array_mut().unwrap() {
+        let instance = b["instance"].as_u64().unwrap();
+        let k = on_instance.entry(instance).or_default();
+        let start = b["start_us"].as_i64().unwrap();
+        b["start_us"] = shift(instance, *k, start).into();
+        *k += 1;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("direct.triton.json"),
+        serde_json::to_string(&obs).unwrap(),
+    )
+    .unwrap();
+    let out = std::process::Command::new("python3")
+        .arg(root.join("scripts/fidelity/fidelity.py"))
+        .arg("compare")
+        .arg("--cases")
+        .arg(dir.join("cases.json"))
+        .arg("--observed")
+        .arg(tmp.path())
+        .arg("--tritonctl")
+        .arg(assert_cmd::cargo::cargo_bin("tritonctl"))
+        .args(["--only", "direct"])
+        .output();
+    match out {
+        Ok(o) => Some((
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr),
+        )),
+        Err(e) if require_ort() => panic!("python3 does not run: {e}"),
+        Err(e) => {
+            eprintln!("skipped: python3 does not run: {e}");
+            None
+        }
+    }
+}
+
+/// On a loaded machine Triton starts batches late and needs more time
+/// between the batches of an instance, and that adds up along a chain of
+/// back-to-back batches. The comparison measures the overhead on the
+/// batches simulate runs back to back and compares such a batch with the
+/// one before it: a run 15 ms late with 9 ms more per batch agrees, while a
+/// batch held back 60 ms is reported once, where it happens.
+#[test]
+fn the_replay_comparison_absorbs_a_slow_machine_but_not_a_held_back_batch() {
+    let slow = |_: u64, k: usize, start: i64| start + 15_000 + 9_000 * k as i64;
+    let Some((code, out)) = compare_shifted(slow) else {
+        return;
+    };
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("result: ok"), "{out}");
+    // The third batch of instance 0 is [e0 c1]; it and the ones after it
+    // on that instance start 60 ms later.
+    let held = |instance: u64, k: usize, start: i64| {
+        let late = if instance == 0 && k >= 2 { 60_000 } else { 0 };
+        slow(instance, k, start) + late
+    };
+    let (code, out) = compare_shifted(held).unwrap();
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("distance from the batch before it on the instance differs by 60."),
+        "{out}"
+    );
+    assert_eq!(out.matches("DIFFERENCE").count(), 1, "{out}");
+    assert!(out.contains("[e0 c1]"), "{out}");
 }
