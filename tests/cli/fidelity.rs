@@ -17,7 +17,7 @@
 use crate::common::{crate_root, require_ort, tritonctl};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const START_TOLERANCE_US: i64 = 20_000;
 
@@ -170,11 +170,17 @@ fn compare(dir: &Path, case: &Value) -> Vec<String> {
     diffs
 }
 
+/// `testdata/fidelity/` and its `cases.json`.
+fn fidelity_cases() -> (PathBuf, Value) {
+    let dir = crate_root().join("testdata").join("fidelity");
+    let cases =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
+    (dir, cases)
+}
+
 #[test]
 fn simulate_forms_the_batches_real_triton_formed() {
-    let dir = crate_root().join("testdata").join("fidelity");
-    let cases: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
+    let (dir, cases) = fidelity_cases();
     let cases = cases["cases"].as_array().unwrap();
     assert!(
         cases.len() >= 3,
@@ -233,9 +239,7 @@ fn decisions(sim: &Value) -> Vec<String> {
 /// boundary fails here, before it makes the real-Triton replay flaky.
 #[test]
 fn the_traces_form_the_same_batches_whatever_the_overhead_up_to_30_ms() {
-    let dir = crate_root().join("testdata").join("fidelity");
-    let cases: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
+    let (dir, cases) = fidelity_cases();
     let sleep_us = cases["sleep_ms"].as_u64().unwrap() * 1000;
     let mut problems = Vec::new();
     for case in cases["cases"].as_array().unwrap() {
@@ -264,9 +268,7 @@ fn the_traces_form_the_same_batches_whatever_the_overhead_up_to_30_ms() {
 /// instants with no overhead and with 30 ms per batch alike.
 #[test]
 fn the_oldest_trace_avoids_the_instants_where_triton_races() {
-    let dir = crate_root().join("testdata").join("fidelity");
-    let cases: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
+    let (dir, cases) = fidelity_cases();
     let sleep_us = cases["sleep_ms"].as_u64().unwrap() * 1000;
     let mut checked = 0;
     let mut problems = Vec::new();
