@@ -190,6 +190,23 @@ struct Reuse {
 // `&mut ModelSession`).
 unsafe impl Send for Reuse {}
 
+/// Whether `outputs` are the session's outputs by name, in session order,
+/// one per entry of `mine`, each `same` as its entry.
+fn outputs_match<T>(
+    names: &CNames,
+    outputs: &[(String, Tensor)],
+    mine: &[T],
+    same: impl Fn(&T, &Tensor) -> bool,
+) -> bool {
+    outputs.len() == names.outputs.len()
+        && mine.len() == outputs.len()
+        && outputs
+            .iter()
+            .zip(mine)
+            .enumerate()
+            .all(|(i, ((n, t), m))| n.as_bytes() == names.output(i) && same(m, t))
+}
+
 /// One preallocated output: its host buffer (address, element count) and
 /// the shape and type it was made for.
 struct Preallocated {
@@ -213,29 +230,15 @@ impl Reuse {
     /// viewed by `out_views` (ONNX Runtime can write into them as they
     /// are).
     fn outputs_viewed(&self, names: &CNames, outputs: &[(String, Tensor)]) -> bool {
-        outputs.len() == names.outputs.len()
-            && self.out_views.len() == outputs.len()
-            && outputs
-                .iter()
-                .zip(&self.out_views)
-                .enumerate()
-                .all(|(i, ((n, t), v))| {
-                    n.as_bytes() == names.output(i) && convert::is_view_of(v, t)
-                })
+        outputs_match(names, outputs, &self.out_views, convert::is_view_of)
     }
 
     /// Whether the caller's `outputs` have the names, types and shapes of
     /// the preallocated ones (so that views of them can take their place).
     fn outputs_fit(&self, names: &CNames, outputs: &[(String, Tensor)]) -> bool {
-        outputs.len() == names.outputs.len()
-            && self.buffers.len() == outputs.len()
-            && outputs
-                .iter()
-                .zip(&self.buffers)
-                .enumerate()
-                .all(|(i, ((n, t), b))| {
-                    n.as_bytes() == names.output(i) && t.dtype() == b.dtype && t.shape == b.shape
-                })
+        outputs_match(names, outputs, &self.buffers, |b, t| {
+            t.dtype() == b.dtype && t.shape == b.shape
+        })
     }
 
     /// Whether the `n` inputs `at(0..n)` have the shapes of the last run.
