@@ -68,8 +68,10 @@ pub(crate) fn interleave_into(
         outer,
         chunk,
         parts: parts.len(),
+        // (Bits for the first 64 parts; the mask is kept only for up to 64.)
         mask: parts
             .iter()
+            .take(64)
             .enumerate()
             .filter(|(_, p)| p.0.is_none())
             .fold(0, |m, (j, _)| m | (1u64 << j)),
@@ -115,7 +117,7 @@ pub(crate) fn interleave_into(
                                     })
                                 }
                                 // Zeros there already (bit j of `skip`).
-                                None if skip >> j & 1 == 1 => {}
+                                None if j < 64 && skip >> j & 1 == 1 => {}
                                 None if in_place => d[at..at + chunk].fill(Default::default()),
                                 None => d.resize(d.len() + chunk, Default::default()),
                             }
@@ -453,6 +455,94 @@ mod tests {
         let bad = [(Some(&short), 1), (None, 1), (None, 1)];
         assert!(interleave_into(&mut d, DataType::I32, &bad, 2, &mut z).is_err());
         assert_eq!(z, Zeros::default());
+    }
+
+    /// What [`interleave_into`] must leave: block by block, each part's
+    /// chunk or zeros.
+    fn reference(parts: &[(Option<Vec<i32>>, usize)], outer: usize) -> Vec<i32> {
+        let mut v = Vec::new();
+        for o in 0..outer {
+            for (p, c) in parts {
+                match p {
+                    Some(s) => v.extend_from_slice(&s[o * c..(o + 1) * c]),
+                    None => v.extend(std::iter::repeat_n(0, *c)),
+                }
+            }
+        }
+        v
+    }
+
+    proptest::proptest! {
+        /// Fill after fill of one buffer (as the runner refills a batch's
+        /// tensor), with layouts that repeat, change, and pad rows where
+        /// real rows were: the buffer always holds exactly what a fresh
+        /// fill gives, whatever is skipped as known zeros.
+        #[test]
+        fn every_fill_of_a_reused_buffer_equals_a_fresh_one(
+            fills in proptest::collection::vec(
+                (1usize..4, proptest::collection::vec((proptest::bool::ANY, 1usize..3), 1..6)),
+                1..12,
+            ),
+            uniform in proptest::bool::ANY,
+        ) {
+            let mut d = TensorData::empty(DataType::I32);
+            let mut z = Zeros::default();
+            let mut next = 1;
+            for (outer, layout) in fills {
+                let parts: Vec<(Option<Vec<i32>>, usize)> = layout
+                    .iter()
+                    .map(|&(real, c)| {
+                        let c = if uniform { 2 } else { c };
+                        let data = real.then(|| {
+                            (0..outer * c)
+                                .map(|_| {
+                                    next += 1;
+                                    next
+                                })
+                                .collect()
+                        });
+                        (data, c)
+                    })
+                    .collect();
+                let datas: Vec<Option<TensorData>> = parts
+                    .iter()
+                    .map(|(p, _)| p.clone().map(TensorData::I32))
+                    .collect();
+                let given: Vec<(Option<&TensorData>, usize)> = datas
+                    .iter()
+                    .zip(&parts)
+                    .map(|(t, (_, c))| (t.as_ref(), *c))
+                    .collect();
+                interleave_into(&mut d, DataType::I32, &given, outer, &mut z).unwrap();
+                proptest::prop_assert_eq!(&d, &TensorData::I32(reference(&parts, outer)));
+            }
+        }
+    }
+
+    #[test]
+    fn batches_of_more_than_64_rows_with_padding_fill_like_fresh_ones() {
+        // (Zeros are tracked for up to 64 parts; beyond, every fill is whole.)
+        let real = TensorData::I32(vec![7, 8]);
+        let mut parts: Vec<(Option<&TensorData>, usize)> = vec![(None, 1); 70];
+        parts[3] = (Some(&real), 1);
+        parts[67] = (Some(&real), 1);
+        let mut d = TensorData::empty(DataType::I32);
+        let mut z = Zeros::default();
+        for _ in 0..2 {
+            interleave_into(&mut d, DataType::I32, &parts, 2, &mut z).unwrap();
+            let TensorData::I32(v) = &d else {
+                unreachable!()
+            };
+            assert_eq!(v.len(), 140);
+            let set: Vec<(usize, i32)> = v
+                .iter()
+                .enumerate()
+                .filter(|(_, &x)| x != 0)
+                .map(|(i, &x)| (i, x))
+                .collect();
+            assert_eq!(set, vec![(3, 7), (67, 7), (73, 8), (137, 8)]);
+            assert_eq!(z, Zeros::default());
+        }
     }
 
     #[test]
