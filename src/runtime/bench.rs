@@ -14,10 +14,12 @@
 //! between it and the runner is the runner's own cost (checks,
 //! conversions, copies out, scheduling). The loop calls ONNX Runtime
 //! through the `ort` crate's `run_with_options`, as a program written with
-//! the crate does; [`bare_loop_with`] and [`BareCall::CApi`] call its C
-//! API `Run` directly instead, with every name and value gathered once,
-//! as the runner does once its outputs are preallocated (the crate's own
-//! run converts the names and wraps the outputs on every call).
+//! the crate does; [`bare_loop_with`] with [`BareCall::CApi`] calls its
+//! C API `Run` directly instead, with every name and value gathered once
+//! (the crate's own run converts the names and wraps the outputs on every
+//! call), and with [`BareCall::Binding`] its `RunWithBinding` on values
+//! bound once, as the runner does once its inputs and outputs stay where
+//! they are.
 //!
 //! ```no_run
 //! use tritonctl::runtime::{bench, SessionOptions};
@@ -45,7 +47,7 @@ use ort::value::{DynTensor, DynTensorValueType, DynValue, ValueType};
 use ort::AsPointer;
 
 use super::convert;
-use super::session::{run_c, CNames, ModelSession, RunError, SessionOptions};
+use super::session::{run_c, Binding, CNames, ModelSession, RunError, SessionOptions};
 use crate::tensor::{element_count, Tensor};
 
 /// What a loop measured.
@@ -82,6 +84,12 @@ pub enum BareCall {
     /// once its outputs are preallocated). Without preallocated outputs
     /// it is [`BareCall::Crate`].
     CApi,
+    /// ONNX Runtime's C API `RunWithBinding`, every input value and
+    /// preallocated output value bound once before the loop (no names or
+    /// values are passed per step): the call `tritonctl run` makes once
+    /// its inputs and outputs stay where they are. Without preallocated
+    /// outputs it is [`BareCall::Crate`].
+    Binding,
 }
 
 /// Runs `model` `steps` times with `inputs` (every model input, by name)
@@ -169,6 +177,41 @@ pub fn bare_loop_with(
             .iter()
             .filter_map(|&(src, i, n)| Some((src, host_ptr_mut(&mut values[i])?, n)))
             .collect();
+        if call == BareCall::Binding {
+            let c_names = c_names.ok_or("a name of the model holds a NUL byte")?;
+            let (input_name_ptrs, output_name_ptrs) = c_names.pointers();
+            let input_ptrs: Vec<*const ort::sys::OrtValue> =
+                values.iter().map(|v| v.ptr()).collect();
+            let mut outs: Vec<DynTensor> = pre.values;
+            let output_ptrs: Vec<*mut ort::sys::OrtValue> =
+                outs.iter_mut().map(|v| v.ptr_mut()).collect();
+            let mut binding = Binding::new(&mut session)?;
+            // SAFETY: the session's names; the input values and the
+            // preallocated output values outlive the binding (dropped
+            // before them, below).
+            unsafe {
+                binding.bind_inputs(input_name_ptrs, &input_ptrs)?;
+                binding.bind_outputs(output_name_ptrs, &output_ptrs)?;
+            }
+            start = Instant::now();
+            for _ in 0..steps {
+                // SAFETY: the bound values are live (see above).
+                unsafe { binding.run(&mut session) }?;
+                for &(src, dst, n) in &copies {
+                    // SAFETY: as in the loop below.
+                    unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
+                }
+            }
+            let elapsed = start.elapsed();
+            drop(binding);
+            let outs: Vec<DynValue> = outs.into_iter().map(DynTensor::into_dyn).collect();
+            let last_outputs = finish_outputs(&outputs, &routes, &values, &outs)?;
+            return Ok(LoopStats {
+                steps,
+                elapsed,
+                last_outputs,
+            });
+        }
         if call == BareCall::CApi {
             let c_names = c_names.ok_or("a name of the model holds a NUL byte")?;
             let (input_name_ptrs, output_name_ptrs) = c_names.pointers();
@@ -376,19 +419,23 @@ mod tests {
             assert_eq!(t, &want, "{name}");
         }
         // Through the C API the state is fed back the same way (ONNX
-        // Runtime writes into the buffers the feedback copies read).
-        let stats = bare_loop_with(
-            &path,
-            &SessionOptions::default(),
-            &[("INPUT", &x), ("STATE_IN", &zero), ("RESET", &keep)],
-            &[("STATE_OUT", "STATE_IN")],
-            10,
-            BareCall::CApi,
-        )
-        .unwrap();
-        assert_eq!(stats.last_outputs.len(), 2);
-        for (name, t) in &stats.last_outputs {
-            assert_eq!(t, &want, "C API: {name}");
+        // Runtime writes into the buffers the feedback copies read), and
+        // through a binding too: a bound input is the input's memory, so
+        // the state copied into it is what the next run reads.
+        for call in [BareCall::CApi, BareCall::Binding] {
+            let stats = bare_loop_with(
+                &path,
+                &SessionOptions::default(),
+                &[("INPUT", &x), ("STATE_IN", &zero), ("RESET", &keep)],
+                &[("STATE_OUT", "STATE_IN")],
+                10,
+                call,
+            )
+            .unwrap();
+            assert_eq!(stats.last_outputs.len(), 2);
+            for (name, t) in &stats.last_outputs {
+                assert_eq!(t, &want, "{call:?}: {name}");
+            }
         }
         // Every input must be given; feedback must name real tensors.
         let e = bare_loop(

@@ -127,6 +127,10 @@ pub enum RunError {
 
 /// One ONNX Runtime session.
 pub struct ModelSession {
+    /// Preallocated outputs for runs with the input shapes of the last
+    /// runs (see [`Reuse`]). Declared before `session`, so that its
+    /// binding is released before the session.
+    reuse: Reuse,
     session: Session,
     model: PathBuf,
     device: Device,
@@ -136,9 +140,6 @@ pub struct ModelSession {
     /// Per input: the view of the caller's tensor from the last run.
     views: Vec<Option<convert::HostView>>,
     host_memory: MemoryInfo<'static>,
-    /// Preallocated outputs for runs with the input shapes of the last
-    /// runs (see [`Reuse`]).
-    reuse: Reuse,
     /// The input and output names for [`run_named`] (`None`: a
     /// name cannot be one, outputs are then not preallocated).
     c_names: Option<CNames>,
@@ -183,6 +184,94 @@ struct Reuse {
     /// tensors can go straight to ONNX Runtime.
     armed: bool,
     off: bool,
+    /// The values of those runs bound once (see [`Binding`]).
+    binding: Option<Binding>,
+}
+
+/// An ONNX Runtime I/O binding for the runs that go straight to ONNX
+/// Runtime ([`ModelSession::run_again`]): their input views and output
+/// views are bound once, so that a run passes neither names nor values
+/// (`RunWithBinding`, which ONNX Runtime runs as `Run` on the bound
+/// values). On the CPU a bound value is the caller's memory itself: data
+/// written into it in place is what the next run reads. The flags say
+/// whether the bound inputs and outputs are still the current views; they
+/// are cleared wherever a view may be made again, and what is bound is
+/// used only while they are set.
+pub(crate) struct Binding {
+    ptr: std::ptr::NonNull<ort::sys::OrtIoBinding>,
+    inputs: bool,
+    outputs: bool,
+}
+
+impl Binding {
+    /// A new binding of `session`, with nothing bound.
+    pub(crate) fn new(session: &mut Session) -> Result<Binding, String> {
+        let mut ptr: *mut ort::sys::OrtIoBinding = std::ptr::null_mut();
+        // SAFETY: a live session; `ptr` receives the new binding.
+        convert::status(unsafe { (ort::api().CreateIoBinding)(session.ptr_mut(), &mut ptr) })?;
+        let ptr = std::ptr::NonNull::new(ptr).ok_or("ONNX Runtime made no binding")?;
+        Ok(Binding {
+            ptr,
+            inputs: false,
+            outputs: false,
+        })
+    }
+
+    /// Binds input `names[i]` to `values[i]` (on the CPU, the value
+    /// itself: no copy is made).
+    ///
+    /// # Safety
+    /// Every name must be a NUL-terminated input name of the session and
+    /// every value a live ONNX Runtime value; the binding keeps a
+    /// reference to it, read by every run until it is bound again.
+    pub(crate) unsafe fn bind_inputs(
+        &mut self,
+        names: &[*const c_char],
+        values: &[*const ort::sys::OrtValue],
+    ) -> Result<(), String> {
+        for (&name, &value) in names.iter().zip(values) {
+            // SAFETY: the caller's promise.
+            convert::status(unsafe { (ort::api().BindInput)(self.ptr.as_ptr(), name, value) })?;
+        }
+        Ok(())
+    }
+
+    /// Binds output `names[i]` to `values[i]`, which runs write into.
+    ///
+    /// # Safety
+    /// As for [`Self::bind_inputs`], with output names; each value's
+    /// memory must be writable by every run until it is bound again.
+    pub(crate) unsafe fn bind_outputs(
+        &mut self,
+        names: &[*const c_char],
+        values: &[*mut ort::sys::OrtValue],
+    ) -> Result<(), String> {
+        for (&name, &value) in names.iter().zip(values) {
+            // SAFETY: the caller's promise.
+            convert::status(unsafe { (ort::api().BindOutput)(self.ptr.as_ptr(), name, value) })?;
+        }
+        Ok(())
+    }
+
+    /// Runs `session` (the session of [`Self::new`]) on the bound values.
+    ///
+    /// # Safety
+    /// Every bound value must be live, and the outputs' memory writable,
+    /// for the duration of the call.
+    pub(crate) unsafe fn run(&self, session: &mut Session) -> Result<(), String> {
+        // SAFETY: the caller's promise.
+        convert::status(unsafe {
+            (ort::api().RunWithBinding)(session.ptr_mut(), std::ptr::null(), self.ptr.as_ptr())
+        })
+    }
+}
+
+impl Drop for Binding {
+    fn drop(&mut self) {
+        // SAFETY: the binding was created by `CreateIoBinding` and is
+        // released once, here (before its session: see `ModelSession`).
+        unsafe { (ort::api().ReleaseIoBinding)(self.ptr.as_ptr()) }
+    }
 }
 
 // SAFETY: `value_ptrs` point to the ONNX Runtime values owned by `values`
@@ -219,11 +308,39 @@ struct Preallocated {
 impl Reuse {
     /// Drops the preallocated outputs and the views of the caller's.
     fn forget_outputs(&mut self) {
+        self.unbind_outputs();
         self.values = None;
         self.value_ptrs.clear();
         self.buffers.clear();
         self.out_views.clear();
         self.out_ptrs.clear();
+    }
+
+    /// The input views may be made again: runs stop going straight to
+    /// ONNX Runtime until a run re-arms, and the bound inputs are stale.
+    fn disarm(&mut self) {
+        self.armed = false;
+        if let Some(b) = &mut self.binding {
+            b.inputs = false;
+        }
+    }
+
+    /// The output views may be made again: the bound outputs are stale.
+    fn unbind_outputs(&mut self) {
+        if let Some(b) = &mut self.binding {
+            b.outputs = false;
+        }
+    }
+
+    /// [`view_outputs`] into `out_views` and `out_ptrs` (the bound
+    /// outputs are then stale).
+    fn view_outputs(
+        &mut self,
+        outputs: &[(String, Tensor)],
+        memory: &MemoryInfo<'_>,
+    ) -> Result<(), String> {
+        self.unbind_outputs();
+        view_outputs(outputs, &mut self.out_views, &mut self.out_ptrs, memory)
     }
 
     /// Whether the caller's `outputs` are, in session order, the tensors
@@ -488,6 +605,43 @@ pub(crate) unsafe fn run_c(
     convert::status(status)
 }
 
+/// Runs `session` on the input values `inputs` (session order) into the
+/// output views of `reuse` through its [`Binding`], made on first use,
+/// binding the inputs and outputs first where the bound ones are stale.
+///
+/// # Safety
+/// As for [`run_c`]: every value of `inputs` and `reuse.out_ptrs` must be
+/// live, the outputs writable, for the duration of the call; and, while
+/// the binding's flags are set, the bound values must be these.
+unsafe fn run_binding(
+    session: &mut Session,
+    reuse: &mut Reuse,
+    names: &CNames,
+    inputs: &[*const ort::sys::OrtValue],
+) -> Result<(), String> {
+    if inputs.len() != names.input_ptrs.len() || reuse.out_ptrs.len() != names.output_ptrs.len() {
+        return Err("inputs or outputs do not match the session".into());
+    }
+    let binding = match &mut reuse.binding {
+        Some(b) => b,
+        None => reuse.binding.insert(Binding::new(session)?),
+    };
+    if !binding.inputs {
+        // SAFETY: the session's names, and live values (the caller's
+        // promise); they stay bound only while the flag is set.
+        unsafe { binding.bind_inputs(&names.input_ptrs, inputs) }?;
+        binding.inputs = true;
+    }
+    if !binding.outputs {
+        // SAFETY: as above.
+        unsafe { binding.bind_outputs(&names.output_ptrs, &reuse.out_ptrs) }?;
+        binding.outputs = true;
+    }
+    // SAFETY: the bound values are `inputs` and the output views (the
+    // flags are set), live for the call.
+    unsafe { binding.run(session) }
+}
+
 /// Copies the outputs of a run with preallocated outputs from their
 /// buffers into `outputs` (as [`store_outputs`] does, without asking ONNX
 /// Runtime for their types and shapes: they are the ones preallocated).
@@ -688,7 +842,9 @@ impl ModelSession {
     /// outputs and `inputs` are the very tensors it ran on (names in the
     /// same places; memory, size, element type and shape as viewed): they
     /// passed every check then, so ONNX Runtime is called at once with
-    /// the kept views. Returns false (nothing done) in any other case, or
+    /// the kept views (through the session's [`Binding`] when the outputs
+    /// are written in place, so that a run passes no names or values).
+    /// Returns false (nothing done) in any other case, or
     /// when ONNX Runtime refuses the run: [`Self::run_into`] then takes
     /// its general path, which tells why.
     fn run_again<N: AsRef<str>, T: Borrow<Tensor>>(
@@ -726,33 +882,26 @@ impl ModelSession {
         // (then copied).
         let in_place = reuse.outputs_viewed(names, outputs)
             || (reuse.outputs_fit(names, outputs)
-                && view_outputs(
-                    outputs,
-                    &mut reuse.out_views,
-                    &mut reuse.out_ptrs,
-                    &self.host_memory,
-                )
-                .is_ok());
-        let targets = if in_place {
-            &mut reuse.out_ptrs
-        } else {
-            &mut reuse.value_ptrs
-        };
+                && reuse.view_outputs(outputs, &self.host_memory).is_ok());
         // SAFETY: the names live in `names`; the input values are the
         // views of `inputs`' memory (borrowed for the call); the output
-        // values are owned by `reuse.values`, or are views of the memory
-        // of `outputs` (borrowed mutably for the call).
-        let ran = unsafe {
-            run_c(
-                &mut self.session,
-                &names.input_ptrs,
-                &values,
-                &names.output_ptrs,
-                targets,
-            )
+        // values are views of the memory of `outputs` (borrowed mutably
+        // for the call), or are owned by `reuse.values`.
+        let ran = if in_place {
+            unsafe { run_binding(&mut self.session, reuse, names, &values) }
+        } else {
+            unsafe {
+                run_c(
+                    &mut self.session,
+                    &names.input_ptrs,
+                    &values,
+                    &names.output_ptrs,
+                    &mut reuse.value_ptrs,
+                )
+            }
         };
         if ran.is_err() {
-            reuse.armed = false;
+            reuse.disarm();
             return false;
         }
         if !in_place {
@@ -769,7 +918,7 @@ impl ModelSession {
         outputs: &mut Vec<(String, Tensor)>,
     ) -> Result<(), RunError> {
         let n = self.inputs.len();
-        self.reuse.armed = false;
+        self.reuse.disarm();
         // Views of the caller's tensors (kept from the last run when the
         // tensors are the same), copies for BYTES.
         let mut owned: Vec<Option<DynValue>> = Vec::new();
@@ -814,17 +963,13 @@ impl ModelSession {
                     // place; the others are filled from the preallocated
                     // ones, and written in place from the next run on.
                     let done = if reuse.outputs_fit(names, outputs) {
-                        view_outputs(
-                            outputs,
-                            &mut reuse.out_views,
-                            &mut reuse.out_ptrs,
-                            host_memory,
-                        )
-                        // SAFETY: the pointers are views of the memory of
-                        // `outputs`, borrowed mutably for the call.
-                        .and_then(|()| unsafe {
-                            run_named(session, names, &refs, &mut reuse.out_ptrs)
-                        })
+                        reuse
+                            .view_outputs(outputs, host_memory)
+                            // SAFETY: the pointers are views of the memory of
+                            // `outputs`, borrowed mutably for the call.
+                            .and_then(|()| unsafe {
+                                run_named(session, names, &refs, &mut reuse.out_ptrs)
+                            })
                     } else {
                         // SAFETY: the pointers are the values owned by
                         // `reuse.values` (set: checked above).
@@ -958,7 +1103,7 @@ impl ModelSession {
         state: &mut BoundState,
         outputs: &mut Vec<(String, Tensor)>,
     ) -> Result<(), RunError> {
-        self.reuse.armed = false;
+        self.reuse.disarm();
         state.check(self)?;
         let state_inputs: Vec<&str> = state.pairs.iter().map(|p| p.input.as_str()).collect();
         self.order_into(inputs, &state_inputs)?;
@@ -1859,7 +2004,7 @@ pub(crate) mod tests {
         ));
         assert_eq!(sum(&out), t(&[1, 1], TensorData::F32(vec![120.0])));
         // Another tensor (other memory) with the same shape.
-        let y = t(&[1, 4], TensorData::F32(vec![0.5; 4]));
+        let mut y = t(&[1, 4], TensorData::F32(vec![0.5; 4]));
         assert!(!s.run_again(
             &[("INPUT", &y), ("STATE_IN", &state), ("RESET", &keep)],
             &mut out
@@ -1870,6 +2015,28 @@ pub(crate) mod tests {
         )
         .unwrap();
         assert_eq!(sum(&out), t(&[1, 1], TensorData::F32(vec![102.0])));
+        // Runs on it go straight to ONNX Runtime again, reading its
+        // memory (not that of the tensor bound before).
+        if let TensorData::F32(v) = &mut y.data {
+            v[0] = 2.5;
+        }
+        assert!(s.run_again(
+            &[("INPUT", &y), ("STATE_IN", &state), ("RESET", &keep)],
+            &mut out
+        ));
+        assert_eq!(sum(&out), t(&[1, 1], TensorData::F32(vec![104.0])));
+        // Another output vector of the same layout is written in place,
+        // not the one bound before.
+        let mut other = out.clone();
+        if let TensorData::F32(v) = &mut y.data {
+            v[0] = 4.5;
+        }
+        assert!(s.run_again(
+            &[("INPUT", &y), ("STATE_IN", &state), ("RESET", &keep)],
+            &mut other
+        ));
+        assert_eq!(sum(&other), t(&[1, 1], TensorData::F32(vec![106.0])));
+        assert_eq!(sum(&out), t(&[1, 1], TensorData::F32(vec![104.0])));
         // Another order of the same tensors: not the order the session
         // kept, so the general path matches them by name (and re-arms).
         s.run_into(
