@@ -275,8 +275,9 @@ impl Drop for Binding {
 }
 
 // SAFETY: `value_ptrs` point to the ONNX Runtime values owned by `values`
-// in the same struct (they move with it and are only used through
-// `&mut ModelSession`).
+// in the same struct, and `binding` is owned by it (they move with it and
+// are only used through `&mut ModelSession`; ONNX Runtime's bindings and
+// sessions may be used from any thread, one call at a time).
 unsafe impl Send for Reuse {}
 
 /// Whether `outputs` are the session's outputs by name, in session order,
