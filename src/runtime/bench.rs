@@ -177,42 +177,7 @@ pub fn bare_loop_with(
             .iter()
             .filter_map(|&(src, i, n)| Some((src, host_ptr_mut(&mut values[i])?, n)))
             .collect();
-        if call == BareCall::Binding {
-            let c_names = c_names.ok_or("a name of the model holds a NUL byte")?;
-            let (input_name_ptrs, output_name_ptrs) = c_names.pointers();
-            let input_ptrs: Vec<*const ort::sys::OrtValue> =
-                values.iter().map(|v| v.ptr()).collect();
-            let mut outs: Vec<DynTensor> = pre.values;
-            let output_ptrs: Vec<*mut ort::sys::OrtValue> =
-                outs.iter_mut().map(|v| v.ptr_mut()).collect();
-            let mut binding = Binding::new(&mut session)?;
-            // SAFETY: the session's names; the input values and the
-            // preallocated output values outlive the binding (dropped
-            // before them, below).
-            unsafe {
-                binding.bind_inputs(input_name_ptrs, &input_ptrs)?;
-                binding.bind_outputs(output_name_ptrs, &output_ptrs)?;
-            }
-            start = Instant::now();
-            for _ in 0..steps {
-                // SAFETY: the bound values are live (see above).
-                unsafe { binding.run(&mut session) }?;
-                for &(src, dst, n) in &copies {
-                    // SAFETY: as in the loop below.
-                    unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
-                }
-            }
-            let elapsed = start.elapsed();
-            drop(binding);
-            let outs: Vec<DynValue> = outs.into_iter().map(DynTensor::into_dyn).collect();
-            let last_outputs = finish_outputs(&outputs, &routes, &values, &outs)?;
-            return Ok(LoopStats {
-                steps,
-                elapsed,
-                last_outputs,
-            });
-        }
-        if call == BareCall::CApi {
+        if call != BareCall::Crate {
             let c_names = c_names.ok_or("a name of the model holds a NUL byte")?;
             let (input_name_ptrs, output_name_ptrs) = c_names.pointers();
             let input_ptrs: Vec<*const ort::sys::OrtValue> =
@@ -220,25 +185,44 @@ pub fn bare_loop_with(
             let mut outs: Vec<DynTensor> = pre.values;
             let mut output_ptrs: Vec<*mut ort::sys::OrtValue> =
                 outs.iter_mut().map(|v| v.ptr_mut()).collect();
+            let binding = match call {
+                BareCall::Binding => {
+                    let mut b = Binding::new(&mut session)?;
+                    // SAFETY: the session's names; the input values and
+                    // the preallocated output values outlive the binding
+                    // (dropped before them, below).
+                    unsafe {
+                        b.bind_inputs(input_name_ptrs, &input_ptrs)?;
+                        b.bind_outputs(output_name_ptrs, &output_ptrs)?;
+                    }
+                    Some(b)
+                }
+                _ => None,
+            };
             start = Instant::now();
             for _ in 0..steps {
-                // SAFETY: the names, input values and preallocated output
-                // values outlive the loop.
-                unsafe {
-                    run_c(
-                        &mut session,
-                        input_name_ptrs,
-                        &input_ptrs,
-                        output_name_ptrs,
-                        &mut output_ptrs,
-                    )
-                }?;
+                match &binding {
+                    // SAFETY: the bound values are live (see above).
+                    Some(b) => unsafe { b.run(&mut session) }?,
+                    // SAFETY: the names, input values and preallocated
+                    // output values outlive the loop.
+                    None => unsafe {
+                        run_c(
+                            &mut session,
+                            input_name_ptrs,
+                            &input_ptrs,
+                            output_name_ptrs,
+                            &mut output_ptrs,
+                        )
+                    }?,
+                }
                 for &(src, dst, n) in &copies {
                     // SAFETY: as in the loop below.
                     unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
                 }
             }
             let elapsed = start.elapsed();
+            drop(binding);
             let outs: Vec<DynValue> = outs.into_iter().map(DynTensor::into_dyn).collect();
             let last_outputs = finish_outputs(&outputs, &routes, &values, &outs)?;
             return Ok(LoopStats {

@@ -229,11 +229,8 @@ impl Binding {
         names: &[*const c_char],
         values: &[*const ort::sys::OrtValue],
     ) -> Result<(), String> {
-        for (&name, &value) in names.iter().zip(values) {
-            // SAFETY: the caller's promise.
-            convert::status(unsafe { (ort::api().BindInput)(self.ptr.as_ptr(), name, value) })?;
-        }
-        Ok(())
+        // SAFETY: the caller's promise.
+        unsafe { self.bind(ort::api().BindInput, names, values.iter().copied()) }
     }
 
     /// Binds output `names[i]` to `values[i]`, which runs write into.
@@ -246,9 +243,26 @@ impl Binding {
         names: &[*const c_char],
         values: &[*mut ort::sys::OrtValue],
     ) -> Result<(), String> {
-        for (&name, &value) in names.iter().zip(values) {
+        let values = values.iter().map(|v| v.cast_const());
+        // SAFETY: the caller's promise.
+        unsafe { self.bind(ort::api().BindOutput, names, values) }
+    }
+
+    /// Binds each name to its value with `bind` (`BindInput` or
+    /// `BindOutput`), as the caller promises.
+    unsafe fn bind(
+        &mut self,
+        bind: unsafe extern "system" fn(
+            *mut ort::sys::OrtIoBinding,
+            *const c_char,
+            *const ort::sys::OrtValue,
+        ) -> ort::sys::OrtStatusPtr,
+        names: &[*const c_char],
+        values: impl Iterator<Item = *const ort::sys::OrtValue>,
+    ) -> Result<(), String> {
+        for (&name, value) in names.iter().zip(values) {
             // SAFETY: the caller's promise.
-            convert::status(unsafe { (ort::api().BindOutput)(self.ptr.as_ptr(), name, value) })?;
+            convert::status(unsafe { bind(self.ptr.as_ptr(), name, value) })?;
         }
         Ok(())
     }
