@@ -1996,13 +1996,17 @@ pub(crate) mod tests {
         let mut x = t(&[1, 4], TensorData::F32(vec![1.0, 2.0, 3.0, 4.0]));
         let state = t(&[1, 1], TensorData::F32(vec![100.0]));
         let keep = t(&[1, 1], TensorData::Bool(vec![false]));
+        // The inputs of a run in the session's order, `x` as INPUT.
+        fn feed<'a>(
+            x: &'a Tensor,
+            state: &'a Tensor,
+            keep: &'a Tensor,
+        ) -> [(&'a str, &'a Tensor); 3] {
+            [("INPUT", x), ("STATE_IN", state), ("RESET", keep)]
+        }
         let mut out = Vec::new();
         for _ in 0..3 {
-            s.run_into(
-                &[("INPUT", &x), ("STATE_IN", &state), ("RESET", &keep)],
-                &mut out,
-            )
-            .unwrap();
+            s.run_into(&feed(&x, &state, &keep), &mut out).unwrap();
         }
         assert!(
             s.reuse.armed,
@@ -2013,32 +2017,19 @@ pub(crate) mod tests {
         if let TensorData::F32(v) = &mut x.data {
             v[0] = 11.0;
         }
-        assert!(s.run_again(
-            &[("INPUT", &x), ("STATE_IN", &state), ("RESET", &keep)],
-            &mut out
-        ));
+        assert!(s.run_again(&feed(&x, &state, &keep), &mut out));
         assert_eq!(sum(&out), t(&[1, 1], TensorData::F32(vec![120.0])));
         // Another tensor (other memory) with the same shape.
         let mut y = t(&[1, 4], TensorData::F32(vec![0.5; 4]));
-        assert!(!s.run_again(
-            &[("INPUT", &y), ("STATE_IN", &state), ("RESET", &keep)],
-            &mut out
-        ));
-        s.run_into(
-            &[("INPUT", &y), ("STATE_IN", &state), ("RESET", &keep)],
-            &mut out,
-        )
-        .unwrap();
+        assert!(!s.run_again(&feed(&y, &state, &keep), &mut out));
+        s.run_into(&feed(&y, &state, &keep), &mut out).unwrap();
         assert_eq!(sum(&out), t(&[1, 1], TensorData::F32(vec![102.0])));
         // Runs on it go straight to ONNX Runtime again, reading its
         // memory (not that of the tensor bound before).
         if let TensorData::F32(v) = &mut y.data {
             v[0] = 2.5;
         }
-        assert!(s.run_again(
-            &[("INPUT", &y), ("STATE_IN", &state), ("RESET", &keep)],
-            &mut out
-        ));
+        assert!(s.run_again(&feed(&y, &state, &keep), &mut out));
         assert_eq!(sum(&out), t(&[1, 1], TensorData::F32(vec![104.0])));
         // Another output vector of the same layout is written in place,
         // not the one bound before.
@@ -2046,10 +2037,7 @@ pub(crate) mod tests {
         if let TensorData::F32(v) = &mut y.data {
             v[0] = 4.5;
         }
-        assert!(s.run_again(
-            &[("INPUT", &y), ("STATE_IN", &state), ("RESET", &keep)],
-            &mut other
-        ));
+        assert!(s.run_again(&feed(&y, &state, &keep), &mut other));
         assert_eq!(sum(&other), t(&[1, 1], TensorData::F32(vec![106.0])));
         assert_eq!(sum(&out), t(&[1, 1], TensorData::F32(vec![104.0])));
         // Another order of the same tensors: not the order the session
