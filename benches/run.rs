@@ -167,13 +167,20 @@ fn main() {
     // `TRITONCTL_BENCH_PROFILE=<steps>`: run one sequence of that many
     // steps through the runner once and stop (for callgrind/perf); padded
     // to 4 rows as committed, or one row with `TRITONCTL_BENCH_ROWS=1`;
-    // `TRITONCTL_BENCH_BARE=1` runs the bare loop instead, at as many rows.
+    // `TRITONCTL_BENCH_BARE=crate` (or `1`), `capi` or `bound` runs that
+    // bare loop instead (see `BareCall`), at as many rows.
     if let Some(n) = std::env::var("TRITONCTL_BENCH_PROFILE")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
     {
         let one_row = std::env::var("TRITONCTL_BENCH_ROWS").as_deref() == Ok("1");
-        if std::env::var("TRITONCTL_BENCH_BARE").as_deref() == Ok("1") {
+        let bare = match std::env::var("TRITONCTL_BENCH_BARE").as_deref() {
+            Ok("1" | "crate") => Some(BareCall::Crate),
+            Ok("capi") => Some(BareCall::CApi),
+            Ok("bound") => Some(BareCall::Binding),
+            _ => None,
+        };
+        if let Some(call) = bare {
             let rows: i64 = if one_row { 1 } else { 4 };
             let x = Tensor::new(
                 vec![4, rows, 5],
@@ -182,7 +189,7 @@ fn main() {
             .unwrap();
             let state = Tensor::zeros(DataType::F32, vec![rows, 5]).unwrap();
             let reset = Tensor::zeros(DataType::Bool, vec![rows, 1]).unwrap();
-            let stats = bench::bare_loop(
+            let stats = bench::bare_loop_with(
                 no_delay.model_file.as_ref().unwrap(),
                 &SessionOptions::default(),
                 &[
@@ -192,6 +199,7 @@ fn main() {
                 ],
                 &[("Accumulate_Out", "Accumulate_In")],
                 n,
+                call,
             )
             .expect("bare loop");
             println!(
