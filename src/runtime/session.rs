@@ -71,6 +71,12 @@ pub struct SessionOptions {
     /// Threads ONNX Runtime may use inside one operator (at least 1).
     pub intra_threads: usize,
     pub graph_optimization: GraphOptimization,
+    /// ONNX Runtime's CPU memory arena (its `EnableCpuMemArena`; Triton's
+    /// onnxruntime backend takes it from the model parameter
+    /// `enable_mem_arena`). Off by default when the process allocates
+    /// through mimalloc (see [`crate::alloc`]), on otherwise (ONNX
+    /// Runtime's own default).
+    pub cpu_arena: bool,
 }
 
 impl Default for SessionOptions {
@@ -79,6 +85,7 @@ impl Default for SessionOptions {
             device: Device::Cpu,
             intra_threads: 1,
             graph_optimization: GraphOptimization::All,
+            cpu_arena: !crate::alloc::MIMALLOC,
         }
     }
 }
@@ -747,7 +754,11 @@ impl ModelSession {
                 .with_parallel_execution(false)
                 .map_err(ort_err)?
                 .with_log_level(ort::logging::LogLevel::Fatal)
-                .map_err(ort_err)?;
+                .map_err(ort_err)?
+                .with_execution_providers([ort::ep::CPU::default()
+                    .with_arena_allocator(options.cpu_arena)
+                    .build()])
+                .map_err(|e| e.to_string())?;
             if let Device::Cuda(n) = options.device {
                 // Untested here: no GPU on the test machines.
                 let ep = ort::ep::CUDA::default()

@@ -1012,3 +1012,61 @@ fn a_string_correlation_id_for_a_numeric_corrid_fails_with_the_backends_message(
     );
     assert_eq!(lines[1]["status"], "ok", "{}", lines[1]);
 }
+
+/// Triton's onnxruntime backend takes ONNX Runtime's CPU arena from the
+/// model parameter `enable_mem_arena`: either way the outputs are the same;
+/// a value that is not a boolean stops the run before any request, with
+/// Triton's words.
+#[test]
+fn enable_mem_arena_either_way_gives_the_same_outputs_and_a_bad_value_stops_the_run() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_lines(
+        dir.path(),
+        "in.jsonl",
+        &[
+            json!({"id": "a", "inputs": {"Input": [1, 2, 3, 4]}}),
+            json!({"id": "b", "inputs": {"Input": [-1.5, 0, 0.25, 8]}}),
+        ],
+    );
+    let variant = |value: &str| {
+        let src = model("preprocess");
+        let dst = dir.path().join(format!("arena-{value}")).join("preprocess");
+        std::fs::create_dir_all(dst.join("1")).unwrap();
+        std::fs::copy(
+            src.join("1").join("model.onnx"),
+            dst.join("1").join("model.onnx"),
+        )
+        .unwrap();
+        let cfg = std::fs::read_to_string(src.join("config.pbtxt")).unwrap()
+            + &stateful_param("enable_mem_arena", value);
+        std::fs::write(dst.join("config.pbtxt"), cfg).unwrap();
+        dst
+    };
+    for value in ["1", "off"] {
+        let out = run(&lib, &variant(value), &input, &[]);
+        assert_eq!(out.code, 0, "{value}: {}", out.stderr);
+        let got: Vec<Vec<f64>> = out
+            .lines()
+            .iter()
+            .map(|l| data(&l["outputs"]["Output"]["data"]))
+            .collect();
+        // Output = 2 * Input + 1 (testdata/run/preprocess).
+        assert_eq!(
+            got,
+            vec![vec![3.0, 5.0, 7.0, 9.0], vec![-2.0, 1.0, 1.5, 17.0]],
+            "{value}"
+        );
+    }
+    let out = run(&lib, &variant("sometimes"), &input, &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("enable_mem_arena")
+            && out
+                .stderr
+                .contains("failed to convert 'sometimes' to boolean"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+}
