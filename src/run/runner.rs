@@ -131,9 +131,11 @@ enum Layout {
 /// Everything about the model the driving thread needs.
 struct Plan {
     layout: Layout,
-    /// Stateful backend: the stacking axis (within the config dims) per
-    /// data input / output name.
-    axes: BTreeMap<String, usize>,
+    /// Stateful backend: the stacking axis (within the config dims) of
+    /// each data input, by name, in config order (see [`Plan::input_axis`]).
+    input_axes: Vec<(String, usize)>,
+    /// Stateful backend: the stacking axis of each of `outputs`.
+    output_axes: Vec<usize>,
     controls: Option<ControlSpec>,
     /// Stateful backend: the reset input (the START control's name).
     reset_input: Option<String>,
@@ -438,7 +440,7 @@ fn plan(model: &LoadedModel, session: &ModelSession) -> Result<Plan, RunnerError
         }
     }
     let controls = ControlSpec::from_config(cfg).map_err(setup)?;
-    let mut axes = BTreeMap::new();
+    let mut axes = Vec::new();
     let mut reset_input = None;
     let layout = if stateful {
         for t in cfg
@@ -453,7 +455,7 @@ fn plan(model: &LoadedModel, session: &ModelSession) -> Result<Plan, RunnerError
                     t.0
                 ))
             })?;
-            axes.insert(t.0.clone(), axis);
+            axes.push((t.0.clone(), axis));
         }
         if let Some(SchedulingChoice::SequenceBatching(sb)) = &cfg.scheduling_choice {
             reset_input = sb
@@ -504,9 +506,22 @@ fn plan(model: &LoadedModel, session: &ModelSession) -> Result<Plan, RunnerError
             .parameters
             .get("store_states_as_fp16")
             .is_some_and(|p| p.string_value.trim() == "1");
+    // (Stateful backend: `axes` holds the inputs', then the outputs'.)
+    let output_axes = outputs
+        .iter()
+        .map(|o| {
+            axes.get(cfg.input.len()..)
+                .unwrap_or(&[])
+                .iter()
+                .find(|(n, _)| n == o)
+                .map_or(0, |&(_, a)| a)
+        })
+        .collect();
+    axes.truncate(cfg.input.len());
     Ok(Plan {
         layout,
-        axes,
+        input_axes: axes,
+        output_axes,
         controls,
         reset_input,
         session_inputs,
@@ -574,6 +589,20 @@ impl Signatures {
 }
 
 impl Plan {
+    /// Stateful backend: the stacking axis of data input `name`, the
+    /// `k`-th input of a request (inputs usually come in config order, so
+    /// entry `k` is tried first); 0 for a name the config lacks.
+    fn input_axis(&self, k: usize, name: &str) -> usize {
+        match self.input_axes.get(k) {
+            Some((n, a)) if n == name => *a,
+            _ => self
+                .input_axes
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(0, |&(_, a)| a),
+        }
+    }
+
     /// Assembles the inputs of one batch into `buf` (see [`Io`]).
     fn inputs_into(
         &mut self,
@@ -599,7 +628,7 @@ impl Plan {
             // A batch of one request: its tensor as it is (copied into the
             // buffer, no intermediate tensors).
             if let [Some(_)] = flight.tags.as_slice() {
-                let axis = self.axes.get(name).copied().unwrap_or(0);
+                let axis = self.input_axis(k, name);
                 let shape = match self.layout {
                     Layout::Single => Some(&sample.shape[..]),
                     Layout::Batch if !sample.shape.is_empty() => Some(&sample.shape[..]),
@@ -636,7 +665,7 @@ impl Plan {
             // rows are zeros shaped like the first request's tensor.
             let stateful = self.layout == Layout::Stateful;
             let axis = if stateful {
-                self.axes.get(name).copied().unwrap_or(0)
+                self.input_axis(k, name)
             } else {
                 0
             };
@@ -769,7 +798,12 @@ impl Plan {
         let rows = flight.tags.len();
         let n = self.outputs.len();
         per_row.extend(flight.tags.iter().map(|t| t.map(|_| spare.list(n))));
-        for (name, &at) in self.outputs.iter().zip(&self.output_at) {
+        for ((name, &at), &axis) in self
+            .outputs
+            .iter()
+            .zip(&self.output_at)
+            .zip(&self.output_axes)
+        {
             let (n, t) = &outs[at];
             debug_assert_eq!(n, name);
             match self.layout {
@@ -791,7 +825,6 @@ impl Plan {
                     }
                 }
                 Layout::Stateful => {
-                    let axis = self.axes.get(name).copied().unwrap_or(0);
                     // Each real row's piece (padding rows are dropped), with
                     // the request's batch axis of 1 put back.
                     if rows == 1 && t.shape.get(axis) == Some(&1) {
