@@ -14,6 +14,10 @@
 /// Whether `malloc` is mimalloc's (feature `mimalloc`).
 pub const MIMALLOC: bool = cfg!(feature = "mimalloc");
 
+/// Whether ONNX Runtime sessions use its CPU arena unless a model says
+/// otherwise: off with mimalloc, ONNX Runtime's own default (on) without.
+pub const ORT_CPU_ARENA_DEFAULT: bool = !MIMALLOC;
+
 /// mimalloc's option `purge_delay` (`mi_option_reset_delay` in older
 /// releases): how long freed memory stays committed before it goes back
 /// to the system. The crate names the options either side of it only.

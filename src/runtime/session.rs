@@ -73,9 +73,9 @@ pub struct SessionOptions {
     pub graph_optimization: GraphOptimization,
     /// ONNX Runtime's CPU memory arena (its `EnableCpuMemArena`; Triton's
     /// onnxruntime backend takes it from the model parameter
-    /// `enable_mem_arena`). Off by default when the process allocates
-    /// through mimalloc (see [`crate::alloc`]), on otherwise (ONNX
-    /// Runtime's own default).
+    /// `enable_mem_arena`). By default
+    /// [`crate::alloc::ORT_CPU_ARENA_DEFAULT`]: off when the process
+    /// allocates through mimalloc, on otherwise (ONNX Runtime's default).
     pub cpu_arena: bool,
 }
 
@@ -85,7 +85,7 @@ impl Default for SessionOptions {
             device: Device::Cpu,
             intra_threads: 1,
             graph_optimization: GraphOptimization::All,
-            cpu_arena: !crate::alloc::MIMALLOC,
+            cpu_arena: crate::alloc::ORT_CPU_ARENA_DEFAULT,
         }
     }
 }
