@@ -37,8 +37,9 @@ const _: () = assert!(
 /// keeps its memory the same way. Does nothing without feature `mimalloc`.
 pub fn keep_freed_memory() {
     #[cfg(feature = "mimalloc")]
-    // SAFETY: sets one of mimalloc's global options (atomic), valid at any
-    // time.
+    // SAFETY: sets one of mimalloc's global options, which mimalloc allows
+    // at any time (a thread reading it meanwhile sees the old value or the
+    // new one).
     unsafe {
         libmimalloc_sys::mi_option_set(PURGE_DELAY, -1);
     }
