@@ -132,7 +132,7 @@ enum Layout {
 struct Plan {
     layout: Layout,
     /// Stateful backend: the stacking axis (within the config dims) of
-    /// each data input, by name, in config order (see [`Plan::input_axis`]).
+    /// each data input, by name (see [`Plan::input_axis`]).
     input_axes: Vec<(String, usize)>,
     /// Stateful backend: the stacking axis of each of `outputs`.
     output_axes: Vec<usize>,
@@ -589,18 +589,13 @@ impl Signatures {
 }
 
 impl Plan {
-    /// Stateful backend: the stacking axis of data input `name`, the
-    /// `k`-th input of a request (inputs usually come in config order, so
-    /// entry `k` is tried first); 0 for a name the config lacks.
-    fn input_axis(&self, k: usize, name: &str) -> usize {
-        match self.input_axes.get(k) {
-            Some((n, a)) if n == name => *a,
-            _ => self
-                .input_axes
-                .iter()
-                .find(|(n, _)| n == name)
-                .map_or(0, |&(_, a)| a),
-        }
+    /// Stateful backend: the stacking axis of data input `name`; 0 for a
+    /// name the config lacks.
+    fn input_axis(&self, name: &str) -> usize {
+        self.input_axes
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |&(_, a)| a)
     }
 
     /// Assembles the inputs of one batch into `buf` (see [`Io`]).
@@ -628,7 +623,7 @@ impl Plan {
             // A batch of one request: its tensor as it is (copied into the
             // buffer, no intermediate tensors).
             if let [Some(_)] = flight.tags.as_slice() {
-                let axis = self.input_axis(k, name);
+                let axis = self.input_axis(name);
                 let shape = match self.layout {
                     Layout::Single => Some(&sample.shape[..]),
                     Layout::Batch if !sample.shape.is_empty() => Some(&sample.shape[..]),
@@ -664,11 +659,7 @@ impl Plan {
             // dimension of 1 dropped, along the config's -1 axis; padding
             // rows are zeros shaped like the first request's tensor.
             let stateful = self.layout == Layout::Stateful;
-            let axis = if stateful {
-                self.input_axis(k, name)
-            } else {
-                0
-            };
+            let axis = if stateful { self.input_axis(name) } else { 0 };
             let pad_shape: &[i64] = if stateful {
                 sample.shape.get(1..).unwrap_or(&[])
             } else {

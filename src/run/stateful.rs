@@ -443,15 +443,17 @@ impl StatefulBackend {
     ) -> Vec<(usize, RunResult)> {
         let mut fates = std::mem::take(&mut self.fates);
         let padded = {
-            // Each row read once (the plan looks at the rows several times).
-            let rows: smallvec::SmallVec<[Row; 16]> = tags
-                .iter()
-                .map(|t| Row {
-                    corrid: t.and_then(|i| requests[i].sequence_id.as_ref()),
-                    end: t.is_some_and(|i| requests[i].end),
-                })
-                .collect();
-            self.plan_into(instance, now_us, rows.len(), |j| rows[j], &mut fates)
+            let t: &[Option<usize>] = tags;
+            self.plan_into(
+                instance,
+                now_us,
+                t.len(),
+                |j| Row {
+                    corrid: t[j].and_then(|i| requests[i].sequence_id.as_ref()),
+                    end: t[j].is_some_and(|i| requests[i].end),
+                },
+                &mut fates,
+            )
         };
         let mut answers = Vec::new();
         let mut drop: Vec<bool> = Vec::new();

@@ -834,8 +834,13 @@ fn a_bad_step_fails_the_rest_of_its_sequence_and_the_others_keep_running() {
 /// A copy of the stateful-backend accumulate model whose config is
 /// changed by `edit`.
 fn accumulate_variant(root: &Path, edit: impl Fn(String) -> String) -> PathBuf {
-    let src = model("accumulate");
-    let dst = root.join("accumulate");
+    model_variant("accumulate", root, edit)
+}
+
+/// A copy of test model `name` under `root`, its config edited.
+fn model_variant(name: &str, root: &Path, edit: impl Fn(String) -> String) -> PathBuf {
+    let src = model(name);
+    let dst = root.join(name);
     std::fs::create_dir_all(dst.join("1")).unwrap();
     std::fs::copy(
         src.join("1").join("model.onnx"),
@@ -849,8 +854,8 @@ fn accumulate_variant(root: &Path, edit: impl Fn(String) -> String) -> PathBuf {
     dst
 }
 
-/// A stateful-backend parameter, to append to a config.
-fn stateful_param(key: &str, value: &str) -> String {
+/// A model parameter, to append to a config.
+fn parameter(key: &str, value: &str) -> String {
     format!("parameters {{ key: \"{key}\" value {{ string_value: \"{value}\" }} }}\n")
 }
 
@@ -928,9 +933,7 @@ fn the_stateful_backend_holds_fewer_sequences_than_triton_admits() {
 fn infer_end_requests_0_answers_end_requests_without_running_them() {
     let Some(lib) = ort() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let m = accumulate_variant(dir.path(), |c| {
-        c + &stateful_param("infer_end_requests", "0")
-    });
+    let m = accumulate_variant(dir.path(), |c| c + &parameter("infer_end_requests", "0"));
     // Two sequences of two data requests each, then an END-only request
     // (as the backend's example client sends them).
     let mut requests = Vec::new();
@@ -1030,18 +1033,11 @@ fn enable_mem_arena_either_way_gives_the_same_outputs_and_a_bad_value_stops_the_
         ],
     );
     let variant = |value: &str| {
-        let src = model("preprocess");
-        let dst = dir.path().join(format!("arena-{value}")).join("preprocess");
-        std::fs::create_dir_all(dst.join("1")).unwrap();
-        std::fs::copy(
-            src.join("1").join("model.onnx"),
-            dst.join("1").join("model.onnx"),
+        model_variant(
+            "preprocess",
+            &dir.path().join(format!("arena-{value}")),
+            |cfg| cfg + &parameter("enable_mem_arena", value),
         )
-        .unwrap();
-        let cfg = std::fs::read_to_string(src.join("config.pbtxt")).unwrap()
-            + &stateful_param("enable_mem_arena", value);
-        std::fs::write(dst.join("config.pbtxt"), cfg).unwrap();
-        dst
     };
     for value in ["1", "off"] {
         let out = run(&lib, &variant(value), &input, &[]);
