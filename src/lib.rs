@@ -4,7 +4,6 @@
 //! The library never prints; the binary (`src/main.rs`) parses arguments,
 //! calls in here and maps the outcome to an exit code.
 
-pub mod alloc;
 pub mod autoconfig;
 pub mod batching;
 pub mod cli;

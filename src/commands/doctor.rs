@@ -34,8 +34,6 @@
 //! | `cuda_driver.error` | string or null | why there is none |
 //! | `devices` | array | CUDA devices: `device` (`cuda:0`), `ordinal`, `name`, `total_memory_bytes`, `compute_capability` (`8.6`) |
 //! | `default_device` | string or null | what `run` uses without `--device` (`cpu`, `cuda:0`); null when it cannot run |
-//! | `allocator.name` | string | the process's `malloc`, ONNX Runtime's as well: `mimalloc` (feature `mimalloc`) or `system` |
-//! | `allocator.onnxruntime_cpu_arena` | bool | whether sessions use ONNX Runtime's CPU arena by default (off with mimalloc; a model's `enable_mem_arena` parameter decides for it) |
 //! | `hints` | array of strings | what to install or change; GPU-only ones start with `for CUDA: ` |
 
 use super::{CommandError, Context, ExitStatus};
@@ -55,27 +53,7 @@ pub struct Findings {
     pub cuda_driver: CudaDriver,
     pub devices: Vec<Device>,
     pub default_device: Option<String>,
-    pub allocator: Allocator,
     pub hints: Vec<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Allocator {
-    pub name: &'static str,
-    pub onnxruntime_cpu_arena: bool,
-}
-
-impl Allocator {
-    fn of_this_binary() -> Allocator {
-        Allocator {
-            name: if crate::alloc::MIMALLOC {
-                "mimalloc"
-            } else {
-                "system"
-            },
-            onnxruntime_cpu_arena: crate::alloc::ORT_CPU_ARENA_DEFAULT,
-        }
-    }
 }
 
 #[derive(Debug, Serialize)]
@@ -180,7 +158,6 @@ pub fn findings() -> Findings {
             })
             .unwrap_or_default(),
         default_device: r.default_device().map(|d| d.to_string()),
-        allocator: Allocator::of_this_binary(),
         hints: r.hints(),
     }
 }
@@ -212,7 +189,6 @@ pub fn findings() -> Findings {
         },
         devices: Vec::new(),
         default_device: None,
-        allocator: Allocator::of_this_binary(),
         hints: vec![
             "rebuild tritonctl with the `run` feature (on by default: build without `--no-default-features`, or add `--features run`)"
                 .into(),
@@ -308,13 +284,6 @@ fn write_human(f: &Findings, out: &mut dyn Write) -> std::io::Result<()> {
     if let Some(dev) = &f.default_device {
         line(out, "default device", dev)?;
     }
-    let a = &f.allocator;
-    let arena = if a.onnxruntime_cpu_arena {
-        "ONNX Runtime's CPU arena on"
-    } else {
-        "ONNX Runtime's CPU arena off unless a model's enable_mem_arena turns it on"
-    };
-    line(out, "allocator", &format!("{} ({arena})", a.name))?;
     writeln!(out)?;
     match (&f.default_device, f.can_run) {
         (Some(dev), true) if dev.starts_with("cuda") => writeln!(

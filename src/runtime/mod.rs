@@ -276,8 +276,6 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 }
 
 fn load(path: &Path) -> Result<Runtime, ProbeError> {
-    // Before ONNX Runtime allocates anything (see the function).
-    crate::alloc::keep_freed_memory();
     let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let unusable = |detail: String| ProbeError::Unusable {
         path: path.clone(),

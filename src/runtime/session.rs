@@ -71,11 +71,9 @@ pub struct SessionOptions {
     /// Threads ONNX Runtime may use inside one operator (at least 1).
     pub intra_threads: usize,
     pub graph_optimization: GraphOptimization,
-    /// ONNX Runtime's CPU memory arena (its `EnableCpuMemArena`; Triton's
-    /// onnxruntime backend takes it from the model parameter
-    /// `enable_mem_arena`). By default
-    /// [`crate::alloc::ORT_CPU_ARENA_DEFAULT`]: off when the process
-    /// allocates through mimalloc, on otherwise (ONNX Runtime's default).
+    /// ONNX Runtime's CPU memory arena (its `EnableCpuMemArena`), on by
+    /// default as in ONNX Runtime and Triton; Triton's onnxruntime backend
+    /// takes it from the model parameter `enable_mem_arena`.
     pub cpu_arena: bool,
 }
 
@@ -85,7 +83,7 @@ impl Default for SessionOptions {
             device: Device::Cpu,
             intra_threads: 1,
             graph_optimization: GraphOptimization::All,
-            cpu_arena: crate::alloc::ORT_CPU_ARENA_DEFAULT,
+            cpu_arena: true,
         }
     }
 }
