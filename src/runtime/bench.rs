@@ -387,26 +387,12 @@ mod tests {
         let x = Tensor::new(vec![2, 4], TensorData::F32(vec![1.0; 8])).unwrap();
         let zero = Tensor::zeros(DataType::F32, vec![2, 1]).unwrap();
         let keep = Tensor::zeros(DataType::Bool, vec![2, 1]).unwrap();
-        let stats = bare_loop(
-            &path,
-            &SessionOptions::default(),
-            &[("INPUT", &x), ("STATE_IN", &zero), ("RESET", &keep)],
-            &[("STATE_OUT", "STATE_IN")],
-            10,
-        )
-        .unwrap();
-        assert_eq!(stats.steps, 10);
-        assert!(stats.per_step() > Duration::ZERO);
         let want = Tensor::new(vec![2, 1], TensorData::F32(vec![40.0, 40.0])).unwrap();
-        assert_eq!(stats.last_outputs.len(), 2);
-        for (name, t) in &stats.last_outputs {
-            assert_eq!(t, &want, "{name}");
-        }
-        // Through the C API the state is fed back the same way (ONNX
-        // Runtime writes into the buffers the feedback copies read), and
-        // through a binding too: a bound input is the input's memory, so
-        // the state copied into it is what the next run reads.
-        for call in [BareCall::CApi, BareCall::Binding] {
+        // Through the crate, through the C API (ONNX Runtime writes into
+        // the buffers the feedback copies read), and through a binding (a
+        // bound input is the input's memory, so the state copied into it is
+        // what the next run reads), the state is fed back the same way.
+        for call in [BareCall::Crate, BareCall::CApi, BareCall::Binding] {
             let stats = bare_loop_with(
                 &path,
                 &SessionOptions::default(),
@@ -416,7 +402,9 @@ mod tests {
                 call,
             )
             .unwrap();
-            assert_eq!(stats.last_outputs.len(), 2);
+            assert_eq!(stats.steps, 10, "{call:?}");
+            assert!(stats.per_step() > Duration::ZERO, "{call:?}");
+            assert_eq!(stats.last_outputs.len(), 2, "{call:?}");
             for (name, t) in &stats.last_outputs {
                 assert_eq!(t, &want, "{call:?}: {name}");
             }
