@@ -23,6 +23,10 @@
 //!    - `python`: the same loop in Python onnxruntime (when python3 has it).
 //!      Targets: runner within 1.2x of bare, at least 2x faster than Python.
 //!
+//!    Every loop opens the model with the session settings the runner
+//!    takes from the config (the stateful backend's: one intra-op and one
+//!    inter-op thread, basic graph optimization).
+//!
 //!    The loops alternate over 9 rounds; the wall ratios are the medians of
 //!    each round's ratio (the machine's speed drifts between rounds).
 //! 2. Throughput of 64 concurrent sequences under Oldest with batching (the
@@ -36,8 +40,9 @@ use std::time::Duration;
 use tritonctl::run::input::{parse_input, InputSchema, ParseOptions, RunRequest};
 use tritonctl::run::model::{load_model, LoadedModel};
 use tritonctl::run::runner::{run_model_owned, RunOptions};
+use tritonctl::run::session_config::session_options;
 use tritonctl::runtime::bench::BareCall;
-use tritonctl::runtime::{bench, SessionOptions};
+use tritonctl::runtime::{bench, Device};
 use tritonctl::tensor::{DataType, Tensor, TensorData};
 
 fn model_dir() -> PathBuf {
@@ -114,6 +119,7 @@ import onnxruntime as ort
 so = ort.SessionOptions()
 so.intra_op_num_threads = 1
 so.inter_op_num_threads = 1
+so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
 s = ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
 n = int(sys.argv[2])
 x = np.arange(20, dtype=np.float32).reshape(4, 1, 5)
@@ -191,7 +197,7 @@ fn main() {
             let reset = Tensor::zeros(DataType::Bool, vec![rows, 1]).unwrap();
             let stats = bench::bare_loop_with(
                 no_delay.model_file.as_ref().unwrap(),
-                &SessionOptions::default(),
+                &session_options(&no_delay.cfg, Device::Cpu).unwrap(),
                 &[
                     ("Input", &x),
                     ("Accumulate_In", &state),
@@ -241,6 +247,9 @@ fn main() {
     // seconds apart; the medians of those ratios are reported.
     let rounds = if quick { 1 } else { 9 };
     let file = no_delay.model_file.clone().unwrap();
+    // The bare loops open the model with the runner's session options
+    // (the stateful backend's: one thread, basic graph optimization).
+    let options = session_options(&no_delay.cfg, Device::Cpu).unwrap();
     for (label, m, rows) in [("unpadded", &unpadded, 1i64), ("padded", &no_delay, 4)] {
         let long = requests(m, 1, steps);
         let short_steps = steps / 10;
@@ -262,7 +271,7 @@ fn main() {
         let bare_with = |n: usize, call: BareCall| {
             bench::bare_loop_with(
                 &file,
-                &SessionOptions::default(),
+                &options,
                 &[
                     ("Input", &x),
                     ("Accumulate_In", &state),

@@ -14,6 +14,8 @@ pub mod model;
 pub mod output;
 #[cfg(feature = "run")]
 pub mod runner;
+#[cfg(feature = "run")]
+pub mod session_config;
 pub mod stack;
 pub mod state;
 pub mod stateful;

@@ -28,15 +28,15 @@
 use super::input::RunRequest;
 use super::model::LoadedModel;
 use super::output::RunResult;
+use super::session_config::session_options;
 use super::stack::{copy_data, put, slice_axis_into};
 use super::state::{implicit_states, stateful_pairs, StateSpec, StateStore};
 use crate::batching::controls::{ControlSpec, ControlValues};
 use crate::batching::{
     BatchRecord, Request, RequestRecord, Scheduler, SeqHandle, Settings, Sink, Status,
 };
-use crate::runtime::{Device, ModelSession, RunError, SessionOptions};
+use crate::runtime::{Device, ModelSession, RunError};
 use crate::schema::inference::model_config::SchedulingChoice;
-use crate::schema::inference::ModelConfig;
 use crate::tensor::{Tensor, TensorData};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -324,7 +324,8 @@ fn control_data(v: ControlValues) -> TensorData {
     }
 }
 
-/// Opens one session per instance on `opts.device`.
+/// Opens one session per instance on `device`, set up from the model's
+/// config as its Triton backend would (see [`super::session_config`]).
 fn open_sessions(
     model: &LoadedModel,
     device: Device,
@@ -334,39 +335,11 @@ fn open_sessions(
         .model_file
         .as_ref()
         .ok_or_else(|| setup(format!("model '{}' has no model file", model.name)))?;
-    let defaults = SessionOptions::default();
-    let options = SessionOptions {
-        device,
-        cpu_arena: cpu_arena(&model.cfg)
-            .map_err(|e| setup(format!("model '{}': {e}", model.name)))?
-            .unwrap_or(defaults.cpu_arena),
-        ..defaults
-    };
+    let options = session_options(&model.cfg, device)
+        .map_err(|e| setup(format!("model '{}': {e}", model.name)))?;
     (0..n)
         .map(|_| ModelSession::open(file, &options).map_err(setup))
         .collect()
-}
-
-/// The model's choice of ONNX Runtime's CPU arena, as Triton's onnxruntime
-/// backend reads it: the parameter `enable_mem_arena`, `true`, `on` or `1`
-/// (any case) for on, `false`, `off` or `0` for off. `None` when the model
-/// does not say (or is not an onnxruntime-backend model: the stateful
-/// backend has no such parameter).
-fn cpu_arena(cfg: &ModelConfig) -> Result<Option<bool>, String> {
-    if cfg.backend != "onnxruntime" {
-        return Ok(None);
-    }
-    let Some(p) = cfg.parameters.get("enable_mem_arena") else {
-        return Ok(None);
-    };
-    match p.string_value.to_ascii_lowercase().as_str() {
-        "true" | "on" | "1" => Ok(Some(true)),
-        "false" | "off" | "0" => Ok(Some(false)),
-        _ => Err(format!(
-            "parameter enable_mem_arena: failed to convert '{}' to boolean",
-            p.string_value
-        )),
-    }
 }
 
 fn plan(model: &LoadedModel, session: &ModelSession) -> Result<Plan, RunnerError> {
@@ -1675,39 +1648,6 @@ mod tests {
             TensorData::F32(v) => v.as_ptr(),
             _ => std::ptr::null(),
         }
-    }
-
-    #[test]
-    fn the_cpu_arena_is_the_onnxruntime_backends_parameter() {
-        let cfg = |backend: &str, value: Option<&str>| {
-            let param = value.map_or(String::new(), |v| {
-                format!(
-                    "parameters {{ key: \"enable_mem_arena\" value {{ string_value: \"{v}\" }} }}"
-                )
-            });
-            crate::config::ParsedConfig::parse(format!(
-                "name: \"m\" backend: \"{backend}\" max_batch_size: 0 {param}"
-            ))
-            .config
-            .unwrap()
-        };
-        for (v, on) in [
-            ("1", true),
-            ("On", true),
-            ("TRUE", true),
-            ("0", false),
-            ("off", false),
-            ("False", false),
-        ] {
-            assert_eq!(cpu_arena(&cfg("onnxruntime", Some(v))), Ok(Some(on)), "{v}");
-        }
-        assert_eq!(cpu_arena(&cfg("onnxruntime", None)), Ok(None));
-        // Another backend's parameters are its own.
-        assert_eq!(cpu_arena(&cfg("stateful", Some("0"))), Ok(None));
-        assert_eq!(
-            cpu_arena(&cfg("onnxruntime", Some("yes"))),
-            Err("parameter enable_mem_arena: failed to convert 'yes' to boolean".to_string())
-        );
     }
 
     #[test]

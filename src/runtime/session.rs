@@ -19,9 +19,10 @@
 //! the CUDA execution provider on that device (registration failures are
 //! errors, never a silent CPU fallback). The CUDA branch is untested here.
 //!
-//! Threads: by default a session uses one intra-op thread, which suits
-//! Triton's model of one session per instance on a machine running several
-//! instances; [`SessionOptions::intra_threads`] raises it.
+//! Threads: by default ([`SessionOptions::default`]) a session uses one
+//! intra-op and one inter-op thread; `tritonctl run` sets them, with the
+//! other session settings, from the model's config as its Triton backend
+//! does (`run::session_config`).
 
 use std::borrow::Borrow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -64,17 +65,34 @@ impl GraphOptimization {
     }
 }
 
-/// How a session is set up.
+/// How a session is set up. The defaults are one intra-op and one
+/// inter-op thread, sequential execution, every graph optimization, and
+/// ONNX Runtime's CPU arena and memory patterns on; `tritonctl run` sets
+/// them from the model's config as Triton's backends do (see
+/// `run::runner`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionOptions {
     pub device: Device,
-    /// Threads ONNX Runtime may use inside one operator (at least 1).
+    /// Threads ONNX Runtime may use inside one operator; 0: ONNX
+    /// Runtime's default (one per physical core).
     pub intra_threads: usize,
+    /// Threads ONNX Runtime may use to run operators side by side (with
+    /// [`Self::parallel_execution`]); 0: ONNX Runtime's default.
+    pub inter_threads: usize,
+    /// ONNX Runtime's parallel execution mode (operators of independent
+    /// branches at once) instead of the sequential one.
+    pub parallel_execution: bool,
     pub graph_optimization: GraphOptimization,
     /// ONNX Runtime's CPU memory arena (its `EnableCpuMemArena`), on by
     /// default as in ONNX Runtime and Triton; Triton's onnxruntime backend
     /// takes it from the model parameter `enable_mem_arena`.
     pub cpu_arena: bool,
+    /// ONNX Runtime's memory patterns (its `EnableMemPattern`), on by
+    /// default; the onnxruntime backend's parameter `enable_mem_pattern`.
+    pub mem_pattern: bool,
+    /// Session configuration entries (ONNX Runtime's
+    /// `AddSessionConfigEntry`), key and value.
+    pub config_entries: Vec<(String, String)>,
 }
 
 impl Default for SessionOptions {
@@ -82,8 +100,12 @@ impl Default for SessionOptions {
         SessionOptions {
             device: Device::Cpu,
             intra_threads: 1,
+            inter_threads: 1,
+            parallel_execution: false,
             graph_optimization: GraphOptimization::All,
             cpu_arena: true,
+            mem_pattern: true,
+            config_entries: Vec::new(),
         }
     }
 }
@@ -745,11 +767,13 @@ impl ModelSession {
                 .map_err(ort_err)?
                 .with_optimization_level(options.graph_optimization.level())
                 .map_err(ort_err)?
-                .with_intra_threads(options.intra_threads.max(1))
+                .with_intra_threads(options.intra_threads)
                 .map_err(ort_err)?
-                .with_inter_threads(1)
+                .with_inter_threads(options.inter_threads)
                 .map_err(ort_err)?
-                .with_parallel_execution(false)
+                .with_parallel_execution(options.parallel_execution)
+                .map_err(ort_err)?
+                .with_memory_pattern(options.mem_pattern)
                 .map_err(ort_err)?
                 .with_log_level(ort::logging::LogLevel::Fatal)
                 .map_err(ort_err)?
@@ -757,6 +781,11 @@ impl ModelSession {
                     .with_arena_allocator(options.cpu_arena)
                     .build()])
                 .map_err(|e| e.to_string())?;
+            for (key, value) in &options.config_entries {
+                b = b
+                    .with_config_entry(key, value)
+                    .map_err(|e| format!("session option '{key}' = '{value}': {e}"))?;
+            }
             if let Device::Cuda(n) = options.device {
                 // Untested here: no GPU on the test machines.
                 let ep = ort::ep::CUDA::default()

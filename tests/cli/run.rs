@@ -1016,12 +1016,13 @@ fn a_string_correlation_id_for_a_numeric_corrid_fails_with_the_backends_message(
     assert_eq!(lines[1]["status"], "ok", "{}", lines[1]);
 }
 
-/// Triton's onnxruntime backend takes ONNX Runtime's CPU arena from the
-/// model parameter `enable_mem_arena`: either way the outputs are the same;
-/// a value that is not a boolean stops the run before any request, with
+/// Triton's onnxruntime backend sets its ONNX Runtime session from the
+/// config (CPU arena, memory patterns, thread counts, execution mode,
+/// graph optimization level): every setting gives the same outputs; a
+/// value the backend refuses stops the run before any request, with
 /// Triton's words.
 #[test]
-fn enable_mem_arena_either_way_gives_the_same_outputs_and_a_bad_value_stops_the_run() {
+fn the_onnxruntime_backends_session_settings_keep_the_outputs_and_a_bad_value_stops_the_run() {
     let Some(lib) = ort() else { return };
     let dir = tempfile::tempdir().unwrap();
     let input = write_lines(
@@ -1032,16 +1033,33 @@ fn enable_mem_arena_either_way_gives_the_same_outputs_and_a_bad_value_stops_the_
             json!({"id": "b", "inputs": {"Input": [-1.5, 0, 0.25, 8]}}),
         ],
     );
-    let variant = |value: &str| {
-        model_variant(
-            "preprocess",
-            &dir.path().join(format!("arena-{value}")),
-            |cfg| cfg + &parameter("enable_mem_arena", value),
-        )
+    let variant = |label: &str, settings: &str| {
+        let settings = settings.to_string();
+        model_variant("preprocess", &dir.path().join(label), move |cfg| {
+            cfg + &settings
+        })
     };
-    for value in ["1", "off"] {
-        let out = run(&lib, &variant(value), &input, &[]);
-        assert_eq!(out.code, 0, "{value}: {}", out.stderr);
+    let good = [
+        ("arena-on", parameter("enable_mem_arena", "1")),
+        ("arena-off", parameter("enable_mem_arena", "off")),
+        (
+            "threads",
+            parameter("intra_op_thread_count", "2")
+                + &parameter("inter_op_thread_count", "2")
+                + &parameter("execution_mode", "1"),
+        ),
+        (
+            "plain",
+            parameter("enable_mem_pattern", "false") + "optimization { graph { level: 2 } }\n",
+        ),
+        (
+            "basic",
+            "optimization { graph { level: -1 } }\n".to_string(),
+        ),
+    ];
+    for (label, settings) in good {
+        let out = run(&lib, &variant(label, &settings), &input, &[]);
+        assert_eq!(out.code, 0, "{label}: {}", out.stderr);
         let got: Vec<Vec<f64>> = out
             .lines()
             .iter()
@@ -1051,18 +1069,31 @@ fn enable_mem_arena_either_way_gives_the_same_outputs_and_a_bad_value_stops_the_
         assert_eq!(
             got,
             vec![vec![3.0, 5.0, 7.0, 9.0], vec![-2.0, 1.0, 1.5, 17.0]],
-            "{value}"
+            "{label}"
         );
     }
-    let out = run(&lib, &variant("sometimes"), &input, &[]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("enable_mem_arena")
-            && out
-                .stderr
-                .contains("failed to convert 'sometimes' to boolean"),
-        "{}",
-        out.stderr
-    );
-    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    let bad = [
+        (
+            parameter("enable_mem_arena", "sometimes"),
+            "parameter enable_mem_arena: failed to convert 'sometimes' to boolean",
+        ),
+        (
+            parameter("intra_op_thread_count", "lots"),
+            "parameter intra_op_thread_count: failed to convert 'lots' to integral number",
+        ),
+        (
+            parameter("execution_mode", "3"),
+            "Expected values for  execution_mode are 0 or 1 but got 3 .",
+        ),
+    ];
+    for (i, (settings, message)) in bad.iter().enumerate() {
+        let out = run(&lib, &variant(&format!("bad{i}"), settings), &input, &[]);
+        assert_eq!(out.code, 2, "{settings}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("model 'preprocess'") && out.stderr.contains(message),
+            "{settings}: {}",
+            out.stderr
+        );
+        assert!(out.stdout.is_empty(), "{}", out.stdout);
+    }
 }

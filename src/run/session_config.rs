@@ -1,0 +1,305 @@
+//! The ONNX Runtime session options of a model, read from its config the
+//! way the Triton backend that serves it sets them up:
+//!
+//! - the onnxruntime backend (`src/onnxruntime.cc`, `ModelState`):
+//!   - graph optimization from `optimization { graph { level } }`: -1
+//!     basic, 1 extended, 2 none, anything else every optimization;
+//!   - the parameters `execution_mode` (0 sequential, 1 parallel),
+//!     `intra_op_thread_count` and `inter_op_thread_count` (ONNX Runtime's
+//!     own default unless above 0), `enable_mem_arena`,
+//!     `enable_mem_pattern`, and `session.use_device_allocator_for_initializers`
+//!     (a session configuration entry, passed on as it is);
+//!   - numbers and booleans are read as Triton's backend utilities read
+//!     them, and a value they refuse stops the load with their words;
+//! - the stateful backend (`src/onnx_model_runner.cc`): one intra-op and
+//!   one inter-op thread, basic graph optimization, whatever the config;
+//! - any other backend: [`SessionOptions::default`].
+
+use crate::runtime::{Device, GraphOptimization, SessionOptions};
+use crate::schema::inference::ModelConfig;
+
+/// The session options of a model of `cfg` on `device`, or Triton's
+/// message for a parameter value its backend refuses.
+pub fn session_options(cfg: &ModelConfig, device: Device) -> Result<SessionOptions, String> {
+    let defaults = SessionOptions {
+        device,
+        ..SessionOptions::default()
+    };
+    match cfg.backend.as_str() {
+        "onnxruntime" => onnxruntime(cfg, defaults),
+        "stateful" => Ok(SessionOptions {
+            intra_threads: 1,
+            inter_threads: 1,
+            graph_optimization: GraphOptimization::Basic,
+            ..defaults
+        }),
+        _ => Ok(defaults),
+    }
+}
+
+fn onnxruntime(cfg: &ModelConfig, defaults: SessionOptions) -> Result<SessionOptions, String> {
+    let level = cfg
+        .optimization
+        .as_ref()
+        .and_then(|o| o.graph.as_ref())
+        .map_or(0, |g| g.level);
+    let graph_optimization = match level {
+        -1 => GraphOptimization::Basic,
+        1 => GraphOptimization::Extended,
+        2 => GraphOptimization::Disable,
+        _ => GraphOptimization::All,
+    };
+    let param = |key: &str| cfg.parameters.get(key).map(|p| p.string_value.as_str());
+    let int = |key: &str| -> Result<i32, String> {
+        param(key).map_or(Ok(0), |v| {
+            parse_int(v).map_err(|e| format!("parameter {key}: {e}"))
+        })
+    };
+    let boolean = |key: &str, default: bool| -> Result<bool, String> {
+        param(key).map_or(Ok(default), |v| {
+            parse_bool(v).map_err(|e| format!("parameter {key}: {e}"))
+        })
+    };
+    let execution_mode = int("execution_mode")?;
+    if execution_mode != 0 && execution_mode != 1 {
+        return Err(format!(
+            "Invalid configuration value provided. Expected values for  execution_mode are 0 or 1 but got {execution_mode} ."
+        ));
+    }
+    // Zero or below: ONNX Runtime picks (the backend sets only counts
+    // above 0).
+    let threads = |n: i32| usize::try_from(n).unwrap_or(0);
+    let mut config_entries = Vec::new();
+    const INITIALIZERS: &str = "session.use_device_allocator_for_initializers";
+    if let Some(v) = param(INITIALIZERS) {
+        config_entries.push((INITIALIZERS.to_string(), v.to_string()));
+    }
+    Ok(SessionOptions {
+        intra_threads: threads(int("intra_op_thread_count")?),
+        inter_threads: threads(int("inter_op_thread_count")?),
+        parallel_execution: execution_mode == 1,
+        graph_optimization,
+        cpu_arena: boolean("enable_mem_arena", defaults.cpu_arena)?,
+        mem_pattern: boolean("enable_mem_pattern", defaults.mem_pattern)?,
+        config_entries,
+        ..defaults
+    })
+}
+
+/// A boolean parameter as Triton's backends read it: `true`, `on`, `1`,
+/// `false`, `off`, `0`, in any case.
+fn parse_bool(v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "on" | "1" => Ok(true),
+        "false" | "off" | "0" => Ok(false),
+        _ => Err(format!("failed to convert '{v}' to boolean")),
+    }
+}
+
+/// An integer parameter as Triton's backends read it (C++'s `stoi`):
+/// leading white space, an optional sign and at least one decimal digit;
+/// whatever follows the digits is ignored (`"4 threads"` is 4). A value
+/// out of `int`'s range is refused too (Triton's backend does not catch
+/// that case at all).
+fn parse_int(v: &str) -> Result<i32, String> {
+    let refused = || format!("failed to convert '{v}' to integral number");
+    let t = v.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (negative, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return Err(refused());
+    }
+    let magnitude: i64 = t[..digits]
+        .trim_start_matches('0')
+        .parse::<i64>()
+        .or_else(|e| match e.kind() {
+            // Only zeros.
+            std::num::IntErrorKind::Empty => Ok(0),
+            _ => Err(()),
+        })
+        .map_err(|()| refused())?;
+    let n = if negative { -magnitude } else { magnitude };
+    i32::try_from(n).map_err(|_| refused())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(text: &str) -> ModelConfig {
+        crate::config::ParsedConfig::parse(format!("name: \"m\" max_batch_size: 0 {text}"))
+            .config
+            .unwrap()
+    }
+
+    fn param(key: &str, value: &str) -> String {
+        format!("parameters {{ key: \"{key}\" value {{ string_value: \"{value}\" }} }}")
+    }
+
+    fn ort(extra: &str) -> Result<SessionOptions, String> {
+        session_options(
+            &cfg(&format!("backend: \"onnxruntime\" {extra}")),
+            Device::Cpu,
+        )
+    }
+
+    #[test]
+    fn an_onnxruntime_model_without_settings_leaves_threads_to_onnx_runtime() {
+        let o = ort("").unwrap();
+        assert_eq!((o.intra_threads, o.inter_threads), (0, 0));
+        assert!(!o.parallel_execution);
+        assert_eq!(o.graph_optimization, GraphOptimization::All);
+        assert!(o.cpu_arena && o.mem_pattern);
+        assert!(o.config_entries.is_empty());
+        assert_eq!(o.device, Device::Cpu);
+    }
+
+    #[test]
+    fn the_onnxruntime_backends_parameters_set_the_session() {
+        let o = ort(&[
+            param("intra_op_thread_count", "3"),
+            param("inter_op_thread_count", " +2"),
+            param("execution_mode", "1"),
+            param("enable_mem_arena", "OFF"),
+            param("enable_mem_pattern", "0"),
+            param("session.use_device_allocator_for_initializers", "1"),
+            "optimization { graph { level: 1 } }".to_string(),
+        ]
+        .join(" "))
+        .unwrap();
+        assert_eq!((o.intra_threads, o.inter_threads), (3, 2));
+        assert!(o.parallel_execution);
+        assert_eq!(o.graph_optimization, GraphOptimization::Extended);
+        assert!(!o.cpu_arena && !o.mem_pattern);
+        assert_eq!(
+            o.config_entries,
+            vec![(
+                "session.use_device_allocator_for_initializers".to_string(),
+                "1".to_string()
+            )]
+        );
+        // Zero or below leaves the count to ONNX Runtime.
+        let o = ort(&param("intra_op_thread_count", "-4")).unwrap();
+        assert_eq!(o.intra_threads, 0);
+    }
+
+    #[test]
+    fn graph_levels_map_as_in_the_onnxruntime_backend() {
+        for (level, expected) in [
+            (-1, GraphOptimization::Basic),
+            (0, GraphOptimization::All),
+            (1, GraphOptimization::Extended),
+            (2, GraphOptimization::Disable),
+            (3, GraphOptimization::All),
+        ] {
+            let o = ort(&format!("optimization {{ graph {{ level: {level} }} }}")).unwrap();
+            assert_eq!(o.graph_optimization, expected, "level {level}");
+        }
+    }
+
+    #[test]
+    fn booleans_are_read_as_triton_reads_them() {
+        for (v, on) in [
+            ("1", true),
+            ("On", true),
+            ("TRUE", true),
+            ("0", false),
+            ("off", false),
+            ("False", false),
+        ] {
+            let o = ort(&param("enable_mem_arena", v)).unwrap();
+            assert_eq!(o.cpu_arena, on, "{v}");
+        }
+        assert_eq!(
+            ort(&param("enable_mem_arena", "yes")).unwrap_err(),
+            "parameter enable_mem_arena: failed to convert 'yes' to boolean"
+        );
+        assert_eq!(
+            ort(&param("enable_mem_pattern", "")).unwrap_err(),
+            "parameter enable_mem_pattern: failed to convert '' to boolean"
+        );
+    }
+
+    #[test]
+    fn integers_are_read_as_cs_stoi_reads_them() {
+        for (v, n) in [
+            ("4", 4),
+            ("  7", 7),
+            ("+5", 5),
+            ("-2", -2),
+            ("4 threads", 4),
+            ("2.5", 2),
+            ("0x10", 0),
+            ("000", 0),
+            ("2147483647", i32::MAX),
+            ("-2147483648", i32::MIN),
+        ] {
+            assert_eq!(parse_int(v), Ok(n), "{v:?}");
+        }
+        for v in [
+            "",
+            " ",
+            "four",
+            "-",
+            "+x",
+            "2147483648",
+            "99999999999999999999",
+        ] {
+            assert_eq!(
+                parse_int(v),
+                Err(format!("failed to convert '{v}' to integral number")),
+                "{v:?}"
+            );
+        }
+        assert_eq!(
+            ort(&param("intra_op_thread_count", "many")).unwrap_err(),
+            "parameter intra_op_thread_count: failed to convert 'many' to integral number"
+        );
+    }
+
+    #[test]
+    fn execution_mode_is_0_or_1_with_tritons_message_otherwise() {
+        assert!(
+            !ort(&param("execution_mode", "0"))
+                .unwrap()
+                .parallel_execution
+        );
+        assert_eq!(
+            ort(&param("execution_mode", "2")).unwrap_err(),
+            "Invalid configuration value provided. Expected values for  execution_mode are 0 or 1 but got 2 ."
+        );
+    }
+
+    #[test]
+    fn the_stateful_backend_sets_its_own_session_whatever_the_parameters() {
+        let c = cfg(&format!(
+            "backend: \"stateful\" {} {} optimization {{ graph {{ level: 2 }} }}",
+            param("intra_op_thread_count", "8"),
+            param("enable_mem_arena", "not a boolean"),
+        ));
+        let o = session_options(&c, Device::Cpu).unwrap();
+        assert_eq!((o.intra_threads, o.inter_threads), (1, 1));
+        assert_eq!(o.graph_optimization, GraphOptimization::Basic);
+        assert!(o.cpu_arena && o.mem_pattern);
+    }
+
+    #[test]
+    fn another_backend_gets_the_defaults_on_the_device_asked_for() {
+        let c = cfg(&format!(
+            "backend: \"python\" {}",
+            param("execution_mode", "7")
+        ));
+        let o = session_options(&c, Device::Cuda(1)).unwrap();
+        assert_eq!(
+            o,
+            SessionOptions {
+                device: Device::Cuda(1),
+                ..SessionOptions::default()
+            }
+        );
+    }
+}
