@@ -9,11 +9,23 @@
 //!     own default unless above 0), `enable_mem_arena`,
 //!     `enable_mem_pattern`, and `session.use_device_allocator_for_initializers`
 //!     (a session configuration entry, passed on as it is);
+//!   - on CUDA only (as the backend reads them for GPU instances only),
+//!     the CUDA execution provider's options: the parameters of a `cuda`
+//!     entry of `optimization { execution_accelerators {
+//!     gpu_execution_accelerator } }`, then, when the config has any
+//!     parameters at all, the older parameters `cudnn_conv_algo_search`
+//!     (0 exhaustive, 1 heuristic, 2 default), `gpu_mem_limit`,
+//!     `arena_extend_strategy` (0 next power of two, 1 same as requested)
+//!     and `do_copy_in_default_stream`, each with the backend's default
+//!     when absent (which is ONNX Runtime's default), over the former;
+//!     untested here (no GPU on the test machines) beyond what is set;
 //!   - numbers and booleans are read as Triton's backend utilities read
 //!     them, and a value they refuse stops the load with their words;
 //! - the stateful backend (`src/onnx_model_runner.cc`): one intra-op and
 //!   one inter-op thread, basic graph optimization, whatever the config;
 //! - any other backend: [`SessionOptions::default`].
+
+use std::collections::BTreeMap;
 
 use crate::runtime::{Device, GraphOptimization, SessionOptions};
 use crate::schema::inference::ModelConfig;
@@ -74,6 +86,10 @@ fn onnxruntime(cfg: &ModelConfig, defaults: SessionOptions) -> Result<SessionOpt
     if let Some(v) = param(INITIALIZERS) {
         config_entries.push((INITIALIZERS.to_string(), v.to_string()));
     }
+    let cuda_options = match defaults.device {
+        Device::Cuda(_) => cuda_options(cfg)?,
+        Device::Cpu => Vec::new(),
+    };
     Ok(SessionOptions {
         intra_threads: threads(int("intra_op_thread_count")?),
         inter_threads: threads(int("inter_op_thread_count")?),
@@ -82,8 +98,68 @@ fn onnxruntime(cfg: &ModelConfig, defaults: SessionOptions) -> Result<SessionOpt
         cpu_arena: boolean("enable_mem_arena", defaults.cpu_arena)?,
         mem_pattern: boolean("enable_mem_pattern", defaults.mem_pattern)?,
         config_entries,
+        cuda_options,
         ..defaults
     })
+}
+
+/// The CUDA execution provider's options of an onnxruntime-backend model
+/// (see the module documentation), by key.
+fn cuda_options(cfg: &ModelConfig) -> Result<Vec<(String, String)>, String> {
+    let mut options: BTreeMap<String, String> = BTreeMap::new();
+    let accelerators = cfg
+        .optimization
+        .as_ref()
+        .and_then(|o| o.execution_accelerators.as_ref())
+        .map_or(&[][..], |e| &e.gpu_execution_accelerator[..]);
+    for a in accelerators.iter().filter(|a| a.name == "cuda") {
+        for (key, value) in &a.parameters {
+            if key == "do_copy_in_default_stream" || key == "use_ep_level_unified_stream" {
+                parse_bool(value).map_err(|e| format!("cuda accelerator parameter {key}: {e}"))?;
+            }
+            if !value.is_empty() {
+                options.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    if !cfg.parameters.is_empty() {
+        let param = |key: &str| cfg.parameters.get(key).map(|p| p.string_value.as_str());
+        let int = |key: &str| -> Result<i32, String> {
+            param(key).map_or(Ok(0), |v| {
+                parse_int(v).map_err(|e| format!("parameter {key}: {e}"))
+            })
+        };
+        let search = match int("cudnn_conv_algo_search")? {
+            0 => "EXHAUSTIVE",
+            1 => "HEURISTIC",
+            2 => "DEFAULT",
+            n => {
+                return Err(format!(
+                    "unsupported cudnn_conv_algo_search value '{n}' is requested"
+                ))
+            }
+        };
+        let arena = match int("arena_extend_strategy")? {
+            0 => "kNextPowerOfTwo",
+            1 => "kSameAsRequested",
+            n => {
+                return Err(format!(
+                    "unsupported arena_extend_strategy value '{n}' is requested"
+                ))
+            }
+        };
+        let limit = param("gpu_mem_limit").map_or_else(|| usize::MAX.to_string(), str::to_string);
+        let copy = param("do_copy_in_default_stream").unwrap_or("1");
+        for (key, value) in [
+            ("cudnn_conv_algo_search", search),
+            ("gpu_mem_limit", limit.as_str()),
+            ("arena_extend_strategy", arena),
+            ("do_copy_in_default_stream", copy),
+        ] {
+            options.insert(key.to_string(), value.to_string());
+        }
+    }
+    Ok(options.into_iter().collect())
 }
 
 /// A boolean parameter as Triton's backends read it: `true`, `on`, `1`,
@@ -272,6 +348,92 @@ mod tests {
             ort(&param("execution_mode", "2")).unwrap_err(),
             "Invalid configuration value provided. Expected values for  execution_mode are 0 or 1 but got 2 ."
         );
+    }
+
+    fn on_cuda(extra: &str) -> Result<Vec<(String, String)>, String> {
+        session_options(
+            &cfg(&format!("backend: \"onnxruntime\" {extra}")),
+            Device::Cuda(0),
+        )
+        .map(|o| o.cuda_options)
+    }
+
+    fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
+        p.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn cuda_options_come_from_the_accelerator_and_the_older_parameters_on_cuda_only() {
+        let accelerator = "optimization { execution_accelerators { gpu_execution_accelerator: [ \
+            { name: \"cuda\" parameters { key: \"cudnn_conv_use_max_workspace\" value: \"1\" } \
+              parameters { key: \"cudnn_conv_algo_search\" value: \"HEURISTIC\" } } ] } }";
+        // No parameters at all: the accelerator's options alone.
+        assert_eq!(
+            on_cuda(accelerator).unwrap(),
+            pairs(&[
+                ("cudnn_conv_algo_search", "HEURISTIC"),
+                ("cudnn_conv_use_max_workspace", "1"),
+            ])
+        );
+        // Any parameter: the older four are set too, with their defaults,
+        // over what the accelerator said.
+        let max = usize::MAX.to_string();
+        assert_eq!(
+            on_cuda(&format!(
+                "{accelerator} {}",
+                param("enable_mem_pattern", "1")
+            ))
+            .unwrap(),
+            pairs(&[
+                ("arena_extend_strategy", "kNextPowerOfTwo"),
+                ("cudnn_conv_algo_search", "EXHAUSTIVE"),
+                ("cudnn_conv_use_max_workspace", "1"),
+                ("do_copy_in_default_stream", "1"),
+                ("gpu_mem_limit", &max),
+            ])
+        );
+        assert_eq!(
+            on_cuda(
+                &[
+                    param("cudnn_conv_algo_search", "2"),
+                    param("arena_extend_strategy", "1"),
+                    param("gpu_mem_limit", "4294967296"),
+                    param("do_copy_in_default_stream", "0"),
+                ]
+                .join(" ")
+            )
+            .unwrap(),
+            pairs(&[
+                ("arena_extend_strategy", "kSameAsRequested"),
+                ("cudnn_conv_algo_search", "DEFAULT"),
+                ("do_copy_in_default_stream", "0"),
+                ("gpu_mem_limit", "4294967296"),
+            ])
+        );
+        assert_eq!(
+            on_cuda(&param("cudnn_conv_algo_search", "3")).unwrap_err(),
+            "unsupported cudnn_conv_algo_search value '3' is requested"
+        );
+        assert_eq!(
+            on_cuda(&param("arena_extend_strategy", "2")).unwrap_err(),
+            "unsupported arena_extend_strategy value '2' is requested"
+        );
+        let bad_copy = "optimization { execution_accelerators { gpu_execution_accelerator: [ \
+            { name: \"cuda\" parameters { key: \"do_copy_in_default_stream\" value: \"maybe\" } } ] } }";
+        assert_eq!(
+            on_cuda(bad_copy).unwrap_err(),
+            "cuda accelerator parameter do_copy_in_default_stream: failed to convert 'maybe' to boolean"
+        );
+        // On the CPU none of this is read, as Triton reads it for GPU
+        // instances only.
+        let cpu = ort(&format!(
+            "{bad_copy} {}",
+            param("cudnn_conv_algo_search", "3")
+        ))
+        .unwrap();
+        assert!(cpu.cuda_options.is_empty());
     }
 
     #[test]

@@ -28,6 +28,7 @@ use std::borrow::Borrow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
+use ort::ep::ArbitrarilyConfigurableExecutionProvider;
 use ort::memory::Allocator;
 use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::builder::GraphOptimizationLevel;
@@ -93,6 +94,9 @@ pub struct SessionOptions {
     /// Session configuration entries (ONNX Runtime's
     /// `AddSessionConfigEntry`), key and value.
     pub config_entries: Vec<(String, String)>,
+    /// Options of the CUDA execution provider (ONNX Runtime's
+    /// `UpdateCUDAProviderOptions` keys and values), used on CUDA only.
+    pub cuda_options: Vec<(String, String)>,
 }
 
 impl Default for SessionOptions {
@@ -106,6 +110,7 @@ impl Default for SessionOptions {
             cpu_arena: true,
             mem_pattern: true,
             config_entries: Vec::new(),
+            cuda_options: Vec::new(),
         }
     }
 }
@@ -788,10 +793,11 @@ impl ModelSession {
             }
             if let Device::Cuda(n) = options.device {
                 // Untested here: no GPU on the test machines.
-                let ep = ort::ep::CUDA::default()
-                    .with_device_id(n as i32)
-                    .build()
-                    .error_on_failure();
+                let mut ep = ort::ep::CUDA::default().with_device_id(n as i32);
+                for (key, value) in &options.cuda_options {
+                    ep = ep.with_arbitrary_config(key, value);
+                }
+                let ep = ep.build().error_on_failure();
                 b = b.with_execution_providers([ep]).map_err(|e| {
                     format!("cannot use the CUDA execution provider on cuda:{n}: {e}")
                 })?;
