@@ -70,7 +70,7 @@ impl GraphOptimization {
 /// inter-op thread, sequential execution, every graph optimization, and
 /// ONNX Runtime's CPU arena and memory patterns on; `tritonctl run` sets
 /// them from the model's config as Triton's backends do (see
-/// `run::runner`).
+/// `run::session_config`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionOptions {
     pub device: Device,
@@ -755,6 +755,29 @@ fn supported(kind: &str, t: &SessionTensor) -> Result<DataType, String> {
     })
 }
 
+/// The execution providers of a session, in ONNX Runtime's order of
+/// preference (it gives each node to the first one that can run it): on
+/// CUDA the CUDA execution provider (with `options.cuda_options`; a
+/// failure to register it is an error, never a silent fallback) and then
+/// the CPU one for the nodes CUDA cannot run; on the CPU the CPU one
+/// alone. The CPU one is registered explicitly for its arena setting.
+fn execution_providers(options: &SessionOptions) -> Vec<ort::ep::ExecutionProviderDispatch> {
+    let cpu = ort::ep::CPU::default()
+        .with_arena_allocator(options.cpu_arena)
+        .build();
+    match options.device {
+        Device::Cuda(n) => {
+            // Untested here: no GPU on the test machines.
+            let mut cuda = ort::ep::CUDA::default().with_device_id(n as i32);
+            for (key, value) in &options.cuda_options {
+                cuda = cuda.with_arbitrary_config(key, value);
+            }
+            vec![cuda.build().error_on_failure(), cpu]
+        }
+        Device::Cpu => vec![cpu],
+    }
+}
+
 impl ModelSession {
     /// Opens `model` (an `.onnx` file) on `options.device`. Fails when ONNX
     /// Runtime is missing, refuses the model, cannot register the CUDA
@@ -781,26 +804,21 @@ impl ModelSession {
                 .with_memory_pattern(options.mem_pattern)
                 .map_err(ort_err)?
                 .with_log_level(ort::logging::LogLevel::Fatal)
-                .map_err(ort_err)?
-                .with_execution_providers([ort::ep::CPU::default()
-                    .with_arena_allocator(options.cpu_arena)
-                    .build()])
-                .map_err(|e| e.to_string())?;
+                .map_err(ort_err)?;
             for (key, value) in &options.config_entries {
                 b = b
                     .with_config_entry(key, value)
                     .map_err(|e| format!("session option '{key}' = '{value}': {e}"))?;
             }
-            if let Device::Cuda(n) = options.device {
-                // Untested here: no GPU on the test machines.
-                let mut ep = ort::ep::CUDA::default().with_device_id(n as i32);
-                for (key, value) in &options.cuda_options {
-                    ep = ep.with_arbitrary_config(key, value);
-                }
-                let ep = ep.build().error_on_failure();
-                b = b.with_execution_providers([ep]).map_err(|e| {
-                    format!("cannot use the CUDA execution provider on cuda:{n}: {e}")
-                })?;
+            for ep in execution_providers(options) {
+                b = b
+                    .with_execution_providers([ep])
+                    .map_err(|e| match options.device {
+                        Device::Cuda(n) => {
+                            format!("cannot use the CUDA execution provider on cuda:{n}: {e}")
+                        }
+                        Device::Cpu => e.to_string(),
+                    })?;
             }
             b.commit_from_file(model).map_err(ort_err)
         }));
@@ -1529,6 +1547,27 @@ pub(crate) mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("testdata/onnx")
             .join(name)
+    }
+
+    #[test]
+    fn on_cuda_onnx_runtime_prefers_the_cuda_execution_provider_to_the_cpu_one() {
+        // ONNX Runtime gives each node to the first provider that can run
+        // it: with the CPU one first, a CUDA session would run on the CPU.
+        let names = |device| {
+            let options = SessionOptions {
+                device,
+                ..SessionOptions::default()
+            };
+            execution_providers(&options)
+                .iter()
+                .map(|ep| ep.name())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(Device::Cuda(1)),
+            ["CUDAExecutionProvider", "CPUExecutionProvider"]
+        );
+        assert_eq!(names(Device::Cpu), ["CPUExecutionProvider"]);
     }
 
     fn open(name: &str) -> ModelSession {
