@@ -61,18 +61,8 @@ fn onnxruntime(cfg: &ModelConfig, defaults: SessionOptions) -> Result<SessionOpt
         2 => GraphOptimization::Disable,
         _ => GraphOptimization::All,
     };
-    let param = |key: &str| cfg.parameters.get(key).map(|p| p.string_value.as_str());
-    let int = |key: &str| -> Result<i32, String> {
-        param(key).map_or(Ok(0), |v| {
-            parse_int(v).map_err(|e| format!("parameter {key}: {e}"))
-        })
-    };
-    let boolean = |key: &str, default: bool| -> Result<bool, String> {
-        param(key).map_or(Ok(default), |v| {
-            parse_bool(v).map_err(|e| format!("parameter {key}: {e}"))
-        })
-    };
-    let execution_mode = int("execution_mode")?;
+    let p = Params(cfg);
+    let execution_mode = p.int("execution_mode")?;
     if execution_mode != 0 && execution_mode != 1 {
         return Err(format!(
             "Invalid configuration value provided. Expected values for  execution_mode are 0 or 1 but got {execution_mode} ."
@@ -83,7 +73,7 @@ fn onnxruntime(cfg: &ModelConfig, defaults: SessionOptions) -> Result<SessionOpt
     let threads = |n: i32| usize::try_from(n).unwrap_or(0);
     let mut config_entries = Vec::new();
     const INITIALIZERS: &str = "session.use_device_allocator_for_initializers";
-    if let Some(v) = param(INITIALIZERS) {
+    if let Some(v) = p.get(INITIALIZERS) {
         config_entries.push((INITIALIZERS.to_string(), v.to_string()));
     }
     let cuda_options = match defaults.device {
@@ -91,12 +81,12 @@ fn onnxruntime(cfg: &ModelConfig, defaults: SessionOptions) -> Result<SessionOpt
         Device::Cpu => Vec::new(),
     };
     Ok(SessionOptions {
-        intra_threads: threads(int("intra_op_thread_count")?),
-        inter_threads: threads(int("inter_op_thread_count")?),
+        intra_threads: threads(p.int("intra_op_thread_count")?),
+        inter_threads: threads(p.int("inter_op_thread_count")?),
         parallel_execution: execution_mode == 1,
         graph_optimization,
-        cpu_arena: boolean("enable_mem_arena", defaults.cpu_arena)?,
-        mem_pattern: boolean("enable_mem_pattern", defaults.mem_pattern)?,
+        cpu_arena: p.boolean("enable_mem_arena", defaults.cpu_arena)?,
+        mem_pattern: p.boolean("enable_mem_pattern", defaults.mem_pattern)?,
         config_entries,
         cuda_options,
         ..defaults
@@ -123,13 +113,8 @@ fn cuda_options(cfg: &ModelConfig) -> Result<Vec<(String, String)>, String> {
         }
     }
     if !cfg.parameters.is_empty() {
-        let param = |key: &str| cfg.parameters.get(key).map(|p| p.string_value.as_str());
-        let int = |key: &str| -> Result<i32, String> {
-            param(key).map_or(Ok(0), |v| {
-                parse_int(v).map_err(|e| format!("parameter {key}: {e}"))
-            })
-        };
-        let search = match int("cudnn_conv_algo_search")? {
+        let p = Params(cfg);
+        let search = match p.int("cudnn_conv_algo_search")? {
             0 => "EXHAUSTIVE",
             1 => "HEURISTIC",
             2 => "DEFAULT",
@@ -139,7 +124,7 @@ fn cuda_options(cfg: &ModelConfig) -> Result<Vec<(String, String)>, String> {
                 ))
             }
         };
-        let arena = match int("arena_extend_strategy")? {
+        let arena = match p.int("arena_extend_strategy")? {
             0 => "kNextPowerOfTwo",
             1 => "kSameAsRequested",
             n => {
@@ -148,8 +133,10 @@ fn cuda_options(cfg: &ModelConfig) -> Result<Vec<(String, String)>, String> {
                 ))
             }
         };
-        let limit = param("gpu_mem_limit").map_or_else(|| usize::MAX.to_string(), str::to_string);
-        let copy = param("do_copy_in_default_stream").unwrap_or("1");
+        let limit = p
+            .get("gpu_mem_limit")
+            .map_or_else(|| usize::MAX.to_string(), str::to_string);
+        let copy = p.get("do_copy_in_default_stream").unwrap_or("1");
         for (key, value) in [
             ("cudnn_conv_algo_search", search),
             ("gpu_mem_limit", limit.as_str()),
@@ -160,6 +147,29 @@ fn cuda_options(cfg: &ModelConfig) -> Result<Vec<(String, String)>, String> {
         }
     }
     Ok(options.into_iter().collect())
+}
+
+/// A config's `parameters`, read as the onnxruntime backend reads them.
+struct Params<'a>(&'a ModelConfig);
+
+impl Params<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.parameters.get(key).map(|p| p.string_value.as_str())
+    }
+
+    /// An integer parameter, 0 when absent.
+    fn int(&self, key: &str) -> Result<i32, String> {
+        self.get(key).map_or(Ok(0), |v| {
+            parse_int(v).map_err(|e| format!("parameter {key}: {e}"))
+        })
+    }
+
+    /// A boolean parameter, `default` when absent.
+    fn boolean(&self, key: &str, default: bool) -> Result<bool, String> {
+        self.get(key).map_or(Ok(default), |v| {
+            parse_bool(v).map_err(|e| format!("parameter {key}: {e}"))
+        })
+    }
 }
 
 /// A boolean parameter as Triton's backends read it: `true`, `on`, `1`,
