@@ -19,6 +19,8 @@ pub mod session_config;
 pub mod stack;
 pub mod state;
 pub mod stateful;
+#[cfg(feature = "run")]
+pub mod warmup;
 
 #[cfg(test)]
 mod tests;

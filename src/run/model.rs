@@ -167,7 +167,14 @@ pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadE
         }
         None => all.last().copied(),
     };
-    let notes = super::stateful::gpu_only_notes(&cfg);
+    let mut notes = super::stateful::gpu_only_notes(&cfg);
+    if cfg.backend == "stateful" && !cfg.model_warmup.is_empty() {
+        notes.push(
+            "model_warmup is not run for a stateful-backend model (Triton sends its samples \
+             through the backend when it loads the model)"
+                .to_string(),
+        );
+    }
     let mut model = LoadedModel {
         name,
         dir: dir.to_path_buf(),

@@ -342,6 +342,24 @@ fn open_sessions(
         .collect()
 }
 
+/// Runs the model's `model_warmup` samples on every instance, as Triton
+/// does when it loads an onnxruntime-backend model (see
+/// [`super::warmup`]); the stateful backend's requests go through the
+/// backend, which `tritonctl` does not run for warm-up (a load note says
+/// so).
+fn warm_up(model: &LoadedModel, sessions: &mut [ModelSession]) -> Result<(), RunnerError> {
+    if model.cfg.backend != "onnxruntime" || model.cfg.model_warmup.is_empty() {
+        return Ok(());
+    }
+    let failed = |e: String| setup(format!("model '{}': {e}", model.name));
+    let samples = super::warmup::samples(&model.cfg, &model.dir).map_err(failed)?;
+    for session in sessions {
+        super::warmup::run(session, &samples, &model.name, model.cfg.max_batch_size)
+            .map_err(failed)?;
+    }
+    Ok(())
+}
+
 fn plan(model: &LoadedModel, session: &ModelSession) -> Result<Plan, RunnerError> {
     let cfg = &model.cfg;
     let session_inputs: Vec<String> = session.inputs().iter().map(|t| t.name.clone()).collect();
@@ -1324,8 +1342,9 @@ fn run_inner<'r>(
     opts: &RunOptions,
 ) -> Result<RunOutput, RunnerError> {
     let settings = Settings::from_config(&model.cfg).map_err(setup)?;
-    let sessions = open_sessions(model, opts.device, settings.instances)?;
+    let mut sessions = open_sessions(model, opts.device, settings.instances)?;
     let plan = plan(model, &sessions[0])?;
+    warm_up(model, &mut sessions)?;
     if let Some(ready) = ready {
         ready();
     }

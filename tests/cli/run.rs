@@ -1016,6 +1016,79 @@ fn a_string_correlation_id_for_a_numeric_corrid_fails_with_the_backends_message(
     assert_eq!(lines[1]["status"], "ok", "{}", lines[1]);
 }
 
+/// Triton runs an onnxruntime-backend model's `model_warmup` samples on
+/// every instance when it loads the model: good samples leave the outputs
+/// as they are; a sample the backend refuses (a batch above
+/// max_batch_size) or that ONNX Runtime fails (an input the model does not
+/// have) stops the run before any request, with Triton's words. A
+/// stateful-backend model's samples are not run, and a note says so.
+#[test]
+fn warmup_samples_run_at_load_and_a_failing_one_stops_the_run() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_lines(
+        dir.path(),
+        "in.jsonl",
+        &[json!({"id": "a", "inputs": {"Input": [1, 2, 3, 4]}})],
+    );
+    let sample = |name: &str, batch: u32, extra: &str| {
+        format!(
+            "model_warmup [ {{ name: \"{name}\" batch_size: {batch} count: 2 \
+             inputs {{ key: \"Input\" value {{ data_type: TYPE_FP32 dims: [ 4 ] random_data: true }} }} {extra} }} ]\n"
+        )
+    };
+    let variant = |label: &str, warmup: String| {
+        model_variant("preprocess", &dir.path().join(label), move |cfg| {
+            cfg + &warmup
+        })
+    };
+    let good = run(&lib, &variant("good", sample("w", 8, "")), &input, &[]);
+    assert_eq!(good.code, 0, "{}", good.stderr);
+    assert_eq!(
+        data(&good.lines()[0]["outputs"]["Output"]["data"]),
+        vec![3.0, 5.0, 7.0, 9.0]
+    );
+    let big = run(&lib, &variant("big", sample("big", 9, "")), &input, &[]);
+    assert_eq!(big.code, 2, "{}", big.stderr);
+    let refusal = "batch size 9 for 'preprocess', max allowed is 8; ";
+    assert!(
+        big.stderr
+            .contains(&format!("failed to run warmup sample 'big': {refusal}"))
+            && big.stderr.matches(refusal).count() == 9,
+        "{}",
+        big.stderr
+    );
+    assert!(big.stdout.is_empty(), "{}", big.stdout);
+    let extra =
+        "inputs { key: \"Extra\" value { data_type: TYPE_FP32 dims: [ 1 ] zero_data: true } }";
+    let odd = run(&lib, &variant("odd", sample("odd", 1, extra)), &input, &[]);
+    assert_eq!(odd.code, 2, "{}", odd.stderr);
+    assert!(
+        odd.stderr.contains("failed to run warmup sample 'odd': ")
+            && odd.stderr.contains("'Extra'"),
+        "{}",
+        odd.stderr
+    );
+    assert!(odd.stdout.is_empty(), "{}", odd.stdout);
+    // The stateful backend: not run, and said.
+    let stateful = model_variant("accumulate", &dir.path().join("stateful"), |cfg| {
+        cfg + "model_warmup [ { name: \"w\" batch_size: 1 inputs { key: \"Input\" value { data_type: TYPE_FP32 dims: [ 4, 1, 5 ] zero_data: true } } } ]\n"
+    });
+    let seq = write_lines(
+        dir.path(),
+        "seq.jsonl",
+        &[accumulate_request("s", json!(1), true, true, 1.0)],
+    );
+    let out = run(&lib, &stateful, &seq, &["--sequence"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("model_warmup is not run for a stateful-backend model"),
+        "{}",
+        out.stderr
+    );
+}
+
 /// Triton's onnxruntime backend sets its ONNX Runtime session from the
 /// config (CPU arena, memory patterns, thread counts, execution mode,
 /// graph optimization level): every setting gives the same outputs; a
