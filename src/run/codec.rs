@@ -207,9 +207,80 @@ pub fn decode_le(dtype: DataType, bytes: &[u8]) -> Result<TensorData, String> {
     })
 }
 
+/// Why raw bytes do not hold the elements asked of [`decode_first`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shortfall {
+    /// Fewer bytes than `count` elements of a fixed-size type take.
+    Bytes { need: usize, have: usize },
+    /// Fewer strings than `count` (BYTES).
+    Strings { have: usize },
+    /// Bytes that are no sequence of length-prefixed strings (BYTES).
+    Malformed(String),
+}
+
+/// The first `count` elements of `dtype` in raw bytes laid out as for
+/// [`decode_le`] (as Triton reads warm-up and initial-state data files):
+/// fixed-size types take their first `count` × size bytes, BYTES the
+/// first `count` strings; the rest is ignored.
+pub fn decode_first(dtype: DataType, count: usize, bytes: &[u8]) -> Result<TensorData, Shortfall> {
+    match dtype.element_size() {
+        Some(size) => {
+            let need = count * size;
+            if bytes.len() < need {
+                return Err(Shortfall::Bytes {
+                    need,
+                    have: bytes.len(),
+                });
+            }
+            decode_le(dtype, &bytes[..need]).map_err(Shortfall::Malformed)
+        }
+        None => {
+            let TensorData::Bytes(mut items) =
+                decode_le(dtype, bytes).map_err(Shortfall::Malformed)?
+            else {
+                unreachable!("BYTES decode yields BYTES data")
+            };
+            if items.len() < count {
+                return Err(Shortfall::Strings { have: items.len() });
+            }
+            items.truncate(count);
+            Ok(TensorData::Bytes(items))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decode_first_takes_what_is_asked_and_says_what_is_missing() {
+        let floats: Vec<u8> = [1.0f32, 2.0, 3.0]
+            .iter()
+            .flat_map(|f| f.to_le_bytes())
+            .collect();
+        assert_eq!(
+            decode_first(DataType::F32, 2, &floats),
+            Ok(TensorData::F32(vec![1.0, 2.0]))
+        );
+        assert_eq!(
+            decode_first(DataType::F32, 4, &floats),
+            Err(Shortfall::Bytes { need: 16, have: 12 })
+        );
+        let strings = [1, 0, 0, 0, b'a', 0, 0, 0, 0, 2, 0, 0, 0, b'b', b'c'];
+        assert_eq!(
+            decode_first(DataType::Bytes, 2, &strings),
+            Ok(TensorData::Bytes(vec![b"a".to_vec(), vec![]]))
+        );
+        assert_eq!(
+            decode_first(DataType::Bytes, 4, &strings),
+            Err(Shortfall::Strings { have: 3 })
+        );
+        assert!(matches!(
+            decode_first(DataType::Bytes, 1, &[9, 0, 0, 0, b'x']),
+            Err(Shortfall::Malformed(_))
+        ));
+    }
 
     #[test]
     fn base64_known_vectors() {

@@ -21,7 +21,7 @@
 //! [`StateStore::gather`] before a run, [`StateStore::scatter`] after it,
 //! [`StateStore::release`] at END or idle timeout.
 
-use super::codec::{decode_le, f16_to_f32, f32_to_f16};
+use super::codec::{decode_first, f16_to_f32, f32_to_f16, Shortfall};
 use super::stack::stack;
 use crate::batching::FxMap;
 use crate::schema::inference::model_config::SchedulingChoice;
@@ -250,33 +250,19 @@ fn initial_from_file(
     let bytes =
         std::fs::read(path).map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
     let count = element_count(&dims).ok_or_else(|| err(format!("invalid dims {dims:?}")))?;
-    let data = match dtype.element_size() {
-        Some(size) => {
-            let need = count * size;
-            if bytes.len() < need {
-                // Triton's text, including its missing space.
-                return Err(err(format!(
-                    "initial_state setting expects {need} bytes, but the data provided from \
-                     {file}only has {} bytes",
-                    bytes.len()
-                )));
+    let data = decode_first(dtype, count, &bytes).map_err(|e| {
+        err(match e {
+            // Triton's text, including its missing space.
+            Shortfall::Bytes { need, have } => format!(
+                "initial_state setting expects {need} bytes, but the data provided from \
+                 {file}only has {have} bytes"
+            ),
+            Shortfall::Strings { have } => {
+                format!("{file} holds {have} strings, the initial state needs {count}")
             }
-            decode_le(dtype, &bytes[..need]).map_err(err)?
-        }
-        None => {
-            let TensorData::Bytes(mut items) = decode_le(dtype, &bytes).map_err(err)? else {
-                unreachable!("BYTES decode yields BYTES data")
-            };
-            if items.len() < count {
-                return Err(err(format!(
-                    "{file} holds {} strings, the initial state needs {count}",
-                    items.len()
-                )));
-            }
-            items.truncate(count);
-            TensorData::Bytes(items)
-        }
-    };
+            Shortfall::Malformed(m) => m,
+        })
+    })?;
     Ok(Tensor::new(dims, data)?)
 }
 

@@ -14,7 +14,8 @@
 //! - the data: zeros; random bytes (zeros for BYTES, as in Triton); or
 //!   the file `warmup/<input_data_file>` of the model directory, read as
 //!   raw little-endian elements (its first element count × size bytes) or,
-//!   for BYTES, as 4-byte-length-prefixed strings;
+//!   for BYTES, as 4-byte-length-prefixed strings (the first element
+//!   count of them);
 //! - the backend refuses a batch larger than `max_batch_size` (larger than
 //!   1 for a model that does not batch);
 //! - a failure stops the load with Triton's words: `failed to run warmup
@@ -25,7 +26,7 @@
 
 use std::path::Path;
 
-use super::codec::decode_le;
+use super::codec::{decode_first, decode_le, Shortfall};
 use crate::runtime::ModelSession;
 use crate::schema::inference::model_warmup::input::InputDataType;
 use crate::schema::inference::ModelConfig;
@@ -151,30 +152,16 @@ fn from_file(
     let path = model_dir.join("warmup").join(file);
     let bytes = std::fs::read(&path)
         .map_err(|e| format!("warmup input '{name}': cannot read {}: {e}", path.display()))?;
-    match dtype.element_size() {
-        Some(size) => {
-            let need = count * size;
-            if bytes.len() < need {
-                // Triton's text, including its missing space.
-                return Err(format!(
-                    "warmup setting expects {need} bytes, but the data provided from {file}only has {} bytes",
-                    bytes.len()
-                ));
-            }
-            decode_le(dtype, &bytes[..need]).map_err(|e| format!("warmup input '{name}': {e}"))
+    decode_first(dtype, count, &bytes).map_err(|e| match e {
+        // Triton's text, including its missing space.
+        Shortfall::Bytes { need, have } => format!(
+            "warmup setting expects {need} bytes, but the data provided from {file}only has {have} bytes"
+        ),
+        Shortfall::Strings { have } => {
+            format!("warmup input '{name}': {file} holds {have} strings, the input needs {count}")
         }
-        None => {
-            let data = decode_le(dtype, &bytes)
-                .map_err(|e| format!("warmup input '{name}': {file}: {e}"))?;
-            if data.len() != count {
-                return Err(format!(
-                    "warmup input '{name}': {file} holds {} strings, the input needs {count}",
-                    data.len()
-                ));
-            }
-            Ok(data)
-        }
-    }
+        Shortfall::Malformed(m) => format!("warmup input '{name}': {file}: {m}"),
+    })
 }
 
 /// Runs `samples` on `session` (one instance of model `model` whose
