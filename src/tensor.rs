@@ -258,6 +258,25 @@ impl TensorData {
         assign!(Bool, U8, U16, U32, U64, I8, I16, I32, I64, F16, F32, F64, Bf16, Bytes)
     }
 
+    /// Makes room for `additional` more elements, or says that the memory
+    /// cannot be had (instead of aborting, as a failed allocation does).
+    pub fn try_reserve(&mut self, additional: usize) -> Result<(), TensorError> {
+        let dtype = self.dtype();
+        with_vec!(self, v => v.try_reserve_exact(additional)).map_err(|_| TensorError::Alloc {
+            dtype,
+            elements: additional,
+        })
+    }
+
+    /// [`Self::zeros`], or an error when the memory cannot be had (sizes
+    /// that come from a config or a request).
+    pub fn try_zeros(dtype: DataType, n: usize) -> Result<Self, TensorError> {
+        let mut d = TensorData::empty(dtype);
+        d.try_reserve(n)?;
+        with_vec!(&mut d, v => v.resize(n, Default::default()));
+        Ok(d)
+    }
+
     /// Appends the elements of `other` (same data type) to `self`.
     pub fn extend_from(&mut self, other: &TensorData) -> Result<(), TensorError> {
         macro_rules! ext {
@@ -313,6 +332,8 @@ pub enum TensorError {
     Shape(Vec<i64>),
     #[error("tensors to concatenate differ in shape beyond the batch dimension: {0:?} and {1:?}")]
     Concat(Vec<i64>, Vec<i64>),
+    #[error("cannot allocate {elements} elements of {dtype}: not enough memory")]
+    Alloc { dtype: DataType, elements: usize },
 }
 
 /// Number of elements of `shape` (`None` when a dimension is negative or
@@ -337,12 +358,12 @@ impl Tensor {
         Ok(Tensor { shape, data })
     }
 
-    /// A zero-filled tensor.
+    /// A zero-filled tensor (an error when its memory cannot be had).
     pub fn zeros(dtype: DataType, shape: Vec<i64>) -> Result<Self, TensorError> {
         let n = element_count(&shape).ok_or_else(|| TensorError::Shape(shape.clone()))?;
         Ok(Tensor {
             shape,
-            data: TensorData::zeros(dtype, n),
+            data: TensorData::try_zeros(dtype, n)?,
         })
     }
 

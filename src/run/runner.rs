@@ -354,8 +354,7 @@ fn warm_up(model: &LoadedModel, sessions: &mut [ModelSession]) -> Result<(), Run
     let failed = |e: String| setup(format!("model '{}': {e}", model.name));
     let samples = super::warmup::samples(&model.cfg, &model.dir).map_err(failed)?;
     for session in sessions {
-        super::warmup::run(session, &samples, &model.name, model.cfg.max_batch_size)
-            .map_err(failed)?;
+        super::warmup::run(session, &samples).map_err(failed)?;
     }
     Ok(())
 }

@@ -189,7 +189,7 @@ pub fn implicit_states(cfg: &ModelConfig, model_dir: &Path) -> Result<Vec<StateS
         let initial = match st.initial_state.as_slice() {
             [] => {
                 let dims: Vec<i64> = st.dims.iter().map(|&d| if d < 0 { 1 } else { d }).collect();
-                Tensor::zeros(dtype, dims)?
+                Tensor::zeros(dtype, dims).map_err(|e| in_state(name, e))?
             }
             [init] => {
                 if DataType::from_config(init.data_type) != Some(dtype) {
@@ -206,7 +206,9 @@ pub fn implicit_states(cfg: &ModelConfig, model_dir: &Path) -> Result<Vec<StateS
                 }
                 let dims = init.dims.clone();
                 match &init.state_data {
-                    Some(StateData::ZeroData(_)) => Tensor::zeros(dtype, dims)?,
+                    Some(StateData::ZeroData(_)) => {
+                        Tensor::zeros(dtype, dims).map_err(|e| in_state(name, e))?
+                    }
                     Some(StateData::DataFile(file)) => {
                         let path = model_dir.join("initial_state").join(file);
                         initial_from_file(name, dtype, dims, file, &path)?
@@ -234,6 +236,11 @@ pub fn implicit_states(cfg: &ModelConfig, model_dir: &Path) -> Result<Vec<StateS
         });
     }
     Ok(out)
+}
+
+/// `e`, about the initial value of state `name`.
+fn in_state(name: &str, e: TensorError) -> StateError {
+    StateError::Config(format!("state '{name}': {e}"))
 }
 
 fn initial_from_file(
@@ -1100,5 +1107,14 @@ mod tests {
                initial_state { name: \"i\" data_type: TYPE_INT32 dims: [ -1 ] zero_data: true } }",
         );
         assert!(e.contains("contains variable dimensions"), "{e}");
+        // More than any memory: an error naming the state, not an abort.
+        let e = err(
+            "{ input_name: \"A\" output_name: \"O\" data_type: TYPE_INT32 dims: [ -1 ]
+               initial_state { name: \"i\" data_type: TYPE_INT32 dims: [ 100000000000000000 ] zero_data: true } }",
+        );
+        assert_eq!(
+            e,
+            "state 'A': cannot allocate 100000000000000000 elements of INT32: not enough memory"
+        );
     }
 }

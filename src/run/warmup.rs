@@ -30,7 +30,7 @@ use super::codec::{decode_first, decode_le, Shortfall};
 use crate::runtime::ModelSession;
 use crate::schema::inference::model_warmup::input::InputDataType;
 use crate::schema::inference::ModelConfig;
-use crate::tensor::{element_count, DataType, Tensor, TensorData};
+use crate::tensor::{element_count, DataType, Tensor, TensorData, TensorError};
 
 /// One warm-up sample, ready to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,6 +42,9 @@ pub struct Sample {
     pub runs: usize,
     /// The tensors of one execution, the requests stacked.
     pub inputs: Vec<(String, Tensor)>,
+    /// The backend's refusal of the batch (too many requests), which is
+    /// this sample's failure; its tensors are not made then.
+    pub refusal: Option<String>,
 }
 
 /// The samples of `cfg` (skipping those of batch size 0), with the data
@@ -49,9 +52,27 @@ pub struct Sample {
 /// Triton has them.
 pub fn samples(cfg: &ModelConfig, model_dir: &Path) -> Result<Vec<Sample>, String> {
     let batching = cfg.max_batch_size != 0;
+    let limit = usize::try_from(cfg.max_batch_size).unwrap_or(0);
     let mut out = Vec::new();
     for w in cfg.model_warmup.iter().filter(|w| w.batch_size > 0) {
         let requests = w.batch_size as usize;
+        let runs = (w.count as usize).max(1);
+        if requests != 1 && requests > limit {
+            out.push(Sample {
+                name: w.name.clone(),
+                requests,
+                runs,
+                inputs: Vec::new(),
+                refusal: Some(format!(
+                    "batch size {requests} for '{}', max allowed is {}",
+                    cfg.name, cfg.max_batch_size
+                )),
+            });
+            continue;
+        }
+        let memory = |name: &str, e: crate::tensor::TensorError| {
+            format!("warmup sample '{}': input '{name}': {e}", w.name)
+        };
         let mut inputs = Vec::with_capacity(w.inputs.len());
         for (name, input) in &w.inputs {
             let dtype = DataType::from_config(input.data_type).ok_or_else(|| {
@@ -68,11 +89,15 @@ pub fn samples(cfg: &ModelConfig, model_dir: &Path) -> Result<Vec<Sample>, Strin
                     )
                 })?;
             let one = match &input.input_data_type {
-                Some(InputDataType::ZeroData(_)) => TensorData::zeros(dtype, count),
-                Some(InputDataType::RandomData(_)) if dtype == DataType::Bytes => {
-                    TensorData::zeros(dtype, count)
+                Some(InputDataType::ZeroData(_)) => {
+                    TensorData::try_zeros(dtype, count).map_err(|e| memory(name, e))?
                 }
-                Some(InputDataType::RandomData(_)) => random(dtype, count),
+                Some(InputDataType::RandomData(_)) if dtype == DataType::Bytes => {
+                    TensorData::try_zeros(dtype, count).map_err(|e| memory(name, e))?
+                }
+                Some(InputDataType::RandomData(_)) => {
+                    random(dtype, count).map_err(|e| memory(name, e))?
+                }
                 Some(InputDataType::InputDataFile(file)) => {
                     from_file(name, dtype, count, file, model_dir)?
                 }
@@ -85,8 +110,10 @@ pub fn samples(cfg: &ModelConfig, model_dir: &Path) -> Result<Vec<Sample>, Strin
             let is_input = cfg.input.iter().any(|i| &i.name == name);
             let shape = stacked_shape(&input.dims, requests, batching, is_input);
             let mut data = TensorData::empty(dtype);
+            data.try_reserve(one.len().saturating_mul(requests))
+                .map_err(|e| memory(name, e))?;
             for _ in 0..requests {
-                data.extend_from(&one).map_err(|e| e.to_string())?;
+                data.extend_from(&one).map_err(|e| memory(name, e))?;
             }
             let tensor = Tensor::new(shape, data)
                 .map_err(|e| format!("warmup sample '{}': input '{name}': {e}", w.name))?;
@@ -95,8 +122,9 @@ pub fn samples(cfg: &ModelConfig, model_dir: &Path) -> Result<Vec<Sample>, Strin
         out.push(Sample {
             name: w.name.clone(),
             requests,
-            runs: (w.count as usize).max(1),
+            runs,
             inputs,
+            refusal: None,
         });
     }
     Ok(out)
@@ -122,24 +150,30 @@ fn stacked_shape(dims: &[i64], requests: usize, batching: bool, is_input: bool) 
 
 /// `count` elements of random bytes (a fixed sequence: a warm-up is the
 /// same on every run). BOOL elements are 0 or 1.
-fn random(dtype: DataType, count: usize) -> TensorData {
+fn random(dtype: DataType, count: usize) -> Result<TensorData, TensorError> {
     let size = dtype.element_size().unwrap_or(1);
+    let too_large = || TensorError::Alloc {
+        dtype,
+        elements: count,
+    };
+    let n = count.checked_mul(size).ok_or_else(too_large)?;
+    let mut bytes: Vec<u8> = Vec::new();
+    bytes.try_reserve_exact(n).map_err(|_| too_large())?;
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let bytes: Vec<u8> = (0..count * size)
-        .map(|_| {
-            // xorshift64
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let b = (state >> 24) as u8;
-            if dtype == DataType::Bool {
-                b & 1
-            } else {
-                b
-            }
-        })
-        .collect();
-    decode_le(dtype, &bytes).unwrap_or_else(|_| TensorData::zeros(dtype, count))
+    bytes.extend((0..n).map(|_| {
+        // xorshift64
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let b = (state >> 24) as u8;
+        if dtype == DataType::Bool {
+            b & 1
+        } else {
+            b
+        }
+    }));
+    // Whole elements of a fixed-size type: this cannot fail.
+    decode_le(dtype, &bytes).map_err(|_| too_large())
 }
 
 fn from_file(
@@ -164,14 +198,9 @@ fn from_file(
     })
 }
 
-/// Runs `samples` on `session` (one instance of model `model` whose
-/// `max_batch_size` is given), stopping at the first failure.
-pub fn run(
-    session: &mut ModelSession,
-    samples: &[Sample],
-    model: &str,
-    max_batch_size: i32,
-) -> Result<(), String> {
+/// Runs `samples` on `session` (one instance of the model), stopping at
+/// the first failure.
+pub fn run(session: &mut ModelSession, samples: &[Sample]) -> Result<(), String> {
     // Each of the sample's requests gets the error.
     let failed = |s: &Sample, e: &str| {
         let mut m = format!("failed to run warmup sample '{}': ", s.name);
@@ -182,13 +211,8 @@ pub fn run(
         m
     };
     for s in samples {
-        let limit = usize::try_from(max_batch_size).unwrap_or(0);
-        if s.requests != 1 && s.requests > limit {
-            let e = format!(
-                "batch size {} for '{model}', max allowed is {max_batch_size}",
-                s.requests
-            );
-            return Err(failed(s, &e));
+        if let Some(e) = &s.refusal {
+            return Err(failed(s, e));
         }
         let inputs: Vec<(&str, &Tensor)> = s.inputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
         let mut outputs = Vec::new();
@@ -254,7 +278,7 @@ mod tests {
 
     #[test]
     fn random_booleans_are_booleans_and_random_strings_are_empty() {
-        let TensorData::Bool(b) = random(DataType::Bool, 64) else {
+        let TensorData::Bool(b) = random(DataType::Bool, 64).unwrap() else {
             panic!("BOOL")
         };
         assert!(b.iter().any(|&v| v) && b.iter().any(|&v| !v));
@@ -305,6 +329,45 @@ mod tests {
             inputs { key: \"X\" value { data_type: TYPE_FP32 dims: [ 2 ] input_data_file: \"nope\" } } } ]");
         let e = samples(&missing, dir.path()).unwrap_err();
         assert!(e.starts_with("warmup input 'X': cannot read "), "{e}");
+    }
+
+    #[test]
+    fn a_batch_the_backend_refuses_is_the_samples_failure_and_makes_no_tensors() {
+        let c = cfg(
+            "max_batch_size: 2 model_warmup [ { name: \"big\" batch_size: 3 \
+            inputs { key: \"X\" value { data_type: TYPE_FP32 dims: [ 2 ] zero_data: true } } } ]",
+        );
+        let s = samples(&c, Path::new(".")).unwrap();
+        assert_eq!(
+            s[0].refusal.as_deref(),
+            Some("batch size 3 for 'm', max allowed is 2")
+        );
+        assert!(s[0].inputs.is_empty());
+        // Without batching only one request is accepted.
+        let c = cfg(
+            "max_batch_size: 0 model_warmup [ { name: \"two\" batch_size: 2 \
+            inputs { key: \"X\" value { data_type: TYPE_FP32 dims: [ 2 ] zero_data: true } } } ]",
+        );
+        assert_eq!(
+            samples(&c, Path::new(".")).unwrap()[0].refusal.as_deref(),
+            Some("batch size 2 for 'm', max allowed is 0")
+        );
+    }
+
+    #[test]
+    fn data_too_large_for_memory_is_an_error_not_an_abort() {
+        for kind in ["zero_data: true", "random_data: true"] {
+            let c = cfg(&format!(
+                "max_batch_size: 4 model_warmup [ {{ name: \"w\" batch_size: 2 \
+                 inputs {{ key: \"X\" value {{ data_type: TYPE_FP32 dims: [ 100000000000000000 ] {kind} }} }} }} ]"
+            ));
+            let e = samples(&c, Path::new(".")).unwrap_err();
+            assert_eq!(
+                e,
+                "warmup sample 'w': input 'X': cannot allocate 100000000000000000 elements of FP32: not enough memory",
+                "{kind}"
+            );
+        }
     }
 
     #[test]
