@@ -418,6 +418,35 @@ fn normalized_preferred(listed: &[i32], mbs: u32) -> Vec<u32> {
     p
 }
 
+/// At most this many model instances are run or simulated.
+pub const MAX_INSTANCES: usize = 4096;
+/// At most this many sequence slots (all instances together) are held.
+pub const MAX_SEQUENCE_SLOTS: usize = 1 << 20;
+
+/// Refuses sizes that would take more memory than any machine has (every
+/// instance and every sequence slot is made up front, as in Triton, which
+/// does not survive such sizes either) with a message instead of an
+/// abort.
+fn check_size(instances: usize, kind: &SchedulerKind, mbs: u32) -> Result<(), String> {
+    if instances > MAX_INSTANCES {
+        return Err(format!(
+            "instance_group asks for {instances} model instances; tritonctl runs and simulates at most {MAX_INSTANCES}"
+        ));
+    }
+    let (per_instance, from) = match kind {
+        SchedulerKind::Oldest(o) => (o.max_candidate_sequences, "max_candidate_sequences"),
+        SchedulerKind::Direct(_) => (mbs.max(1) as usize, "max_batch_size"),
+        _ => return Ok(()),
+    };
+    let total = per_instance.saturating_mul(instances);
+    if total > MAX_SEQUENCE_SLOTS {
+        return Err(format!(
+            "the sequence batcher would hold {total} sequence slots ({per_instance} per instance from {from}, {instances} instance(s)); tritonctl holds at most {MAX_SEQUENCE_SLOTS}"
+        ));
+    }
+    Ok(())
+}
+
 impl Settings {
     /// Derives scheduler settings from a (normalized) model config.
     /// Ensemble scheduling cannot be simulated and is an error.
@@ -511,6 +540,7 @@ impl Settings {
         let enforce_shapes = cfg.input.iter().any(|i| {
             i.is_shape_tensor || i.optional || (i.dims.contains(&-1) && !i.allow_ragged_batch)
         });
+        check_size(instances, &kind, mbs)?;
         Ok(Settings {
             model: cfg.name.clone(),
             max_batch_size: mbs,

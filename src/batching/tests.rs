@@ -111,6 +111,42 @@ fn settings_from_config() {
 }
 
 #[test]
+fn sizes_no_machine_could_hold_are_refused_with_a_message() {
+    let err = |text: &str| {
+        let cfg = ParsedConfig::parse(text.to_string()).config.unwrap();
+        Settings::from_config(&cfg).err()
+    };
+    assert_eq!(
+        err(r#"name: "m" max_batch_size: 2 sequence_batching { oldest { max_candidate_sequences: 2000000000 } }"#)
+            .as_deref(),
+        Some(
+            "the sequence batcher would hold 2000000000 sequence slots (2000000000 per instance from \
+             max_candidate_sequences, 1 instance(s)); tritonctl holds at most 1048576"
+        )
+    );
+    let e = err(
+        r#"name: "m" max_batch_size: 2000000 instance_group [ { count: 2 } ] sequence_batching { direct {} }"#,
+    )
+    .unwrap();
+    assert!(
+        e.contains("4000000 sequence slots") && e.contains("from max_batch_size"),
+        "{e}"
+    );
+    let e = err(r#"name: "m" max_batch_size: 2 instance_group [ { count: 100000 } ]"#).unwrap();
+    assert_eq!(
+        e,
+        "instance_group asks for 100000 model instances; tritonctl runs and simulates at most 4096"
+    );
+    // The limits themselves are accepted.
+    assert_eq!(
+        err(
+            r#"name: "m" max_batch_size: 2 instance_group [ { count: 2 } ] sequence_batching { oldest { max_candidate_sequences: 524288 } }"#
+        ),
+        None
+    );
+}
+
+#[test]
 fn without_priority_levels_only_the_default_policy_applies() {
     // Triton's PriorityQueue instantiates just the default policy when
     // priority_levels is 0 (scheduler_utils.cc); a policy listed for key 1
