@@ -70,9 +70,8 @@ pub fn samples(cfg: &ModelConfig, model_dir: &Path) -> Result<Vec<Sample>, Strin
             });
             continue;
         }
-        let memory = |name: &str, e: crate::tensor::TensorError| {
-            format!("warmup sample '{}': input '{name}': {e}", w.name)
-        };
+        let in_input =
+            |name: &str, e: TensorError| format!("warmup sample '{}': input '{name}': {e}", w.name);
         let mut inputs = Vec::with_capacity(w.inputs.len());
         for (name, input) in &w.inputs {
             let dtype = DataType::from_config(input.data_type).ok_or_else(|| {
@@ -89,14 +88,11 @@ pub fn samples(cfg: &ModelConfig, model_dir: &Path) -> Result<Vec<Sample>, Strin
                     )
                 })?;
             let one = match &input.input_data_type {
-                Some(InputDataType::ZeroData(_)) => {
-                    TensorData::try_zeros(dtype, count).map_err(|e| memory(name, e))?
+                Some(InputDataType::RandomData(_)) if dtype != DataType::Bytes => {
+                    random(dtype, count).map_err(|e| in_input(name, e))?
                 }
-                Some(InputDataType::RandomData(_)) if dtype == DataType::Bytes => {
-                    TensorData::try_zeros(dtype, count).map_err(|e| memory(name, e))?
-                }
-                Some(InputDataType::RandomData(_)) => {
-                    random(dtype, count).map_err(|e| memory(name, e))?
+                Some(InputDataType::ZeroData(_) | InputDataType::RandomData(_)) => {
+                    TensorData::try_zeros(dtype, count).map_err(|e| in_input(name, e))?
                 }
                 Some(InputDataType::InputDataFile(file)) => {
                     from_file(name, dtype, count, file, model_dir)?
@@ -111,12 +107,11 @@ pub fn samples(cfg: &ModelConfig, model_dir: &Path) -> Result<Vec<Sample>, Strin
             let shape = stacked_shape(&input.dims, requests, batching, is_input);
             let mut data = TensorData::empty(dtype);
             data.try_reserve(one.len().saturating_mul(requests))
-                .map_err(|e| memory(name, e))?;
+                .map_err(|e| in_input(name, e))?;
             for _ in 0..requests {
-                data.extend_from(&one).map_err(|e| memory(name, e))?;
+                data.extend_from(&one).map_err(|e| in_input(name, e))?;
             }
-            let tensor = Tensor::new(shape, data)
-                .map_err(|e| format!("warmup sample '{}': input '{name}': {e}", w.name))?;
+            let tensor = Tensor::new(shape, data).map_err(|e| in_input(name, e))?;
             inputs.push((name.clone(), tensor));
         }
         out.push(Sample {
@@ -138,7 +133,7 @@ fn stacked_shape(dims: &[i64], requests: usize, batching: bool, is_input: bool) 
     if batching && is_input {
         std::iter::once(n).chain(dims.iter().copied()).collect()
     } else if let Some((&first, rest)) = dims.split_first() {
-        std::iter::once(first * n)
+        std::iter::once(first.saturating_mul(n))
             .chain(rest.iter().copied())
             .collect()
     } else if requests > 1 {
