@@ -188,28 +188,9 @@ fn parse_bool(v: &str) -> Result<bool, String> {
 /// out of `int`'s range is refused too (Triton's backend does not catch
 /// that case at all).
 fn parse_int(v: &str) -> Result<i32, String> {
-    let refused = || format!("failed to convert '{v}' to integral number");
-    let t = v.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
-    let (negative, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return Err(refused());
-    }
-    let magnitude: i64 = t[..digits]
-        .trim_start_matches('0')
-        .parse::<i64>()
-        .or_else(|e| match e.kind() {
-            // Only zeros.
-            std::num::IntErrorKind::Empty => Ok(0),
-            _ => Err(()),
-        })
-        .map_err(|()| refused())?;
-    let n = if negative { -magnitude } else { magnitude };
-    i32::try_from(n).map_err(|_| refused())
+    crate::text::stoll(v)
+        .and_then(|n| i32::try_from(n).ok())
+        .ok_or_else(|| format!("failed to convert '{v}' to integral number"))
 }
 
 #[cfg(test)]

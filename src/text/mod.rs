@@ -1,4 +1,5 @@
-//! Byte ranges and the line index.
+//! Byte ranges and the line index, and reading numbers from text as
+//! Triton's C++ does ([`stoll`]).
 //!
 //! Everything in the tree and in diagnostics carries byte ranges into the
 //! source; line and column are computed only when a diagnostic is rendered.
@@ -114,6 +115,30 @@ impl LineIndex {
             line: line + 1,
             column,
         }
+    }
+}
+
+/// A number read as C++'s `std::stoll` (and `std::stoi`) read one, as
+/// Triton reads version directory names and backend parameters: leading
+/// white space, an optional sign, then the longest run of decimal digits;
+/// whatever follows is ignored (`"12abc"` is 12). `None` when no digit
+/// comes first or the number does not fit in an `i64`.
+pub fn stoll(text: &str) -> Option<i64> {
+    let t = text.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (negative, rest) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let end = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if end == 0 {
+        return None;
+    }
+    let digits = &rest[..end];
+    if negative {
+        format!("-{digits}").parse().ok()
+    } else {
+        digits.parse().ok()
     }
 }
 

@@ -182,28 +182,6 @@ pub struct VersionScan {
     pub missing_specific: Vec<(usize, i64)>,
 }
 
-/// A directory name read as `std::stoll` does: leading blanks, a sign,
-/// then the longest run of digits (`12abc` is 12). `None` when no digit
-/// comes first or the number does not fit.
-fn parse_version(name: &str) -> Option<i64> {
-    let t = name.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
-    let (neg, rest) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let end = rest.bytes().take_while(u8::is_ascii_digit).count();
-    if end == 0 {
-        return None;
-    }
-    let digits = &rest[..end];
-    if neg {
-        format!("-{digits}").parse().ok()
-    } else {
-        digits.parse().ok()
-    }
-}
-
 impl VersionScan {
     /// The directories of the versions the policy selects, highest first,
     /// as (directory name, path under `dir`).
@@ -238,7 +216,7 @@ pub fn scan_versions(dir: &Path, cfg: &ModelConfig) -> VersionScan {
             scan.ignored.push((d, "W0701", text));
             continue;
         }
-        match parse_version(&d) {
+        match crate::text::stoll(&d) {
             Some(v) => {
                 scan.existing.insert(v);
                 scan.dir_names.insert(v, d);
@@ -758,12 +736,12 @@ mod tests {
 
     #[test]
     fn version_names_read_like_stoll() {
-        assert_eq!(parse_version("12"), Some(12));
-        assert_eq!(parse_version("3abc"), Some(3));
-        assert_eq!(parse_version("-2"), Some(-2));
-        assert_eq!(parse_version("v1"), None);
-        assert_eq!(parse_version(""), None);
-        assert_eq!(parse_version("99999999999999999999"), None);
+        assert_eq!(crate::text::stoll("12"), Some(12));
+        assert_eq!(crate::text::stoll("3abc"), Some(3));
+        assert_eq!(crate::text::stoll("-2"), Some(-2));
+        assert_eq!(crate::text::stoll("v1"), None);
+        assert_eq!(crate::text::stoll(""), None);
+        assert_eq!(crate::text::stoll("99999999999999999999"), None);
     }
 
     #[test]
