@@ -342,16 +342,79 @@ fn open_sessions(
         .collect()
 }
 
-/// Runs the model's `model_warmup` samples on every instance, as Triton
-/// does when it loads an onnxruntime-backend model (see
-/// [`super::warmup`]); the stateful backend's requests go through the
-/// backend, which `tritonctl` does not run for warm-up (a load note says
-/// so).
-fn warm_up(model: &LoadedModel, sessions: &mut [ModelSession]) -> Result<(), RunnerError> {
+/// Warms every instance up before the first request, as Triton does when
+/// it loads the model:
+///
+/// * onnxruntime backend: the config's `model_warmup` samples (see
+///   [`super::warmup`]);
+/// * stateful backend: its own warm-up runs (zero inputs, every row
+///   starting a sequence, at the batch sizes of
+///   [`super::stateful::StatefulBackend::warmup_batch_sizes`]; see
+///   [`super::stateful::warmup_inputs`]). Its `model_warmup` samples go
+///   through the backend in Triton; `tritonctl` does not send them (a load
+///   note says so).
+///
+/// A failure stops the run before any request, as it fails Triton's load.
+fn warm_up(
+    model: &LoadedModel,
+    plan: &Plan,
+    sessions: &mut [ModelSession],
+) -> Result<(), RunnerError> {
+    let failed = |e: String| setup(format!("model '{}': {e}", model.name));
+    if model.is_stateful_backend() {
+        let Some(backend) =
+            super::stateful::StatefulBackend::from_config(&model.cfg, 1).map_err(setup)?
+        else {
+            return Ok(());
+        };
+        let reset = plan.reset_input.as_deref().unwrap_or_default();
+        let states: Vec<&str> = plan
+            .store
+            .specs()
+            .iter()
+            .map(|s| s.input_name.as_str())
+            .collect();
+        // The instances open the same model: one set of inputs per batch
+        // size serves them all.
+        let Some(first) = sessions.first() else {
+            return Ok(());
+        };
+        let model_inputs: Vec<super::stateful::ModelInput> = first
+            .inputs()
+            .iter()
+            .map(|t| super::stateful::ModelInput {
+                name: &t.name,
+                dtype: t.data_type(),
+                dims: &t.dims,
+            })
+            .collect();
+        let at = |b: usize, e: String| {
+            failed(format!(
+                "the stateful backend's warm-up run at batch size {b} failed: {e}"
+            ))
+        };
+        let runs = backend
+            .warmup_batch_sizes()
+            .into_iter()
+            .map(|b| {
+                super::stateful::warmup_inputs(&model.cfg, &model_inputs, reset, &states, b)
+                    .map(|inputs| (b, inputs))
+                    .map_err(|e| at(b, e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut outputs = Vec::new();
+        for session in sessions {
+            for (b, inputs) in &runs {
+                session
+                    .run_into(inputs, &mut outputs)
+                    .map_err(|e| at(*b, e.to_string()))?;
+            }
+        }
+        return Ok(());
+    }
     if model.cfg.backend != "onnxruntime" || model.cfg.model_warmup.is_empty() {
         return Ok(());
     }
-    let failed = |e: String| setup(format!("model '{}': {e}", model.name));
     let samples = super::warmup::samples(&model.cfg, &model.dir).map_err(failed)?;
     for session in sessions {
         super::warmup::run(session, &samples).map_err(failed)?;
@@ -1343,7 +1406,7 @@ fn run_inner<'r>(
     let settings = Settings::from_config(&model.cfg).map_err(setup)?;
     let mut sessions = open_sessions(model, opts.device, settings.instances)?;
     let plan = plan(model, &sessions[0])?;
-    warm_up(model, &mut sessions)?;
+    warm_up(model, &plan, &mut sessions)?;
     if let Some(ready) = ready {
         ready();
     }

@@ -23,6 +23,11 @@
 //!   model whose CORRID control is not `TYPE_STRING` fails the request with
 //!   `correlation ID in request is not an unsigned int`, and the reverse
 //!   with `correlation ID in request is not a string`.
+//! * **Warm-up** (§7, `TrtOnnxModel::Prepare` in `onnx_model_runner.cc`):
+//!   every instance runs the model at load on zero inputs with every row
+//!   reset, at `max_batch_size`, at 1 (unless `always_pad_to_max_batch`)
+//!   and at each preferred batch size ([`StatefulBackend::warmup_batch_sizes`],
+//!   [`warmup_inputs`]; the runner makes the runs).
 //! * **GPU-only parameters** (§7, §8): `ort_ep`, `compute_precision`, TRT
 //!   caching and CUDA graphs do nothing on CPU; [`gpu_only_notes`] says so.
 
@@ -359,6 +364,25 @@ impl StatefulBackend {
         p.max(r)
     }
 
+    /// The batch sizes of the warm-up runs the backend makes when it loads
+    /// an instance (§7; `TrtOnnxModel::Prepare` in `onnx_model_runner.cc`),
+    /// in its order: the maximum batch size; 1, unless
+    /// `always_pad_to_max_batch` is `"1"`; then every preferred batch size
+    /// other than the maximum, ascending.
+    pub fn warmup_batch_sizes(&self) -> Vec<usize> {
+        let mut sizes = vec![self.max_batch_size];
+        if !self.always_pad {
+            sizes.push(1);
+        }
+        sizes.extend(
+            self.preferred
+                .iter()
+                .copied()
+                .filter(|&p| p != self.max_batch_size),
+        );
+        sizes
+    }
+
     /// The outputs of an END request that is not run.
     pub fn end_outputs(&self) -> &[(String, Tensor)] {
         &self.end_outputs
@@ -508,6 +532,104 @@ fn retain_unmarked<T>(v: &mut Vec<T>, drop: &[bool]) {
     });
 }
 
+/// One input of the ONNX model, as a session describes it: name, element
+/// type (`None` when unsupported) and dims (`-1` where not fixed).
+#[derive(Debug, Clone, Copy)]
+pub struct ModelInput<'a> {
+    pub name: &'a str,
+    pub dtype: Option<DataType>,
+    pub dims: &'a [i64],
+}
+
+/// The inputs of one warm-up run at batch size `b`, bound as the backend
+/// binds them when it loads an instance (§7; `TrtOnnxModel::Prepare` and
+/// `setBindings` in `onnx_model_runner.cc`), in the model's input order:
+///
+/// * a client input of the config: its config dims, the first `-1` (the
+///   backend's batch dimension) set to `b`; zeros;
+/// * the reset input (`reset`, the START control's name, compared without
+///   case): the model's dims with the first set to `b`, which must be the
+///   model's only variable one; ones (every row starts a sequence);
+/// * a state input (`states`): the model's dims, the last `-1` set to `b`;
+///   zeros;
+/// * any other input is refused with the backend's words.
+///
+/// A shape still holding a `-1` (a config or model with a second variable
+/// dimension) is refused: ONNX Runtime cannot make a tensor of it, so the
+/// backend's warm-up, and the model's load, fail.
+pub fn warmup_inputs(
+    cfg: &ModelConfig,
+    model_inputs: &[ModelInput],
+    reset: &str,
+    states: &[&str],
+    b: usize,
+) -> Result<Vec<(String, Tensor)>, String> {
+    let b = i64::try_from(b).map_err(|_| format!("batch size {b} is too large"))?;
+    let mut out = Vec::with_capacity(model_inputs.len());
+    for m in model_inputs {
+        let dtype = m.dtype.ok_or_else(|| {
+            format!(
+                "input '{}' has an element type tritonctl cannot make",
+                m.name
+            )
+        })?;
+        let (shape, one) = if let Some(c) = cfg.input.iter().find(|i| i.name == m.name) {
+            let mut shape = c.dims.clone();
+            let batch = shape.iter().position(|&d| d == -1).ok_or(
+                "Cannot infer the batch dimension based on the Triton model configuration",
+            )?;
+            shape[batch] = b;
+            (shape, false)
+        } else if m.name.eq_ignore_ascii_case(reset) {
+            if m.dims.iter().rposition(|&d| d < 0) != Some(0) {
+                return Err(
+                    "Batch dimension should always be the first dimension for reset sequence tensor"
+                        .to_string(),
+                );
+            }
+            let mut shape = m.dims.to_vec();
+            shape[0] = b;
+            (shape, true)
+        } else if states.contains(&m.name) {
+            let mut shape = m.dims.to_vec();
+            let batch = shape
+                .iter()
+                .rposition(|&d| d < 0)
+                .ok_or("No dynamic dimension in the ONNX model for a state tensor")?;
+            shape[batch] = b;
+            (shape, false)
+        } else {
+            return Err(format!(
+                "Model configuration does not match ONNX model for tensor name: {}",
+                m.name
+            ));
+        };
+        if shape.iter().any(|&d| d < 0) {
+            return Err(format!(
+                "input '{}' would have shape {shape:?} at batch size {b}: a second variable dimension, which ONNX Runtime cannot make a tensor of",
+                m.name
+            ));
+        }
+        let mut t = Tensor::zeros(dtype, shape).map_err(|e| format!("input '{}': {e}", m.name))?;
+        if one {
+            t.data = match t.data {
+                crate::tensor::TensorData::Bool(v) => {
+                    crate::tensor::TensorData::Bool(vec![true; v.len()])
+                }
+                _ => {
+                    return Err(format!(
+                        "reset input '{}' is {} in the model; the backend passes booleans",
+                        m.name,
+                        dtype.config_name()
+                    ))
+                }
+            };
+        }
+        out.push((m.name.to_string(), t));
+    }
+    Ok(out)
+}
+
 /// Notes for parameters of a stateful-backend config that have no effect
 /// on a CPU run (§7, §8).
 pub fn gpu_only_notes(cfg: &ModelConfig) -> Vec<String> {
@@ -541,6 +663,7 @@ pub fn gpu_only_notes(cfg: &ModelConfig) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::config::ParsedConfig;
+    use crate::tensor::TensorData;
 
     /// A stateful-backend config: `max_batch_size` B, `oldest` with N
     /// candidates (and `extra` inside `oldest`), parameters as key/value.
@@ -566,6 +689,107 @@ mod tests {
         StatefulBackend::from_config(&config(b, n, extra, params, "TYPE_UINT64"), 1)
             .unwrap()
             .unwrap()
+    }
+
+    #[test]
+    fn warm_up_runs_at_the_maximum_at_one_unless_padded_to_the_preferred_sizes_and_at_each_preferred_size(
+    ) {
+        // No preferred size: the maximum and 1.
+        assert_eq!(backend(4, 8, "", &[]).warmup_batch_sizes(), [4, 1]);
+        // Preferred sizes ascending, the maximum not twice.
+        assert_eq!(
+            backend(8, 16, "preferred_batch_size: [ 8, 2, 4 ]", &[]).warmup_batch_sizes(),
+            [8, 1, 2, 4]
+        );
+        // Runs padded to the preferred sizes: no run at 1 (unless
+        // preferred).
+        let padded = [("always_pad_to_max_batch", "1")];
+        assert_eq!(
+            backend(8, 16, "preferred_batch_size: [ 2 ]", &padded).warmup_batch_sizes(),
+            [8, 2]
+        );
+        assert_eq!(
+            backend(8, 16, "preferred_batch_size: [ 1, 8 ]", &padded).warmup_batch_sizes(),
+            [8, 1]
+        );
+    }
+
+    #[test]
+    fn warm_up_inputs_are_zeros_with_every_row_reset_at_the_batch_size() {
+        let cfg = ParsedConfig::parse(
+            "name: \"m\" backend: \"stateful\" max_batch_size: 4 \
+             input { name: \"Input\" data_type: TYPE_FP32 dims: [ 4, -1, 5 ] }"
+                .to_string(),
+        )
+        .config
+        .unwrap();
+        let input = |name, dtype, dims| ModelInput { name, dtype, dims };
+        let model = [
+            input("Input", Some(DataType::F32), &[4, -1, 5][..]),
+            input("Accumulate_In", Some(DataType::F32), &[-1, 5][..]),
+            input("resetsequence", Some(DataType::Bool), &[-1, 1][..]),
+        ];
+        let states = ["Accumulate_In"];
+        let got = warmup_inputs(&cfg, &model, "ResetSequence", &states, 3).unwrap();
+        let shapes: Vec<(&str, &[i64])> = got
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.shape.as_slice()))
+            .collect();
+        assert_eq!(
+            shapes,
+            [
+                ("Input", &[4, 3, 5][..]),
+                ("Accumulate_In", &[3, 5][..]),
+                ("resetsequence", &[3, 1][..]),
+            ]
+        );
+        assert_eq!(got[0].1.data, TensorData::F32(vec![0.0; 60]));
+        assert_eq!(got[1].1.data, TensorData::F32(vec![0.0; 15]));
+        assert_eq!(got[2].1.data, TensorData::Bool(vec![true; 3]));
+
+        // What the backend refuses at load, in its words where it has
+        // them.
+        let refused = |model: &[ModelInput]| {
+            warmup_inputs(&cfg, model, "ResetSequence", &states, 3).unwrap_err()
+        };
+        let extra = [model[0], input("Other", Some(DataType::F32), &[-1][..])];
+        assert_eq!(
+            refused(&extra),
+            "Model configuration does not match ONNX model for tensor name: Other"
+        );
+        let fixed_reset = [input("ResetSequence", Some(DataType::Bool), &[1, 1][..])];
+        assert_eq!(
+            refused(&fixed_reset),
+            "Batch dimension should always be the first dimension for reset sequence tensor"
+        );
+        let fixed_state = [input("Accumulate_In", Some(DataType::F32), &[2, 5][..])];
+        assert_eq!(
+            refused(&fixed_state),
+            "No dynamic dimension in the ONNX model for a state tensor"
+        );
+        let two_variable = [input("Accumulate_In", Some(DataType::F32), &[-1, -1][..])];
+        assert!(
+            refused(&two_variable).contains("[-1, 3] at batch size 3"),
+            "{}",
+            refused(&two_variable)
+        );
+        let int_reset = [input("ResetSequence", Some(DataType::I32), &[-1, 1][..])];
+        assert!(
+            refused(&int_reset).contains("booleans"),
+            "{}",
+            refused(&int_reset)
+        );
+        let cfg2 = ParsedConfig::parse(
+            "name: \"m\" backend: \"stateful\" max_batch_size: 4 \
+             input { name: \"Input\" data_type: TYPE_FP32 dims: [ 4, 5 ] }"
+                .to_string(),
+        )
+        .config
+        .unwrap();
+        assert_eq!(
+            warmup_inputs(&cfg2, &model[..1], "ResetSequence", &states, 3).unwrap_err(),
+            "Cannot infer the batch dimension based on the Triton model configuration"
+        );
     }
 
     #[test]

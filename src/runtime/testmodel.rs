@@ -5,6 +5,10 @@
 //!   measurements: `INPUT` FP32 `[B, 4]`, `STATE_IN` FP32 `[B, 1]`,
 //!   `RESET` BOOL `[B, 1]`; `OUTPUT = (RESET ? 0 : STATE_IN) +
 //!   sum(INPUT, axis 1)`, `STATE_OUT = OUTPUT`.
+//! - [`accumulate_at_most_two_rows`]: the same, its `SUM` multiplied by
+//!   ones of shape `[2, 1]` first: runs of more than two rows fail in ONNX
+//!   Runtime (no broadcast of 4 rows against 2), and a run of two rows
+//!   gives what [`accumulate`] gives.
 //! - [`nonzero`]: `Y = NonZero(X)`, whose output shape depends on the values.
 //! - [`matmul_unknown_shapes`]: `Y = MatMul(A, B)` with no declared shapes,
 //!   so only ONNX Runtime can refuse mismatched inputs.
@@ -124,18 +128,38 @@ const BOOL: i64 = 9;
 
 /// The accumulate model (see the module docs).
 pub fn accumulate() -> Vec<u8> {
+    accumulate_graph(false)
+}
+
+/// The accumulate model that cannot run more than two rows (see the
+/// module docs).
+pub fn accumulate_at_most_two_rows() -> Vec<u8> {
+    accumulate_graph(true)
+}
+
+fn accumulate_graph(two_rows: bool) -> Vec<u8> {
     let batch = |n| [Dim::Param("B"), Dim::Value(n)];
+    let mut nodes = vec![node("ReduceSum", &["INPUT", "AXES"], &["SUM"])];
+    let mut inits = vec![
+        initializer("AXES", INT64, &[1], &1i64.to_le_bytes()),
+        initializer("ZERO", FLOAT, &[], &0f32.to_le_bytes()),
+    ];
+    let sum = if two_rows {
+        let ones: Vec<u8> = [1f32, 1f32].iter().flat_map(|v| v.to_le_bytes()).collect();
+        inits.push(initializer("TWO_ONES", FLOAT, &[2, 1], &ones));
+        nodes.push(node("Mul", &["SUM", "TWO_ONES"], &["SUM2"]));
+        "SUM2"
+    } else {
+        "SUM"
+    };
+    nodes.extend([
+        node("Where", &["RESET", "ZERO", "STATE_IN"], &["KEPT"]),
+        node("Add", &["KEPT", sum], &["OUTPUT"]),
+        node("Identity", &["OUTPUT"], &["STATE_OUT"]),
+    ]);
     model(Graph {
-        nodes: vec![
-            node("ReduceSum", &["INPUT", "AXES"], &["SUM"]),
-            node("Where", &["RESET", "ZERO", "STATE_IN"], &["KEPT"]),
-            node("Add", &["KEPT", "SUM"], &["OUTPUT"]),
-            node("Identity", &["OUTPUT"], &["STATE_OUT"]),
-        ],
-        inits: vec![
-            initializer("AXES", INT64, &[1], &1i64.to_le_bytes()),
-            initializer("ZERO", FLOAT, &[], &0f32.to_le_bytes()),
-        ],
+        nodes,
+        inits,
         inputs: vec![
             value_info("INPUT", FLOAT, Some(&batch(4))),
             value_info("STATE_IN", FLOAT, Some(&batch(1))),

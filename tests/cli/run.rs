@@ -1170,3 +1170,82 @@ fn the_onnxruntime_backends_session_settings_keep_the_outputs_and_a_bad_value_st
         assert!(out.stdout.is_empty(), "{}", out.stdout);
     }
 }
+
+/// A stateful-backend model over the hand-written accumulate model that
+/// runs at most two rows (`runtime::testmodel`), its runs padded to the
+/// preferred batch size 2 (`always_pad_to_max_batch`), with
+/// `max_batch_size` as given.
+#[cfg(feature = "run")]
+fn two_row_model(root: &Path, max_batch_size: u32) -> PathBuf {
+    let dir = root.join(format!("two_rows_{max_batch_size}"));
+    std::fs::create_dir_all(dir.join("1")).unwrap();
+    std::fs::write(
+        dir.join("1").join("model.onnx"),
+        tritonctl::runtime::testmodel::accumulate_at_most_two_rows(),
+    )
+    .unwrap();
+    let cfg = format!(
+        r#"name: "two_rows_{max_batch_size}"
+backend: "stateful"
+max_batch_size: {max_batch_size}
+input [ {{ name: "INPUT" data_type: TYPE_FP32 dims: [ -1, 4 ] }} ]
+output [ {{ name: "OUTPUT" data_type: TYPE_FP32 dims: [ -1, 1 ] }} ]
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+sequence_batching {{
+  max_sequence_idle_microseconds: 5000000
+  oldest {{ max_candidate_sequences: 4 preferred_batch_size: [ 2 ] }}
+  control_input [
+    {{ name: "RESET" control [ {{ kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] }} ] }},
+    {{ name: "END" control [ {{ kind: CONTROL_SEQUENCE_END int32_false_true: [ 0, 1 ] }} ] }}
+  ]
+}}
+parameters {{ key: "onnx_file_name" value {{ string_value: "model.onnx" }} }}
+parameters {{ key: "state_pairs" value {{ string_value: "<<<STATE_IN, STATE_OUT>>>" }} }}
+parameters {{ key: "always_pad_to_max_batch" value {{ string_value: "1" }} }}
+parameters {{ key: "max_candidate_sequence_use_ratio" value {{ string_value: "1.0" }} }}
+"#
+    );
+    std::fs::write(dir.join("config.pbtxt"), cfg).unwrap();
+    dir
+}
+
+/// The stateful backend warms every instance up when it loads it
+/// (stateful-backend.md §7): zero inputs, every row starting a sequence,
+/// at max_batch_size, at 1 (unless runs are padded to the preferred
+/// sizes) and at each preferred batch size. A model that cannot run at
+/// its max_batch_size fails there, before any request, although the
+/// padded runs would succeed; with max_batch_size 2 the same model runs.
+#[cfg(feature = "run")]
+#[test]
+fn the_stateful_backend_warms_up_at_load_and_a_model_that_cannot_run_its_max_batch_fails_there() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let requests: Vec<Value> = (0..3)
+        .map(|step| {
+            json!({"id": format!("s.{step}"), "sequence_id": 7, "start": step == 0,
+                   "end": step == 2, "inputs": {"INPUT": [1.0, 2.0, 3.0, f64::from(step)]}})
+        })
+        .collect();
+    let input = write_lines(dir.path(), "in.jsonl", &requests);
+
+    let fits = run(&lib, &two_row_model(dir.path(), 2), &input, &["--sequence"]);
+    assert_eq!(fits.code, 0, "{}{}", fits.stdout, fits.stderr);
+    let sums: Vec<Vec<f64>> = fits
+        .lines()
+        .iter()
+        .map(|l| data(&l["outputs"]["OUTPUT"]["data"]))
+        .collect();
+    assert_eq!(sums, [vec![6.0], vec![13.0], vec![21.0]]);
+
+    let too_big = run(&lib, &two_row_model(dir.path(), 4), &input, &["--sequence"]);
+    assert_eq!(too_big.code, 2, "{}{}", too_big.stdout, too_big.stderr);
+    assert!(too_big.stdout.is_empty(), "{}", too_big.stdout);
+    assert!(
+        too_big.stderr.contains(
+            "model 'two_rows_4': the stateful backend's warm-up run at batch size 4 failed: "
+        ) && too_big.stderr.contains("ONNX Runtime"),
+        "{}",
+        too_big.stderr
+    );
+    assert!(!too_big.stderr.contains("panicked"), "{}", too_big.stderr);
+}
