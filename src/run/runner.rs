@@ -358,15 +358,11 @@ fn open_sessions(
 fn warm_up(
     model: &LoadedModel,
     plan: &Plan,
+    stateful: Option<&super::stateful::StatefulBackend>,
     sessions: &mut [ModelSession],
 ) -> Result<(), RunnerError> {
     let failed = |e: String| setup(format!("model '{}': {e}", model.name));
-    if model.is_stateful_backend() {
-        let Some(backend) =
-            super::stateful::StatefulBackend::from_config(&model.cfg, 1).map_err(setup)?
-        else {
-            return Ok(());
-        };
+    if let Some(backend) = stateful {
         let reset = plan.reset_input.as_deref().unwrap_or_default();
         let states: Vec<&str> = plan
             .store
@@ -1404,9 +1400,12 @@ fn run_inner<'r>(
     opts: &RunOptions,
 ) -> Result<RunOutput, RunnerError> {
     let settings = Settings::from_config(&model.cfg).map_err(setup)?;
+    let instances = settings.instances.max(1);
+    let stateful =
+        super::stateful::StatefulBackend::from_config(&model.cfg, instances).map_err(setup)?;
     let mut sessions = open_sessions(model, opts.device, settings.instances)?;
     let plan = plan(model, &sessions[0])?;
-    warm_up(model, &plan, &mut sessions)?;
+    warm_up(model, &plan, stateful.as_ref(), &mut sessions)?;
     if let Some(ready) = ready {
         ready();
     }
@@ -1446,9 +1445,6 @@ fn run_inner<'r>(
         })
         .collect();
 
-    let instances = settings.instances.max(1);
-    let stateful =
-        super::stateful::StatefulBackend::from_config(&model.cfg, instances).map_err(setup)?;
     let mut drv = Driver {
         stateful,
         requests,

@@ -716,13 +716,15 @@ mod tests {
 
     #[test]
     fn warm_up_inputs_are_zeros_with_every_row_reset_at_the_batch_size() {
-        let cfg = ParsedConfig::parse(
-            "name: \"m\" backend: \"stateful\" max_batch_size: 4 \
-             input { name: \"Input\" data_type: TYPE_FP32 dims: [ 4, -1, 5 ] }"
-                .to_string(),
-        )
-        .config
-        .unwrap();
+        let with_input_dims = |dims: &str| {
+            ParsedConfig::parse(format!(
+                "name: \"m\" backend: \"stateful\" max_batch_size: 4 \
+                 input {{ name: \"Input\" data_type: TYPE_FP32 dims: [ {dims} ] }}"
+            ))
+            .config
+            .unwrap()
+        };
+        let cfg = with_input_dims("4, -1, 5");
         let input = |name, dtype, dims| ModelInput { name, dtype, dims };
         let model = [
             input("Input", Some(DataType::F32), &[4, -1, 5][..]),
@@ -779,15 +781,15 @@ mod tests {
             "{}",
             refused(&int_reset)
         );
-        let cfg2 = ParsedConfig::parse(
-            "name: \"m\" backend: \"stateful\" max_batch_size: 4 \
-             input { name: \"Input\" data_type: TYPE_FP32 dims: [ 4, 5 ] }"
-                .to_string(),
-        )
-        .config
-        .unwrap();
         assert_eq!(
-            warmup_inputs(&cfg2, &model[..1], "ResetSequence", &states, 3).unwrap_err(),
+            warmup_inputs(
+                &with_input_dims("4, 5"),
+                &model[..1],
+                "ResetSequence",
+                &states,
+                3
+            )
+            .unwrap_err(),
             "Cannot infer the batch dimension based on the Triton model configuration"
         );
     }
