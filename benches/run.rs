@@ -25,7 +25,13 @@
 //!
 //!    Every loop opens the model with the session settings the runner
 //!    takes from the config (the stateful backend's: one intra-op and one
-//!    inter-op thread, basic graph optimization).
+//!    inter-op thread, basic graph optimization). The runner and the bare
+//!    loops run in this process, which allocates with mimalloc as
+//!    `tritonctl` does (feature `run`, see `lib.rs`), ONNX Runtime's own
+//!    allocations included; the Python loop runs in Python, with glibc's
+//!    `malloc`, as its users run it. The runner is timed as `tritonctl run`
+//!    runs without `--profile` (one clock read per batch); ONNX Runtime's
+//!    time inside it is read from one more run with `profile` on.
 //!
 //!    The loops alternate over 9 rounds; the wall ratios are the medians of
 //!    each round's ratio (the machine's speed drifts between rounds).
@@ -255,7 +261,7 @@ fn main() {
         let short_steps = steps / 10;
         let short = requests(m, 1, short_steps);
         let extra = (steps - short_steps) as f64;
-        let (mut runner, mut runner_cpu, mut exec) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut runner, mut runner_cpu) = (Vec::new(), Vec::new());
         let (mut bare, mut bare_cpu) = (Vec::new(), Vec::new());
         let mut bare_c = Vec::new();
         let (mut bare_b, mut runner_bare_b) = (Vec::new(), Vec::new());
@@ -302,13 +308,6 @@ fn main() {
             let out = out.expect("ran");
             assert!(out.results.iter().all(|r| r.is_ok()));
             runner.push(out.elapsed.as_secs_f64() * 1e6 / steps as f64);
-            let mut times: Vec<f64> = out
-                .executions
-                .values()
-                .flatten()
-                .map(|&t| t as f64)
-                .collect();
-            exec.push(median(&mut times));
             let mut given = Some(short.clone());
             let short_cpu = cpu_of(&mut || {
                 let reqs = given.take().expect("one run");
@@ -338,7 +337,22 @@ fn main() {
                 }
             }
         }
-        let (runner, exec, bare) = (median(&mut runner), median(&mut exec), median(&mut bare));
+        // The time of ONNX Runtime's call inside the runner, from a run
+        // that measures its executions (`--profile`, which reads the clock
+        // twice per batch instead of once: not one of the timed runs).
+        let profiled = RunOptions {
+            profile: true,
+            ..RunOptions::default()
+        };
+        let out = run_model_owned(m, long.clone(), &profiled).expect("run");
+        let mut times: Vec<f64> = out
+            .executions
+            .values()
+            .flatten()
+            .map(|&t| t as f64)
+            .collect();
+        let exec = median(&mut times);
+        let (runner, bare) = (median(&mut runner), median(&mut bare));
         let cpu = |v: &mut Vec<f64>| (!v.is_empty()).then(|| median(v));
         let (runner_cpu, bare_cpu) = (cpu(&mut runner_cpu), cpu(&mut bare_cpu));
         let python = cpu(&mut py).zip(cpu(&mut py_cpu));

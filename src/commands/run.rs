@@ -148,6 +148,7 @@ pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
     let opts = RunOptions {
         device,
         progress: if show_progress { Some(&progress) } else { None },
+        profile: args.profile.is_some(),
     };
     // The runner consumes the requests (their tensors are freed as they
     // run); their positions in the input are kept for the merge below.

@@ -258,6 +258,7 @@ fn run_inner(
     let inner = RunOptions {
         device: opts.device,
         progress: None,
+        profile: opts.profile,
     };
     if model.is_ensemble() {
         run_ensemble(model, requests, &inner, depth + 1)
@@ -304,6 +305,7 @@ fn pipelined(
     let inner = RunOptions {
         device: opts.device,
         progress: None,
+        profile: opts.profile,
     };
     let (outputs, started) = std::thread::scope(|scope| -> Result<_, RunnerError> {
         let mut inboxes = Vec::with_capacity(steps);

@@ -49,6 +49,11 @@ pub struct RunOptions<'a> {
     /// Called with (finished requests, all requests) whenever a request
     /// finishes.
     pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
+    /// Measure every execution (for `--profile`: [`RunOutput::executions`]
+    /// and [`RunOutput::latency_spec`]). It takes a second read of the
+    /// clock per batch, before it runs; without it the runner reads the
+    /// clock once, when the batch ends.
+    pub profile: bool,
 }
 
 impl Default for RunOptions<'_> {
@@ -56,6 +61,7 @@ impl Default for RunOptions<'_> {
         RunOptions {
             device: Device::Cpu,
             progress: None,
+            profile: false,
         }
     }
 }
@@ -65,7 +71,8 @@ impl Default for RunOptions<'_> {
 pub struct RunOutput {
     /// One per request, in input order.
     pub results: Vec<RunResult>,
-    /// Execution times per executed batch size (µs), for `--profile`.
+    /// Execution times per executed batch size (µs), for `--profile`
+    /// (empty unless [`RunOptions::profile`]).
     pub executions: BTreeMap<u32, Vec<u64>>,
     /// Wall time from the first release to the last result (sessions are
     /// opened before it starts).
@@ -177,7 +184,8 @@ struct Done {
     instance: usize,
     io: Io,
     outcome: Result<(), RunError>,
-    elapsed: Duration,
+    /// How long it ran, when measured ([`RunOptions::profile`]).
+    elapsed: Option<Duration>,
 }
 
 /// Runs the inputs of `io` on `session` into its outputs; returns when it
@@ -1122,7 +1130,10 @@ impl Driver<'_> {
     }
 
     /// Adds an execution time to [`Self::executions`].
-    fn record_execution(&mut self, size: u32, elapsed: Duration) {
+    fn record_execution(&mut self, size: u32, elapsed: Option<Duration>) {
+        let Some(elapsed) = elapsed else {
+            return;
+        };
         let size = size as usize;
         if self.executions.len() <= size {
             self.executions.resize_with(size + 1, Vec::new);
@@ -1482,18 +1493,26 @@ fn run_inner<'r>(
     if sessions.len() == 1 {
         let mut session = sessions.into_iter().next().expect("one session");
         drv.epoch = Instant::now();
+        let profile = opts.profile;
         drive(
             &mut drv,
             opts,
             |drv, instance, mut job| {
-                let t0 = Instant::now();
+                // The start is read only to measure the execution: the
+                // replay below may start from the last look at the clock
+                // (the driver's work since then changed nothing).
+                let t0 = profile.then(Instant::now);
                 let (outcome, t1) = if job.run {
                     execute(&mut session, &mut job.io)
                 } else {
-                    (Ok(()), t0)
+                    (Ok(()), t0.unwrap_or_else(Instant::now))
                 };
                 let since = |t: Instant| t.duration_since(drv.epoch).as_micros() as u64;
-                let (from, end) = (since(t0), since(t1));
+                let end = since(t1);
+                let from = match t0 {
+                    Some(t0) => since(t0),
+                    None => drv.hint.unwrap_or(end).min(end),
+                };
                 drv.catch_up(from, end);
                 // Nothing happens between here and the next look at the
                 // clock: the end of the batch stands for it.
@@ -1502,7 +1521,7 @@ fn run_inner<'r>(
                     instance,
                     io: job.io,
                     outcome,
-                    elapsed: t1 - t0,
+                    elapsed: t0.map(|t0| t1 - t0),
                 });
                 Ok(())
             },
@@ -1517,14 +1536,15 @@ fn run_inner<'r>(
                 let (tx, rx) = mpsc::channel::<Job>();
                 job_txs.push(tx);
                 let done = done_tx.clone();
+                let profile = opts.profile;
                 scope.spawn(move || {
                     while let Some(mut job) = receive(&rx, Instant::now() + SPIN) {
-                        let t0 = Instant::now();
+                        let t0 = profile.then(Instant::now);
                         let (outcome, elapsed) = if job.run {
                             let (r, t1) = execute(&mut session, &mut job.io);
-                            (r, t1 - t0)
+                            (r, t0.map(|t0| t1 - t0))
                         } else {
-                            (Ok(()), Duration::ZERO)
+                            (Ok(()), t0.map(|_| Duration::ZERO))
                         };
                         let d = Done {
                             instance,

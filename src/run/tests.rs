@@ -315,7 +315,11 @@ fn requests_arriving_together_are_batched_by_the_dynamic_batcher() {
         .map(|i| format!("{{\"id\": \"r{i}\", \"arrival_us\": 0, \"inputs\": {{\"Input\": [{i}, 0, 0, 1]}}}}\n"))
         .collect();
     let parsed = parse_input(&text, "in", &schema, &ParseOptions::default()).unwrap();
-    let out = run_model(&m, &parsed.requests, &RunOptions::default()).unwrap();
+    let profiled = RunOptions {
+        profile: true,
+        ..RunOptions::default()
+    };
+    let out = run_model(&m, &parsed.requests, &profiled).unwrap();
     assert_eq!(out.results.len(), 16);
     for (i, r) in out.results.iter().enumerate() {
         assert_eq!(r.id, format!("r{i}"));
