@@ -27,6 +27,9 @@ fn main() {
     if std::env::var_os("CARGO_FEATURE_PERF").is_some() {
         grpc(&out);
     }
+    if std::env::var_os("CARGO_FEATURE_RUN").is_some() {
+        export_operator_new();
+    }
 }
 
 /// The gRPC service. The imported ModelConfig types are declared external
@@ -61,4 +64,47 @@ fn grpc(out: &std::path::Path) {
         }
     }
     b.compile_fds(fds).expect("generate the gRPC service");
+}
+
+/// With feature `run`, mimalloc replaces `malloc` and `free` for the whole
+/// process (see `src/lib.rs`). Its build also defines C++'s `operator new`
+/// and `operator delete` (by their mangled names on Linux), but a Rust
+/// program does not export them, so ONNX Runtime's C++ allocations would
+/// go through libstdc++'s operators and only then to `malloc`. Exporting
+/// them lets the dynamic linker bind ONNX Runtime's calls to mimalloc's
+/// directly, as it binds `malloc`.
+fn export_operator_new() {
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux")
+        || std::env::var("CARGO_CFG_TARGET_POINTER_WIDTH").as_deref() != Ok("64")
+    {
+        return;
+    }
+    const OPERATORS: [&str; 20] = [
+        // new, new[]; nothrow; aligned; aligned nothrow
+        "_Znwm",
+        "_Znam",
+        "_ZnwmRKSt9nothrow_t",
+        "_ZnamRKSt9nothrow_t",
+        "_ZnwmSt11align_val_t",
+        "_ZnamSt11align_val_t",
+        "_ZnwmSt11align_val_tRKSt9nothrow_t",
+        "_ZnamSt11align_val_tRKSt9nothrow_t",
+        // delete, delete[]; sized; aligned; sized aligned; nothrow;
+        // aligned nothrow
+        "_ZdlPv",
+        "_ZdaPv",
+        "_ZdlPvm",
+        "_ZdaPvm",
+        "_ZdlPvSt11align_val_t",
+        "_ZdaPvSt11align_val_t",
+        "_ZdlPvmSt11align_val_t",
+        "_ZdaPvmSt11align_val_t",
+        "_ZdlPvRKSt9nothrow_t",
+        "_ZdaPvRKSt9nothrow_t",
+        "_ZdlPvSt11align_val_tRKSt9nothrow_t",
+        "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+    ];
+    for name in OPERATORS {
+        println!("cargo:rustc-link-arg=-Wl,--export-dynamic-symbol={name}");
+    }
 }

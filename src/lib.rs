@@ -31,13 +31,15 @@ pub mod trace;
 pub mod validate;
 
 /// With feature `run`, the whole process allocates with mimalloc: the Rust
-/// code through this global allocator, and every C and C++ library of the
+/// code through this global allocator; every C and C++ library of the
 /// process through `malloc` and `free`, which the `override` build exports
-/// in place of the C library's. That is the point: ONNX Runtime allocates
-/// and frees dozens of small blocks in each run, and with glibc's `malloc`
-/// those cost a run of a small model about 0.1–0.2 µs more (`cargo bench
-/// --bench run`). Triton's own documentation likewise suggests running the
-/// server with tcmalloc or jemalloc in place of glibc's `malloc`.
+/// in place of the C library's, and through C++'s `operator new` and
+/// `operator delete`, which `build.rs` exports. That is the point: ONNX
+/// Runtime allocates and frees dozens of small blocks in each run, and
+/// with glibc's `malloc` those cost a run of a small model about 0.1 µs
+/// more (`cargo bench --bench run`). Triton's own documentation likewise
+/// suggests running the server with tcmalloc or jemalloc in place of
+/// glibc's `malloc`.
 #[cfg(feature = "run")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -53,6 +55,8 @@ mod allocator_tests {
         fn free(p: *mut c_void);
         // mimalloc's (compiled in by the `mimalloc` crate).
         fn mi_is_in_heap_region(p: *const c_void) -> bool;
+        // Its C++ `operator new`, exported by `build.rs`.
+        fn _Znwm(n: usize) -> *mut c_void;
     }
 
     #[test]
@@ -73,5 +77,24 @@ mod allocator_tests {
         let v: Box<[u8]> = vec![1u8; 100].into_boxed_slice();
         // SAFETY: a live allocation.
         assert!(unsafe { mi_is_in_heap_region(v.as_ptr() as *const c_void) });
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn shared_libraries_find_mimallocs_operator_new_first() {
+        // What the dynamic linker finds for `operator new` in the global
+        // scope (the program first, then the libraries in load order) is
+        // what ONNX Runtime's `new` calls.
+        let program = libloading::os::unix::Library::this();
+        // SAFETY: the symbol is a function of this signature.
+        let found = unsafe { program.get::<unsafe extern "C" fn(usize) -> *mut c_void>(b"_Znwm") }
+            .expect("operator new is exported");
+        assert_eq!(*found as *const (), _Znwm as *const ());
+        // SAFETY: a live allocation of 16 bytes, freed once.
+        unsafe {
+            let p = found(16);
+            assert!(mi_is_in_heap_region(p));
+            free(p);
+        }
     }
 }
