@@ -55,7 +55,8 @@ mod allocator_tests {
         fn free(p: *mut c_void);
         // mimalloc's (compiled in by the `mimalloc` crate).
         fn mi_is_in_heap_region(p: *const c_void) -> bool;
-        // Its C++ `operator new`, exported by `build.rs`.
+        // Its C++ `operator new`, exported by `build.rs` (64-bit Linux).
+        #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
         fn _Znwm(n: usize) -> *mut c_void;
     }
 
@@ -79,7 +80,9 @@ mod allocator_tests {
         assert!(unsafe { mi_is_in_heap_region(v.as_ptr() as *const c_void) });
     }
 
-    #[cfg(target_os = "linux")]
+    // `build.rs` exports the operators on 64-bit Linux (their mangled
+    // names depend on the width of `size_t`).
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
     #[test]
     fn shared_libraries_find_mimallocs_operator_new_first() {
         // What the dynamic linker finds for `operator new` in the global

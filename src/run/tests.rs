@@ -340,6 +340,12 @@ fn requests_arriving_together_are_batched_by_the_dynamic_batcher() {
     );
     let spec = out.latency_spec().unwrap();
     assert!(crate::batching::Latency::parse(&spec).is_ok(), "{spec}");
+    // Executions are measured only when asked (`--profile`); the results
+    // are the same.
+    let plain = run_model(&m, &parsed.requests, &RunOptions::default()).unwrap();
+    assert!(plain.executions.is_empty(), "{:?}", plain.executions);
+    assert_eq!(plain.latency_spec(), None);
+    assert_eq!(plain.results, out.results);
 }
 
 #[cfg(feature = "run")]
