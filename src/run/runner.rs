@@ -188,11 +188,9 @@ struct Done {
     elapsed: Option<Duration>,
 }
 
-/// Runs the inputs of `io` on `session` into its outputs; returns when it
-/// ended (the caller took the start time).
-fn execute(session: &mut ModelSession, io: &mut Io) -> (Result<(), RunError>, Instant) {
-    let r = session.run_into(&io.inputs, &mut io.outputs);
-    (r, Instant::now())
+/// Runs the inputs of `io` on `session` into its outputs.
+fn execute(session: &mut ModelSession, io: &mut Io) -> Result<(), RunError> {
+    session.run_into(&io.inputs, &mut io.outputs)
 }
 
 /// Makes entry `k` of `buf` the tensor `t` (moved; copied into the memory
@@ -1502,11 +1500,12 @@ fn run_inner<'r>(
                 // replay below may start from the last look at the clock
                 // (the driver's work since then changed nothing).
                 let t0 = profile.then(Instant::now);
-                let (outcome, t1) = if job.run {
+                let outcome = if job.run {
                     execute(&mut session, &mut job.io)
                 } else {
-                    (Ok(()), t0.unwrap_or_else(Instant::now))
+                    Ok(())
                 };
+                let t1 = Instant::now();
                 let since = |t: Instant| t.duration_since(drv.epoch).as_micros() as u64;
                 let end = since(t1);
                 let from = match t0 {
@@ -1541,8 +1540,8 @@ fn run_inner<'r>(
                     while let Some(mut job) = receive(&rx, Instant::now() + SPIN) {
                         let t0 = profile.then(Instant::now);
                         let (outcome, elapsed) = if job.run {
-                            let (r, t1) = execute(&mut session, &mut job.io);
-                            (r, t0.map(|t0| t1 - t0))
+                            let r = execute(&mut session, &mut job.io);
+                            (r, t0.map(|t0| t0.elapsed()))
                         } else {
                             (Ok(()), t0.map(|_| Duration::ZERO))
                         };
