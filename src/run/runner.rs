@@ -1539,12 +1539,12 @@ fn run_inner<'r>(
                 scope.spawn(move || {
                     while let Some(mut job) = receive(&rx, Instant::now() + SPIN) {
                         let t0 = profile.then(Instant::now);
-                        let (outcome, elapsed) = if job.run {
-                            let r = execute(&mut session, &mut job.io);
-                            (r, t0.map(|t0| t0.elapsed()))
+                        let outcome = if job.run {
+                            execute(&mut session, &mut job.io)
                         } else {
-                            (Ok(()), t0.map(|_| Duration::ZERO))
+                            Ok(())
                         };
+                        let elapsed = t0.map(|t0| t0.elapsed());
                         let d = Done {
                             instance,
                             io: job.io,
