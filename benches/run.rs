@@ -25,7 +25,10 @@
 //!
 //!    Every loop opens the model with the session settings the runner
 //!    takes from the config (the stateful backend's: one intra-op and one
-//!    inter-op thread, basic graph optimization). The runner and the bare
+//!    inter-op thread, basic graph optimization; ONNX Runtime's CPU arena
+//!    off, as in every `tritonctl run` unless the config turns it on); the
+//!    Python loop is also timed with the arena on, ONNX Runtime's default,
+//!    for comparison (it runs about as fast either way). The runner and the bare
 //!    loops run in this process, which allocates with mimalloc as
 //!    `tritonctl` does (feature `run`, see `lib.rs`), ONNX Runtime's own
 //!    allocations included; the Python loop runs in Python, with glibc's
@@ -116,10 +119,11 @@ fn timed(m: &LoadedModel, reqs: &[RunRequest]) -> Duration {
     out.elapsed
 }
 
-/// Python onnxruntime's (wall, CPU) µs per step; CPU is the time of the
-/// thread running the loop, as the runner's is (the process's would count
-/// Python's and ONNX Runtime's start-up threads still busy when it starts).
-fn python_per_step(model: &Path, steps: usize) -> Option<(f64, f64)> {
+/// Python onnxruntime's (wall, CPU) µs per step, with ONNX Runtime's CPU
+/// arena on or off; CPU is the time of the thread running the loop, as the
+/// runner's is (the process's would count Python's and ONNX Runtime's
+/// start-up threads still busy when it starts).
+fn python_per_step(model: &Path, steps: usize, arena: bool) -> Option<(f64, f64)> {
     let script = r#"
 import sys, time
 import numpy as np
@@ -128,6 +132,7 @@ so = ort.SessionOptions()
 so.intra_op_num_threads = 1
 so.inter_op_num_threads = 1
 so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+so.enable_cpu_mem_arena = sys.argv[3] == "1"
 s = ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
 n = int(sys.argv[2])
 x = np.arange(20, dtype=np.float32).reshape(4, 1, 5)
@@ -145,6 +150,7 @@ print((time.perf_counter() - t) * 1e6 / n, (time.thread_time() - c) * 1e6 / n)
         .args(["-c", script])
         .arg(model)
         .arg(steps.to_string())
+        .arg(if arena { "1" } else { "0" })
         .output()
         .ok()?;
     if !o.status.success() {
@@ -289,6 +295,7 @@ fn main() {
         let mut bare_c = Vec::new();
         let (mut bare_b, mut runner_bare_b) = (Vec::new(), Vec::new());
         let (mut py, mut py_cpu) = (Vec::new(), Vec::new());
+        let (mut py_arena, mut py_arena_runner) = (Vec::new(), Vec::new());
         let (mut runner_bare, mut py_runner) = (Vec::new(), Vec::new());
         let x = Tensor::new(
             vec![4, rows, 5],
@@ -353,10 +360,17 @@ fn main() {
             bare_b.push(bare_with(steps, BareCall::Binding).per_step().as_secs_f64() * 1e6);
             runner_bare_b.push(runner[runner.len() - 1] / bare_b[bare_b.len() - 1]);
             if rows == 1 {
-                if let Some((w, c)) = python_per_step(&file, steps) {
+                let last = runner[runner.len() - 1];
+                if let Some((w, c)) = python_per_step(&file, steps, options.cpu_arena) {
                     py.push(w);
                     py_cpu.push(c);
-                    py_runner.push(w / runner[runner.len() - 1]);
+                    py_runner.push(w / last);
+                }
+                if !options.cpu_arena {
+                    if let Some((w, _)) = python_per_step(&file, steps, true) {
+                        py_arena.push(w);
+                        py_arena_runner.push(w / last);
+                    }
                 }
             }
         }
@@ -404,12 +418,15 @@ fn main() {
         if rows == 1 {
             match python {
                 Some((py, py_cpu)) => {
-                    println!("  python    {py:8.2} {py_cpu:8.2}   (the same loop, batch 1)");
+                    println!("  python    {py:8.2} {py_cpu:8.2}   (the same loop, batch 1, the same session settings)");
                     println!(
                         "  python/runner  wall {}  CPU {}   (target ≥ 2x; wall: median of the rounds' ratios)",
                         py_runner.map_or("n/a".to_string(), |r| format!("{r:.2}x")),
                         ratio(Some(py_cpu), runner_cpu)
                     );
+                    if let (Some(w), Some(r)) = (cpu(&mut py_arena), cpu(&mut py_arena_runner)) {
+                        println!("  python with ONNX Runtime's CPU arena on (its default) {w:.2}, /runner wall {r:.2}x");
+                    }
                 }
                 None => println!("  python    skipped (python3 without onnxruntime)"),
             }

@@ -235,6 +235,15 @@ impl TensorData {
         self.len() == 0
     }
 
+    /// Where the elements are and how many bytes they take (BYTES: the
+    /// vector of strings itself, not their bytes).
+    pub fn memory(&self) -> (*const u8, usize) {
+        fn parts<T>(v: &[T]) -> (*const u8, usize) {
+            (v.as_ptr().cast(), std::mem::size_of_val(v))
+        }
+        with_vec!(self, v => parts(v))
+    }
+
     /// Bytes of memory the vector holds (BYTES: not counting the memory
     /// of its elements).
     pub fn capacity_bytes(&self) -> usize {
@@ -515,6 +524,29 @@ impl<'a> IntoIterator for &'a NamedTensors {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_is_where_the_elements_are_and_their_size_in_bytes() {
+        let v = vec![1.0f32, 2.0, 3.0, 4.0, 5.0];
+        let d = TensorData::F32(v);
+        let TensorData::F32(inner) = &d else {
+            unreachable!()
+        };
+        assert_eq!(d.memory(), (inner.as_ptr().cast::<u8>(), 20));
+        let b = TensorData::Bytes(vec![b"ab".to_vec(), Vec::new()]);
+        let TensorData::Bytes(inner) = &b else {
+            unreachable!()
+        };
+        // The vector of strings itself.
+        assert_eq!(
+            b.memory(),
+            (
+                inner.as_ptr().cast::<u8>(),
+                2 * std::mem::size_of::<Vec<u8>>()
+            )
+        );
+        assert_eq!(TensorData::empty(DataType::I64).memory().1, 0);
+    }
 
     #[test]
     fn names_round_trip() {
