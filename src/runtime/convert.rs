@@ -54,25 +54,24 @@ pub(crate) fn status(s: ort::sys::OrtStatusPtr) -> Result<(), String> {
 
 /// The memory of a fixed-size tensor: (address, bytes, element type).
 fn raw_parts(t: &Tensor) -> Option<(*const c_void, usize, Elem)> {
-    fn p<T>(v: &[T], e: Elem) -> Option<(*const c_void, usize, Elem)> {
-        Some((v.as_ptr().cast(), std::mem::size_of_val(v), e))
-    }
-    match &t.data {
-        TensorData::Bool(v) => p(v, Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL),
-        TensorData::U8(v) => p(v, Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8),
-        TensorData::U16(v) => p(v, Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16),
-        TensorData::U32(v) => p(v, Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32),
-        TensorData::U64(v) => p(v, Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64),
-        TensorData::I8(v) => p(v, Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8),
-        TensorData::I16(v) => p(v, Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16),
-        TensorData::I32(v) => p(v, Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32),
-        TensorData::I64(v) => p(v, Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64),
-        TensorData::F16(v) => p(v, Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16),
-        TensorData::F32(v) => p(v, Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT),
-        TensorData::F64(v) => p(v, Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE),
-        TensorData::Bf16(v) => p(v, Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16),
-        TensorData::Bytes(_) => None,
-    }
+    let e = match &t.data {
+        TensorData::Bool(_) => Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL,
+        TensorData::U8(_) => Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8,
+        TensorData::U16(_) => Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16,
+        TensorData::U32(_) => Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32,
+        TensorData::U64(_) => Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64,
+        TensorData::I8(_) => Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8,
+        TensorData::I16(_) => Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16,
+        TensorData::I32(_) => Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32,
+        TensorData::I64(_) => Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64,
+        TensorData::F16(_) => Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16,
+        TensorData::F32(_) => Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT,
+        TensorData::F64(_) => Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE,
+        TensorData::Bf16(_) => Elem::ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16,
+        TensorData::Bytes(_) => return None,
+    };
+    let (at, bytes) = t.data.memory();
+    Some((at.cast(), bytes, e))
 }
 
 /// An ONNX Runtime tensor viewing the memory of a host tensor, kept
