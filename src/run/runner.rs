@@ -622,10 +622,38 @@ fn sched_request(
 struct Signatures {
     seen: std::collections::HashSet<Arc<str>>,
     buf: String,
+    /// The input names and shapes of the last request, and its signature:
+    /// a request with the same ones (as a sequence's requests usually
+    /// are) gets it without formatting or hashing.
+    last: Vec<(String, Vec<i64>)>,
+    last_sig: Option<Arc<str>>,
 }
 
 impl Signatures {
     fn of(&mut self, r: &RunRequest) -> Arc<str> {
+        if let Some(sig) = &self.last_sig {
+            let same = self.last.len() == r.inputs.len()
+                && self
+                    .last
+                    .iter()
+                    .zip(r.inputs.iter())
+                    .all(|((n, s), (rn, t))| n == rn && *s == t.shape);
+            if same {
+                return sig.clone();
+            }
+        }
+        let sig = self.format(r);
+        self.last.resize_with(r.inputs.len(), Default::default);
+        for ((n, s), (rn, t)) in self.last.iter_mut().zip(r.inputs.iter()) {
+            n.clone_from(rn);
+            s.clone_from(&t.shape);
+        }
+        self.last_sig = Some(sig.clone());
+        sig
+    }
+
+    /// The signature of `r`, its names and shapes as text, shared.
+    fn format(&mut self, r: &RunRequest) -> Arc<str> {
         use std::fmt::Write;
         self.buf.clear();
         for (k, (n, t)) in r.inputs.iter().enumerate() {
@@ -1794,6 +1822,44 @@ mod tests {
             TensorData::F32(v) => v.as_ptr(),
             _ => std::ptr::null(),
         }
+    }
+
+    #[test]
+    fn a_requests_signature_is_its_names_and_shapes_shared_between_equal_ones() {
+        let req = |inputs: &[(&str, &[i64])]| RunRequest {
+            id: String::new(),
+            index: 0,
+            origin: String::new(),
+            arrival_us: None,
+            sequence_id: None,
+            start: false,
+            end: false,
+            priority: 0,
+            timeout_us: 0,
+            inputs: inputs
+                .iter()
+                .map(|(n, s)| {
+                    let len = s.iter().product::<i64>() as usize;
+                    (n.to_string(), f32s(s, vec![0.0; len]))
+                })
+                .collect(),
+        };
+        let a = req(&[("X", &[1, 2]), ("Y", &[3])]);
+        let b = req(&[("X", &[2, 1]), ("Y", &[3])]);
+        let c = req(&[("X", &[1, 2]), ("Z", &[3])]);
+        let mut sigs = Signatures::default();
+        let first = sigs.of(&a);
+        assert_eq!(&*first, "X[1, 2];Y[3]");
+        // The same names and shapes: the same shared text.
+        assert!(Arc::ptr_eq(&sigs.of(&a.clone()), &first));
+        let other = sigs.of(&b);
+        assert_eq!(&*other, "X[2, 1];Y[3]");
+        assert_eq!(&*sigs.of(&c), "X[1, 2];Z[3]");
+        // Back to the first: found again, shared, after others.
+        assert!(Arc::ptr_eq(&sigs.of(&a), &first));
+        assert!(Arc::ptr_eq(&sigs.of(&b), &other));
+        assert_eq!(&*sigs.of(&req(&[("X", &[1, 2])])), "X[1, 2]");
+        assert_eq!(&*sigs.of(&req(&[])), "");
     }
 
     #[test]
