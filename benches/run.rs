@@ -28,7 +28,7 @@
 //!    inter-op thread, basic graph optimization; ONNX Runtime's CPU arena
 //!    off, as in every `tritonctl run` unless the config turns it on); the
 //!    Python loop is also timed with the arena on, ONNX Runtime's default,
-//!    for comparison (it runs about as fast either way). The runner and the bare
+//!    for comparison (it runs slightly slower so). The runner and the bare
 //!    loops run in this process, which allocates with mimalloc as
 //!    `tritonctl` does (feature `run`, see `lib.rs`), ONNX Runtime's own
 //!    allocations included; the Python loop runs in Python, with glibc's
