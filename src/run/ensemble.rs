@@ -256,9 +256,8 @@ fn run_inner(
     depth: usize,
 ) -> Result<RunOutput, RunnerError> {
     let inner = RunOptions {
-        device: opts.device,
         progress: None,
-        profile: opts.profile,
+        ..*opts
     };
     if model.is_ensemble() {
         run_ensemble(model, requests, &inner, depth + 1)
@@ -303,9 +302,8 @@ fn pipelined(
     let mut finished = 0usize;
     let (done_tx, done_rx) = std::sync::mpsc::channel::<StepResult>();
     let inner = RunOptions {
-        device: opts.device,
         progress: None,
-        profile: opts.profile,
+        ..*opts
     };
     let (outputs, started) = std::thread::scope(|scope| -> Result<_, RunnerError> {
         let mut inboxes = Vec::with_capacity(steps);
