@@ -11,6 +11,7 @@ pub mod commands;
 pub mod config;
 pub mod convert;
 pub mod diagnostics;
+pub mod files;
 pub mod lint;
 pub mod onnx;
 pub mod pbtxt;

@@ -76,7 +76,7 @@ impl Settings {
             path: shown_path(path),
             line: 1,
             column: 1,
-            message: format!("cannot read: {}", crate::validate::io_message(&e)),
+            message: format!("cannot read: {}", crate::files::io_message(&e)),
         })?;
         Settings::parse(&text, path)
     }

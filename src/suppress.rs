@@ -207,7 +207,7 @@ pub fn apply(file: &mut FileReport, report_unused: bool) {
                 let names = crate::lint::registry::all()
                     .iter()
                     .flat_map(|r| [r.code, r.name]);
-                let near = crate::commands::suggestions(&e.text, names);
+                let near = crate::text::suggestions(&e.text, names);
                 file.diagnostics
                     .push(unknown_suppression(&e.text, e.span, near.first().copied()));
             } else if report_unused && !used[i].contains(&j) {

@@ -4,6 +4,7 @@
 use crate::config::normalize::{self, DirFacts};
 use crate::config::ParsedConfig;
 use crate::diagnostics::{Diagnostic, Severity};
+use crate::files::{dir_name_of, io_message};
 use crate::lint::{self, ModelCtx, Options};
 use crate::repo;
 use crate::schema::inference::ModelConfig;
@@ -207,14 +208,6 @@ pub fn validate_paths(paths: &[PathBuf], opts: &ValidateOptions) -> Result<Repor
     Ok(report)
 }
 
-pub fn io_message(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file or directory".into(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
-        _ => e.to_string(),
-    }
-}
-
 /// A config after Triton's fill-in, ready for the rules.
 pub struct Prepared {
     pub name: String,
@@ -341,14 +334,4 @@ pub(crate) fn check_prepared(
             None
         }
     }
-}
-
-/// The directory's own name (`.` resolved through the current directory).
-pub fn dir_name_of(dir: &Path) -> Option<String> {
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-    name.or_else(|| {
-        std::fs::canonicalize(dir)
-            .ok()
-            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
-    })
 }

@@ -292,10 +292,6 @@ fn input_error(path: &Path, message: impl Into<String>) -> AutoconfigError {
     }
 }
 
-fn io_words(e: &std::io::Error) -> String {
-    crate::validate::io_message(e)
-}
-
 /// Plain version directory names (`1`, `20`; not `01`, not `v1`).
 fn is_version_name(name: &str) -> bool {
     !name.is_empty()
@@ -317,7 +313,8 @@ fn sorted_subdirs(dir: &Path) -> Vec<String> {
 
 impl Target {
     fn resolve(model: &Path, raw: &ModelConfig) -> Result<Target, AutoconfigError> {
-        let meta = std::fs::metadata(model).map_err(|e| input_error(model, io_words(&e)))?;
+        let meta = std::fs::metadata(model)
+            .map_err(|e| input_error(model, crate::files::io_message(&e)))?;
         let is_onnx_dir = meta.is_dir()
             && model
                 .extension()
@@ -331,7 +328,7 @@ impl Target {
                 }
                 let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
                 let dir = dir.map(Path::to_path_buf).unwrap_or_else(|| ".".into());
-                crate::validate::dir_name_of(&dir).map(|n| (n, dir))
+                crate::files::dir_name_of(&dir).map(|n| (n, dir))
             });
             let (name, layout_dir) = match layout {
                 Some((n, d)) => (n, Some(d)),
@@ -353,7 +350,7 @@ impl Target {
         if !meta.is_dir() {
             return Err(input_error(model, "not a file or directory"));
         }
-        let name = crate::validate::dir_name_of(model).unwrap_or_else(|| "model".into());
+        let name = crate::files::dir_name_of(model).unwrap_or_else(|| "model".into());
         let filename = if raw.default_model_filename.is_empty() {
             "model.onnx"
         } else {

@@ -613,7 +613,7 @@ fn check_dtype(
 
 fn name_help<'a>(what: &str, name: &str, known: impl Iterator<Item = &'a str>) -> String {
     let known: Vec<&str> = known.collect();
-    let near = crate::commands::suggestions(name, known.iter().copied());
+    let near = crate::text::suggestions(name, known.iter().copied());
     match near.first() {
         Some(n) => format!("did you mean '{n}'? The model's {what}s are named by the ONNX graph"),
         None => format!("the model's {what}s are named by the ONNX graph; use one of those names"),

@@ -18,10 +18,11 @@ use crate::autoconfig::{self, AutoconfigError, LoadFailure, Note, NoteLevel, Opt
 use crate::cli::{AutoconfigArgs, ConfigFormat};
 use crate::config::ParsedConfig;
 use crate::diagnostics::{render, Severity};
+use crate::files;
 use crate::schema::inference::ModelConfig;
 use crate::validate::{FileReport, Report};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub fn run(
     args: &AutoconfigArgs,
@@ -125,7 +126,25 @@ pub fn run(
         )));
     };
     let target = dir.join("config.pbtxt");
-    write_atomically(&target, &text, args.force)?;
+    let replace = if args.force {
+        files::Replace::Allow
+    } else {
+        files::Replace::Never
+    };
+    files::write_atomic(&target, text.as_bytes(), replace).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            CommandError::Input(format!(
+                "{}: already exists; pass --force to overwrite it, or --merge it to complete it",
+                target.display()
+            ))
+        } else {
+            CommandError::Input(format!(
+                "{}: cannot write: {}",
+                target.display(),
+                files::io_message(&e)
+            ))
+        }
+    })?;
     if !ctx.global.quiet {
         crate::term::eprint(&format!("wrote {}\n", target.display()));
     }
@@ -145,7 +164,7 @@ fn read_partial(path: &Path, ctx: &Context) -> Result<Option<ModelConfig>, Comma
             CommandError::Input(format!(
                 "{}: cannot read: {}",
                 path.display(),
-                crate::validate::io_message(&e)
+                crate::files::io_message(&e)
             ))
         })?;
         (path.display().to_string(), b)
@@ -224,62 +243,4 @@ fn report_failure(args: &AutoconfigArgs, ctx: &Context, f: &LoadFailure) {
         (String::new(), String::new())
     };
     crate::term::eprint(&format!("{s}error{code}{e}: {text}"));
-}
-
-/// Writes `text` to `path` through a temporary file in the same directory:
-/// either the whole file appears, or nothing changes. Without `force` an
-/// existing file is never replaced (the final step is a hard link, which
-/// fails when the name exists).
-fn write_atomically(path: &Path, text: &str, force: bool) -> Result<(), CommandError> {
-    let fail = |what: &str, e: std::io::Error| {
-        CommandError::Input(format!(
-            "{}: cannot {what}: {}",
-            path.display(),
-            crate::validate::io_message(&e)
-        ))
-    };
-    let exists = || {
-        CommandError::Input(format!(
-            "{}: already exists; pass --force to overwrite it, or --merge it to complete it",
-            path.display()
-        ))
-    };
-    if !force && std::fs::symlink_metadata(path).is_ok() {
-        return Err(exists());
-    }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp: PathBuf = dir.join(format!(
-        ".config.pbtxt.tritonctl-{}.tmp",
-        std::process::id()
-    ));
-    let written = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail("write", e));
-    }
-    let placed = if force {
-        std::fs::rename(&tmp, path)
-    } else {
-        match std::fs::hard_link(&tmp, path) {
-            Ok(()) => std::fs::remove_file(&tmp),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(exists());
-            }
-            // No hard links on this file system: the check above has to do.
-            Err(_) => std::fs::rename(&tmp, path),
-        }
-    };
-    if let Err(e) = placed {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail("write", e));
-    }
-    Ok(())
 }

@@ -73,17 +73,13 @@ fn read_input(path: &Path) -> Result<(String, Vec<u8>), CommandError> {
         path.to_path_buf()
     };
     let name = file.display().to_string();
-    let bytes = std::fs::read(&file)
-        .map_err(|e| CommandError::Input(format!("{name}: cannot read: {}", io_words(&e))))?;
+    let bytes = std::fs::read(&file).map_err(|e| {
+        CommandError::Input(format!(
+            "{name}: cannot read: {}",
+            crate::files::io_message(&e)
+        ))
+    })?;
     Ok((name, bytes))
-}
-
-pub(crate) fn io_words(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file or directory".into(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
-        _ => e.to_string(),
-    }
 }
 
 /// Parses and binds a text-format config; on syntax or schema errors shows

@@ -28,7 +28,7 @@
 //! message; if not, the file is left unchanged and the failure reported as
 //! an internal error (exit 2).
 
-use super::convert::{io_words, show_diagnostics};
+use super::convert::show_diagnostics;
 use super::{CommandError, Context, ExitStatus};
 use crate::cli::FmtArgs;
 use crate::diagnostics::render::plural;
@@ -37,7 +37,7 @@ use crate::pbtxt::{self, printer};
 use crate::schema;
 use crate::validate::{FileReport, Report};
 use std::fs;
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Why a text could not be formatted.
@@ -121,7 +121,11 @@ pub fn run(args: &FmtArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
         }
         match fs::metadata(p) {
             Err(e) => {
-                error(&format!("{}: {}", p.display(), io_words(&e)));
+                error(&format!(
+                    "{}: {}",
+                    p.display(),
+                    crate::files::io_message(&e)
+                ));
                 tally.errors += 1;
             }
             Ok(m) if m.is_dir() => match crate::repo::discover(p) {
@@ -132,7 +136,11 @@ pub fn run(args: &FmtArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
                         .map(|m| Target::File(m.config_path)),
                 ),
                 Err(e) => {
-                    error(&format!("{}: {}", p.display(), io_words(&e)));
+                    error(&format!(
+                        "{}: {}",
+                        p.display(),
+                        crate::files::io_message(&e)
+                    ));
                     tally.errors += 1;
                 }
             },
@@ -156,7 +164,10 @@ pub fn run(args: &FmtArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
                 match fs::read(p) {
                     Ok(b) => (name, b),
                     Err(e) => {
-                        error(&format!("{name}: cannot read: {}", io_words(&e)));
+                        error(&format!(
+                            "{name}: cannot read: {}",
+                            crate::files::io_message(&e)
+                        ));
                         tally.errors += 1;
                         continue;
                     }
@@ -198,7 +209,11 @@ pub fn run(args: &FmtArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
         match (mode, t) {
             (Mode::Write, Target::Stdin) => out.write_all(formatted.as_bytes())?,
             (Mode::Write, Target::File(p)) if changed => {
-                if let Err(e) = write_atomically(p, formatted.as_bytes()) {
+                if let Err(e) = crate::files::write_atomic(
+                    p,
+                    formatted.as_bytes(),
+                    crate::files::Replace::Allow,
+                ) {
                     error(&format!("{name}: cannot write, left unchanged: {e}"));
                     tally.errors += 1;
                     continue;
@@ -285,71 +300,6 @@ fn tidy_path(p: &Path) -> String {
     } else {
         t.to_string()
     }
-}
-
-/// Replaces the file at `path` (following symbolic links) with `bytes`
-/// through a temporary file in the same directory and a rename, so that a
-/// reader sees either the old or the new text, never a mix.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let target = fs::canonicalize(path)?;
-    let meta = fs::metadata(&target)?;
-    if meta.permissions().readonly() {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            "the file is read-only",
-        ));
-    }
-    let dir = target
-        .parent()
-        .ok_or_else(|| io::Error::other("the file has no parent directory"))?;
-    // The temporary name starts with the file's (cut short, so that it
-    // stays within the file system's name limit).
-    let base: String = target
-        .file_name()
-        .map(|n| n.to_string_lossy().chars().take(100).collect())
-        .unwrap_or_default();
-    let mut attempt = 0u32;
-    let (tmp, mut file) = loop {
-        let tmp = dir.join(format!(
-            ".{base}.tritonctl-fmt.{}.{attempt}.tmp",
-            std::process::id()
-        ));
-        match fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-        {
-            Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => attempt += 1,
-            Err(e) => {
-                return Err(io::Error::new(
-                    e.kind(),
-                    format!(
-                        "cannot create a temporary file in {}: {}",
-                        dir.display(),
-                        io_words(&e)
-                    ),
-                ))
-            }
-        }
-    };
-    let result = (|| {
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        fs::set_permissions(&tmp, meta.permissions())?;
-        fs::rename(&tmp, &target)
-    })();
-    if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    // Make the rename itself durable (best effort: not every platform lets
-    // a directory be opened and synced).
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------

@@ -68,26 +68,6 @@ pub struct Context<'a> {
     pub color: bool,
 }
 
-/// Known names close to `word` (for "did you mean"): the best match and
-/// up to two others about as close.
-pub fn suggestions<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
-    let w = word.to_ascii_lowercase();
-    let mut scored: Vec<(f64, &str)> = candidates
-        .into_iter()
-        .map(|c| (strsim::jaro_winkler(&w, &c.to_ascii_lowercase()), c))
-        .filter(|(s, _)| *s > 0.8)
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
-    scored.dedup_by(|a, b| a.1 == b.1);
-    let best = scored.first().map(|s| s.0).unwrap_or(0.0);
-    scored
-        .into_iter()
-        .take_while(|(s, _)| *s >= best - 0.02)
-        .take(3)
-        .map(|(_, c)| c)
-        .collect()
-}
-
 /// Resolves a rule code or name, accepting codes in any case.
 pub fn find_rule(code_or_name: &str) -> Option<&'static crate::lint::registry::Rule> {
     let registry = crate::lint::registry::find;
@@ -101,7 +81,7 @@ pub fn unknown_rule_message(what: &str, code: &str) -> String {
     let names = crate::lint::registry::all()
         .iter()
         .flat_map(|r| [r.code, r.name]);
-    let near = suggestions(code, names);
+    let near = crate::text::suggestions(code, names);
     let mut m = format!("{what} '{code}' is not a known rule code or name");
     if !near.is_empty() {
         let list: Vec<String> = near.iter().map(|s| format!("'{s}'")).collect();
@@ -123,8 +103,11 @@ mod tests {
             "unknown-enum-value",
             "syntax-error",
         ];
-        assert_eq!(suggestions("unknown-feild", names), ["unknown-field"]);
-        assert!(suggestions("zzz", names).is_empty());
+        assert_eq!(
+            crate::text::suggestions("unknown-feild", names),
+            ["unknown-field"]
+        );
+        assert!(crate::text::suggestions("zzz", names).is_empty());
     }
 
     #[test]

@@ -115,7 +115,7 @@ pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
         let text = std::fs::read_to_string(&args.input).map_err(|e| {
             CommandError::Input(format!(
                 "{name}: cannot read: {}",
-                crate::validate::io_message(&e)
+                crate::files::io_message(&e)
             ))
         })?;
         (text, name)
@@ -193,7 +193,7 @@ pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
             CommandError::Input(format!(
                 "{}: cannot write: {}",
                 path.display(),
-                crate::validate::io_message(&e)
+                crate::files::io_message(&e)
             ))
         })?;
     }

@@ -117,7 +117,15 @@ pub fn run(
     }
     if let (Some(c), Some(path)) = (collector, &args.timeline) {
         let svg = timeline::render(&settings, &c.finish());
-        write_file_atomically(path, svg.as_bytes())?;
+        crate::files::write_atomic(path, svg.as_bytes(), crate::files::Replace::Allow).map_err(
+            |e| {
+                CommandError::Input(format!(
+                    "{}: cannot write: {}",
+                    path.display(),
+                    crate::files::io_message(&e)
+                ))
+            },
+        )?;
     }
     if keep {
         let mut requests = std::mem::take(&mut stats.requests);
@@ -172,7 +180,7 @@ impl TraceInput {
                     .map_err(|e| {
                         CommandError::Input(format!(
                             "<stdin>: cannot read: {}",
-                            super::convert::io_words(&e)
+                            crate::files::io_message(&e)
                         ))
                     })?;
                 if bytes.len() as u64 > STDIN_LIMIT {
@@ -196,7 +204,7 @@ impl TraceInput {
                 let f = std::fs::File::open(path).map_err(|e| {
                     CommandError::Input(format!(
                         "{name}: cannot read: {}",
-                        super::convert::io_words(&e)
+                        crate::files::io_message(&e)
                     ))
                 })?;
                 (Box::new(std::io::BufReader::new(f)), name)
@@ -273,56 +281,6 @@ impl Sink for Tee<'_> {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory
-/// and a rename: readers see the old file or the whole new one.
-fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<(), CommandError> {
-    let name = path.display().to_string();
-    let fail = |e: std::io::Error| {
-        CommandError::Input(format!(
-            "{name}: cannot write: {}",
-            super::convert::io_words(&e)
-        ))
-    };
-    if path.is_dir() {
-        return Err(CommandError::Input(format!("{name}: is a directory")));
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let base: String = path
-        .file_name()
-        .map(|n| n.to_string_lossy().chars().take(100).collect())
-        .unwrap_or_default();
-    let mut attempt = 0u32;
-    let (tmp, mut file) = loop {
-        let tmp = dir.join(format!(
-            ".{base}.tritonctl-{}.{attempt}.tmp",
-            std::process::id()
-        ));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-        {
-            Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => {
-                attempt += 1
-            }
-            Err(e) => return Err(fail(e)),
-        }
-    };
-    let written = file
-        .write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail(e));
-    }
-    Ok(())
-}
-
 /// `--latency`: a specification, or a file holding one (one point or
 /// term per line, `#` comments allowed).
 fn read_latency(spec: &str) -> Result<Latency, CommandError> {
@@ -331,7 +289,7 @@ fn read_latency(spec: &str) -> Result<Latency, CommandError> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             CommandError::Input(format!(
                 "{spec}: cannot read: {}",
-                super::convert::io_words(&e)
+                crate::files::io_message(&e)
             ))
         })?;
         let joined: Vec<&str> = text
@@ -427,7 +385,7 @@ fn load_config(path: &Path, ctx: &Context) -> Result<Option<Loaded>, CommandErro
     let bytes = std::fs::read(&file).map_err(|e| {
         CommandError::Input(format!(
             "{name}: cannot read: {}",
-            super::convert::io_words(&e)
+            crate::files::io_message(&e)
         ))
     })?;
     let parsed = ParsedConfig::from_bytes(bytes);
@@ -1205,7 +1163,7 @@ fn join_path(at: &str, name: &str) -> String {
 
 fn unknown_field(msg: &MessageDescriptor, name: &str, at: &str) -> String {
     let names: Vec<String> = msg.fields().map(|f| f.name().to_string()).collect();
-    let near = super::suggestions(name, names.iter().map(String::as_str));
+    let near = crate::text::suggestions(name, names.iter().map(String::as_str));
     let place = if at.is_empty() {
         "the model config".to_string()
     } else {

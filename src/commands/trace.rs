@@ -36,7 +36,7 @@ fn generate(a: &TraceGenerateArgs, out: &mut dyn Write) -> Result<ExitStatus, Co
                 CommandError::Input(format!(
                     "{}: cannot write: {}",
                     path.display(),
-                    super::convert::io_words(&e)
+                    crate::files::io_message(&e)
                 ))
             })?;
             let mut w = std::io::BufWriter::new(file);

@@ -6,8 +6,9 @@ pub mod bls;
 use crate::config::normalize::DirFacts;
 use crate::config::ParsedConfig;
 use crate::diagnostics::{Diagnostic, Severity};
+use crate::files::dir_name_of;
 use crate::lint::{self, Options};
-use crate::validate::{dir_name_of, prepare, FileReport, Prepared};
+use crate::validate::{prepare, FileReport, Prepared};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 

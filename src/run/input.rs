@@ -650,7 +650,7 @@ pub fn parse_request_line(
     };
     for key in obj.keys() {
         if !REQUEST_FIELDS.contains(&key.as_str()) {
-            let near = crate::commands::suggestions(key, REQUEST_FIELDS.iter().copied());
+            let near = crate::text::suggestions(key, REQUEST_FIELDS.iter().copied());
             let hint = match near.first() {
                 Some(s) => format!("; did you mean '{s}'?"),
                 None if key == "batch_size" => {
@@ -802,7 +802,7 @@ fn inputs_from_object(
         }
         let Some(spec) = schema.input(name) else {
             let names: Vec<&str> = schema.inputs.iter().map(|i| i.name.as_str()).collect();
-            let near = crate::commands::suggestions(name, names.iter().copied());
+            let near = crate::text::suggestions(name, names.iter().copied());
             let hint = match near.first() {
                 Some(s) => format!("did you mean '{s}'? "),
                 None => String::new(),

@@ -97,13 +97,13 @@ pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadE
         )));
     }
     let config_path = dir.join("config.pbtxt");
-    let dir_name = crate::validate::dir_name_of(dir);
+    let dir_name = crate::files::dir_name_of(dir);
     let (cfg, autocompleted) = if config_path.is_file() {
         let bytes = std::fs::read(&config_path).map_err(|e| {
             LoadError::Other(format!(
                 "{}: cannot read: {}",
                 config_path.display(),
-                crate::validate::io_message(&e)
+                crate::files::io_message(&e)
             ))
         })?;
         let opts = crate::lint::Options::default();

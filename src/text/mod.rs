@@ -180,6 +180,26 @@ pub fn decode_source(bytes: Vec<u8>) -> (String, bool) {
     }
 }
 
+/// Known names close to `word` (for "did you mean"): the best match and
+/// up to two others about as close.
+pub fn suggestions<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let w = word.to_ascii_lowercase();
+    let mut scored: Vec<(f64, &str)> = candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(&w, &c.to_ascii_lowercase()), c))
+        .filter(|(s, _)| *s > 0.8)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    scored.dedup_by(|a, b| a.1 == b.1);
+    let best = scored.first().map(|s| s.0).unwrap_or(0.0);
+    scored
+        .into_iter()
+        .take_while(|(s, _)| *s >= best - 0.02)
+        .take(3)
+        .map(|(_, c)| c)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

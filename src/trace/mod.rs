@@ -169,7 +169,7 @@ impl<R: BufRead> TraceReader<R> {
         };
         for key in obj.keys() {
             if !FIELDS.contains(&key.as_str()) {
-                let near = crate::commands::suggestions(key, FIELDS.iter().copied());
+                let near = crate::text::suggestions(key, FIELDS.iter().copied());
                 let hint = match near.first() {
                     Some(s) => format!("; did you mean '{s}'?"),
                     None => String::new(),

@@ -301,7 +301,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         check_backend_library(ctx, None, &[], out);
         return;
     };
-    let dir_name = crate::validate::dir_name_of(dir).unwrap_or_default();
+    let dir_name = crate::files::dir_name_of(dir).unwrap_or_default();
 
     // §3.6: only a name written in the config can differ.
     if !ctx.raw.name.is_empty() && ctx.cfg.name != dir_name {

@@ -256,7 +256,7 @@ fn check_batch_strategy(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     }
     // Map `/.../<model dir name>/<rest>` onto the local model directory.
     let Some(dir) = ctx.dir else { return };
-    let dir_name = crate::validate::dir_name_of(dir).unwrap_or_else(|| ctx.name.to_string());
+    let dir_name = crate::files::dir_name_of(dir).unwrap_or_else(|| ctx.name.to_string());
     let comps: Vec<Component> = p.components().collect();
     let starts: Vec<usize> = comps
         .iter()
