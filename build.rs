@@ -5,6 +5,8 @@
 //! With feature `perf`, also `proto/grpc_service.proto` (the KServe v2 /
 //! Triton gRPC service): message types and a tonic client and server in
 //! `OUT_DIR/grpc/inference.rs`, its `ModelConfig` being the type above.
+// Build scripts talk to cargo through standard output.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 use std::path::PathBuf;
 
 fn main() {

@@ -14,6 +14,8 @@
 //! For 1 and 2 intra-op threads and batch sizes 1 and 8. Needs the ONNX
 //! Runtime library (see `tritonctl doctor`); says so and exits 0 without
 //! it. Under `cargo test` it is a smoke run.
+// Benchmarks and examples report on the terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::time::{Duration, Instant};
 use tritonctl::runtime::{bench, BoundState, ModelSession, SessionOptions};

@@ -8,6 +8,8 @@
 //!
 //! Under `cargo test --all-targets` (no `--bench` argument) it only checks
 //! that one small run works.
+// Benchmarks and examples report on the terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::time::{Duration, Instant};
 use tritonctl::config::ParsedConfig;

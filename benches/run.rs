@@ -43,6 +43,8 @@
 //!
 //! Needs the ONNX Runtime library; says so and exits 0 without it. Under
 //! `cargo test` it is a smoke run.
+// Benchmarks and examples report on the terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -8,6 +8,8 @@
 //! arrivals + batch completions), requests per second and peak RSS.
 //! A second run uses a sink that asks for the per-batch request and slot
 //! lists (as the JSON output does), which [`Stats`] skips.
+// Benchmarks and examples report on the terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::time::Instant;
 use tritonctl::batching::{

@@ -16,6 +16,8 @@
 //! Usage: kserve_loopback [--port P] [--model NAME]
 //! (port 0, the default, lets the kernel choose; the first line on
 //! standard output is `listening 127.0.0.1:PORT`).
+// Benchmarks and examples report on the terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

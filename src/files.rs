@@ -149,6 +149,20 @@ pub fn dir_name_of(dir: &Path) -> Option<String> {
     })
 }
 
+/// A path as reports show it: leading `./` dropped, so that `tritonctl
+/// validate` (path `.`) reports `m/config.pbtxt`, not `./m/config.pbtxt`.
+pub fn tidy_path(path: &str) -> String {
+    let mut p = path;
+    while let Some(rest) = p.strip_prefix("./") {
+        p = rest.trim_start_matches('/');
+    }
+    if p.is_empty() || Path::new(p) == Path::new("") {
+        path.to_string()
+    } else {
+        p.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,5 +248,14 @@ mod tests {
         assert_eq!(io_message(&e), "no such file or directory");
         let e = io::Error::new(io::ErrorKind::PermissionDenied, "the file is read-only");
         assert_eq!(io_message(&e), "the file is read-only");
+    }
+
+    #[test]
+    fn tidy_paths() {
+        assert_eq!(tidy_path("./m/config.pbtxt"), "m/config.pbtxt");
+        assert_eq!(tidy_path("././m/config.pbtxt"), "m/config.pbtxt");
+        assert_eq!(tidy_path("../m/config.pbtxt"), "../m/config.pbtxt");
+        assert_eq!(tidy_path("<stdin>"), "<stdin>");
+        assert_eq!(tidy_path("./"), "./");
     }
 }

@@ -100,10 +100,10 @@ impl Settings {
         })?;
         let mut rules = Vec::new();
         for (key, value) in &raw.rules {
-            let Some(rule) = crate::commands::find_rule(key.get_ref()) else {
+            let Some(rule) = crate::lint::registry::find_loose(key.get_ref()) else {
                 return Err(err(
                     key.span().start,
-                    crate::commands::unknown_rule_message("[rules] entry", key.get_ref()),
+                    crate::lint::registry::unknown_rule_message("[rules] entry", key.get_ref()),
                 ));
             };
             let level = match value.get_ref().to_ascii_lowercase().as_str() {

@@ -12,10 +12,10 @@
 //! (W1002) only when asked for.
 
 use crate::diagnostics::Diagnostic;
+use crate::diagnostics::FileReport;
 use crate::lint::rules::suppress::{unknown_suppression, unused_suppression};
 use crate::pbtxt::ast::{Document, Field, Value};
 use crate::text::{LineIndex, Span};
-use crate::validate::FileReport;
 
 /// The marker that starts a suppression inside a comment.
 const MARKER: &str = "tritonctl:";
@@ -100,7 +100,7 @@ fn parse_comment(src: &str, comment: Span) -> Option<Vec<Entry>> {
         entries.push(Entry {
             text: word.to_string(),
             span: Span::new(offset, offset + len),
-            code: crate::commands::find_rule(word).map(|r| r.code),
+            code: crate::lint::registry::find_loose(word).map(|r| r.code),
         });
         offset += len;
         rest = &rest[len..];
@@ -193,7 +193,7 @@ pub fn apply(file: &mut FileReport, report_unused: bool) {
                 continue;
             }
             for (j, e) in s.entries.iter().enumerate() {
-                if e.code == Some(d.code) {
+                if e.code == Some(d.code()) {
                     used[i].push(j);
                     keep = false;
                 }

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tritonctl::commands::fmt::{format_text, FormatError};
+use tritonctl::format::{format_text, FormatError};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(src) = std::str::from_utf8(data) else {

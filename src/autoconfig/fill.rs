@@ -5,6 +5,7 @@
 use crate::config::normalize::DirFacts;
 use crate::config::ParsedConfig;
 use crate::diagnostics::{Diagnostic, Severity};
+use crate::lint::registry::rule;
 use crate::lint::{self, ModelCtx};
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::model_instance_group::Kind;
@@ -61,16 +62,21 @@ pub fn normalize_instance_groups(cfg: &mut ModelConfig, gpus: &[i32]) {
 /// written, or as completed), found by the lint rules: the errors that
 /// carry Triton's text. `dir` is the model directory, when there is one;
 /// `name` the model's name (the directory's, or the file's stem).
-pub fn core_failure(
+pub(super) fn core_failure(
     raw: &ModelConfig,
     name: &str,
     dir: Option<&Path>,
     facts: &DirFacts,
     opts: &lint::Options,
 ) -> Option<Diagnostic> {
-    let prepared = match crate::validate::prepare(raw, Some(name), facts, opts) {
+    let prepared = match crate::config::normalize::prepare(
+        raw,
+        Some(name),
+        facts,
+        opts.platform_default.as_deref(),
+    ) {
         Ok(p) => p,
-        Err(text) => return Some(Diagnostic::new("E0201", String::new()).triton(text)),
+        Err(text) => return Some(Diagnostic::new(rule!("E0201"), String::new()).triton(text)),
     };
     // No text: spans are not needed, the failure is reported by its text.
     let file = ParsedConfig {

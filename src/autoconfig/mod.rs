@@ -197,8 +197,8 @@ impl LoadFailure {
         LoadFailure {
             stage,
             status: "Invalid argument",
+            code: Some(d.code()),
             text: d.triton_message.unwrap_or(d.message),
-            code: Some(d.code),
             help: d.help,
             notes: Vec::new(),
             model_side: false,
@@ -292,11 +292,10 @@ fn input_error(path: &Path, message: impl Into<String>) -> AutoconfigError {
     }
 }
 
-/// Plain version directory names (`1`, `20`; not `01`, not `v1`).
+/// Whether Triton takes a directory of this name as a version
+/// (`repo::versions`).
 fn is_version_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.bytes().all(|b| b.is_ascii_digit())
-        && (name == "0" || !name.starts_with('0'))
+    crate::repo::versions::version_of(name).is_some()
 }
 
 fn sorted_subdirs(dir: &Path) -> Vec<String> {
@@ -408,7 +407,7 @@ impl Target {
             return Ok((f.clone(), None));
         }
         let dir = self.dir.as_deref().expect("a file or a directory");
-        let scan = crate::lint::rules::repository::scan_versions(dir, cfg);
+        let scan = crate::repo::versions::scan_versions(dir, cfg);
         let (Some(&v), Some((_, version_dir))) = (
             scan.loaded.first(),
             scan.loaded_dirs(dir).into_iter().next(),

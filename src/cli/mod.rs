@@ -2,6 +2,7 @@
 //! `crate::commands`). The contract is docs/spec `cli.md`: names, flags and
 //! exit codes here are stable.
 
+pub use crate::term::ColorChoice;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -41,16 +42,6 @@ pub struct GlobalArgs {
     /// Also report what was checked (on standard error).
     #[arg(short, long, global = true)]
     pub verbose: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ColorChoice {
-    /// Colour when standard output is a terminal and NO_COLOR is unset.
-    Auto,
-    /// Always colour, even when NO_COLOR is set.
-    Always,
-    /// Never colour.
-    Never,
 }
 
 #[derive(Debug, Subcommand)]

@@ -18,9 +18,9 @@ use crate::autoconfig::{self, AutoconfigError, LoadFailure, Note, NoteLevel, Opt
 use crate::cli::{AutoconfigArgs, ConfigFormat};
 use crate::config::ParsedConfig;
 use crate::diagnostics::{render, Severity};
+use crate::diagnostics::{FileReport, Report};
 use crate::files;
 use crate::schema::inference::ModelConfig;
-use crate::validate::{FileReport, Report};
 use std::io::Write;
 use std::path::Path;
 
@@ -190,7 +190,7 @@ fn read_partial(path: &Path, ctx: &Context) -> Result<Option<ModelConfig>, Comma
     let opts = render::RenderOptions {
         color: crate::term::stderr_color(ctx.global.color),
         quiet: true,
-        base_dir: None,
+        ..Default::default()
     };
     let mut buf = Vec::new();
     let _ = render::human::render(&mut buf, &report, &opts);

@@ -17,7 +17,7 @@ use crate::cli::{ConvertArgs, ConvertTarget};
 use crate::config::ParsedConfig;
 use crate::convert;
 use crate::diagnostics::{render, Severity};
-use crate::validate::{FileReport, Report};
+use crate::diagnostics::{FileReport, Report};
 use prost_reflect::DynamicMessage;
 use std::io::Write;
 use std::path::Path;
@@ -110,7 +110,7 @@ pub(crate) fn show_diagnostics(report: &Report, ctx: &Context) {
     let opts = render::RenderOptions {
         color: crate::term::stderr_color(ctx.global.color),
         quiet: true,
-        base_dir: None,
+        ..Default::default()
     };
     let mut buf = Vec::new();
     let _ = render::human::render(&mut buf, report, &opts);

@@ -3,9 +3,11 @@
 //! an index), generated from the registry by the same function that words
 //! `explain`'s output ([`markdown`]).
 
-use super::{find_rule, unknown_rule_message, CommandError, Context, ExitStatus};
+use super::{CommandError, Context, ExitStatus};
 use crate::cli::ExplainArgs;
-use crate::lint::registry::{self, Rule};
+use crate::diagnostics::Rule;
+use crate::lint::registry;
+use crate::lint::registry::{find_loose as find_rule, unknown_rule_message};
 use anstyle::Style;
 use std::io::Write;
 use std::path::Path;

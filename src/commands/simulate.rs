@@ -1469,7 +1469,7 @@ fn config_errors(base: &Loaded, text: &str) -> BTreeSet<(String, String)> {
         .diagnostics
         .iter()
         .filter(|d| d.severity == Severity::Error)
-        .map(|d| (d.code.to_string(), d.message.clone()))
+        .map(|d| (d.code().to_string(), d.message.clone()))
         .collect()
 }
 
@@ -1518,7 +1518,7 @@ fn run_sweep(
             .diagnostics
             .iter()
             .filter(|d| d.severity == Severity::Error)
-            .map(|d| format!("{}: {}", d.code, d.message))
+            .map(|d| format!("{}: {}", d.code(), d.message))
             .collect();
         let mut settings = None;
         if let (true, Some(cfg)) = (refused.is_empty(), &parsed.config) {

@@ -1,15 +1,16 @@
 //! `tritonctl validate [PATH...]`.
 
-use super::{find_rule, unknown_rule_message, CommandError, Context, ExitStatus};
+use super::{CommandError, Context, ExitStatus};
 use crate::cli::{OutputFormat, ValidateArgs};
 use crate::diagnostics::render::{self, Format, RenderOptions, Summary};
+use crate::diagnostics::Report;
+use crate::lint::registry::{find_loose as find_rule, unknown_rule_message};
 use crate::lint::Options;
-use crate::settings::{self, Settings};
-use crate::validate::{validate_paths, validate_stdin, Report, SeverityOverrides, ValidateOptions};
-use std::collections::HashMap;
+use crate::validate::{
+    validate_paths, validate_stdin, SettingsLookup, SeverityOverrides, ValidateOptions,
+};
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 use std::time::Instant;
 
 pub fn run(
@@ -18,7 +19,8 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<ExitStatus, CommandError> {
     let base = options(args)?;
-    let mut settings = SettingsLookup::new(args)?;
+    let mut settings =
+        SettingsLookup::new(args.config.as_deref(), args.no_config).map_err(CommandError::Input)?;
     let started = Instant::now();
     let mut report = Report::default();
     let mut unreadable = false;
@@ -31,14 +33,18 @@ pub fn run(
                 ));
             }
             stdin_seen = true;
-            let opts = settings.options_for(Path::new("."), &base, args)?;
+            let opts = settings
+                .options_for(Path::new("."), &base, args.platform_default.is_some())
+                .map_err(CommandError::Input)?;
             let bytes = crate::term::read_stdin().map_err(|e| {
                 CommandError::Input(format!("<stdin>: cannot read standard input: {e}"))
             })?;
             report.files.extend(validate_stdin(bytes, &opts).files);
             continue;
         }
-        let opts = settings.options_for(p, &base, args)?;
+        let opts = settings
+            .options_for(p, &base, args.platform_default.is_some())
+            .map_err(CommandError::Input)?;
         match validate_paths(std::slice::from_ref(p), &opts) {
             Ok(r) => report.files.extend(r.files),
             Err(e) => {
@@ -49,7 +55,7 @@ pub fn run(
         }
     }
     for f in &mut report.files {
-        f.path = tidy_path(&f.path);
+        f.path = crate::files::tidy_path(&f.path);
     }
 
     if ctx.global.verbose {
@@ -77,6 +83,7 @@ pub fn run(
         color: ctx.color && format == Format::Human,
         quiet: ctx.global.quiet,
         base_dir: std::env::current_dir().ok(),
+        rules: crate::lint::registry::all(),
     };
     // Nothing readable at all: the error above says it; a human summary
     // ("No model configurations found.") would only contradict it.
@@ -139,70 +146,6 @@ pub fn options(args: &ValidateArgs) -> Result<ValidateOptions, CommandError> {
     })
 }
 
-/// The `tritonctl.toml` in effect for each path: the one given with
-/// `--config`, none with `--no-config`, else the nearest one found by
-/// walking up (each file read once).
-struct SettingsLookup {
-    explicit: Option<Arc<Settings>>,
-    disabled: bool,
-    loaded: HashMap<PathBuf, Arc<Settings>>,
-}
-
-impl SettingsLookup {
-    fn new(args: &ValidateArgs) -> Result<SettingsLookup, CommandError> {
-        let explicit = match (&args.config, args.no_config) {
-            (Some(f), false) => Some(Arc::new(
-                Settings::load(f).map_err(|e| CommandError::Input(e.to_string()))?,
-            )),
-            _ => None,
-        };
-        Ok(SettingsLookup {
-            explicit,
-            disabled: args.no_config,
-            loaded: HashMap::new(),
-        })
-    }
-
-    fn settings_for(&mut self, path: &Path) -> Result<Option<Arc<Settings>>, CommandError> {
-        if self.disabled {
-            return Ok(None);
-        }
-        if let Some(s) = &self.explicit {
-            return Ok(Some(s.clone()));
-        }
-        let Some(file) = settings::discover(path) else {
-            return Ok(None);
-        };
-        if let Some(s) = self.loaded.get(&file) {
-            return Ok(Some(s.clone()));
-        }
-        let s = Arc::new(Settings::load(&file).map_err(|e| CommandError::Input(e.to_string()))?);
-        self.loaded.insert(file, s.clone());
-        Ok(Some(s))
-    }
-
-    /// The command-line options with the settings for `path` underneath:
-    /// flags win over the file.
-    fn options_for(
-        &mut self,
-        path: &Path,
-        base: &ValidateOptions,
-        args: &ValidateArgs,
-    ) -> Result<ValidateOptions, CommandError> {
-        let mut opts = base.clone();
-        if let Some(s) = self.settings_for(path)? {
-            opts.overrides.levels = s.rules.clone();
-            if args.platform_default.is_none() {
-                opts.lint.platform_default = s.default_platform.clone();
-            }
-            opts.report_unused_suppressions =
-                matches!(s.level("W1002"), Some(settings::Level::Severity(_)));
-            opts.settings = Some(s);
-        }
-        Ok(opts)
-    }
-}
-
 pub fn format_of(f: OutputFormat) -> Format {
     match f {
         OutputFormat::Human => Format::Human,
@@ -210,33 +153,5 @@ pub fn format_of(f: OutputFormat) -> Format {
         OutputFormat::Github => Format::Github,
         OutputFormat::Sarif => Format::Sarif,
         OutputFormat::Junit => Format::Junit,
-    }
-}
-
-/// Drops leading `./` so that `tritonctl validate` (path `.`) reports
-/// `m/config.pbtxt`, not `./m/config.pbtxt`.
-fn tidy_path(path: &str) -> String {
-    let mut p = path;
-    while let Some(rest) = p.strip_prefix("./") {
-        p = rest.trim_start_matches('/');
-    }
-    if p.is_empty() || Path::new(p) == Path::new("") {
-        path.to_string()
-    } else {
-        p.to_string()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::tidy_path;
-
-    #[test]
-    fn tidy_paths() {
-        assert_eq!(tidy_path("./m/config.pbtxt"), "m/config.pbtxt");
-        assert_eq!(tidy_path("././m/config.pbtxt"), "m/config.pbtxt");
-        assert_eq!(tidy_path("../m/config.pbtxt"), "../m/config.pbtxt");
-        assert_eq!(tidy_path("<stdin>"), "<stdin>");
-        assert_eq!(tidy_path("./"), "./");
     }
 }

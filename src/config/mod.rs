@@ -88,3 +88,20 @@ impl ParsedConfig {
         Some(r.name_span.unwrap_or(r.span))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_print_in_declaration_order() {
+        let src = "backend: \"b\" max_batch_size: 8 name: \"m\" input { name: \"x\" dims: [1, -1] } parameters { key: \"k\" value { string_value: \"v\" } }";
+        let parsed = ParsedConfig::parse(src.to_string());
+        assert!(parsed.diagnostics.is_empty());
+        let out = crate::pbtxt::printer::print_message(parsed.message.as_ref().unwrap());
+        assert_eq!(
+            out,
+            "name: \"m\"\nbackend: \"b\"\nmax_batch_size: 8\ninput [\n  {\n    name: \"x\"\n    dims: [ 1, -1 ]\n  }\n]\nparameters {\n  key: \"k\"\n  value {\n    string_value: \"v\"\n  }\n}\n"
+        );
+    }
+}

@@ -272,6 +272,51 @@ pub fn normalize(cfg: &mut ModelConfig) {
     }
 }
 
+/// A config after Triton's fill-in, ready for the rules.
+pub struct Prepared {
+    pub name: String,
+    pub raw: ModelConfig,
+    pub cfg: ModelConfig,
+}
+
+/// Stage 2 and 3 on a parsed config: backend fields, then normalization.
+/// `dir_name` is the model directory's name when there is one;
+/// `platform_default` stands in where Triton would find no platform.
+pub fn prepare(
+    raw: &ModelConfig,
+    dir_name: Option<&str>,
+    facts: &DirFacts,
+    platform_default: Option<&str>,
+) -> Result<Prepared, String> {
+    let name = if raw.name.is_empty() {
+        dir_name.unwrap_or("").to_string()
+    } else {
+        raw.name.clone()
+    };
+    let model_name = dir_name.unwrap_or(&name);
+    let mut cfg = raw.clone();
+    if let Err(text) = autofill_backend_fields(&mut cfg, model_name, facts) {
+        // The default platform stands in only where Triton would find nothing.
+        let Some(p) = platform_default else {
+            return Err(text);
+        };
+        cfg = raw.clone();
+        cfg.platform = p.to_string();
+        autofill_backend_fields(&mut cfg, model_name, facts)?;
+    }
+    normalize(&mut cfg);
+    Ok(Prepared {
+        name,
+        raw: raw.clone(),
+        cfg,
+    })
+}
+
+/// The backend given to a config checked without its model directory when
+/// nothing in the config tells the backend (see `N0703`). Rules treat it
+/// as a custom backend they know nothing about.
+pub const UNDETERMINED_BACKEND: &str = "<undetermined>";
+
 #[cfg(test)]
 mod tests {
     use super::*;

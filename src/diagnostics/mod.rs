@@ -52,6 +52,82 @@ impl Category {
     }
 }
 
+/// A rule: what a diagnostic reports, with its documentation. Every
+/// diagnostic carries its rule, so renderers never consult the registry
+/// (`crate::lint::registry`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    /// Stable code, e.g. `E0101`.
+    pub code: &'static str,
+    /// Kebab-case name, e.g. `unknown-field`.
+    pub name: &'static str,
+    pub category: Category,
+    pub severity: Severity,
+    /// One line, shown in listings and SARIF `shortDescription`.
+    pub summary: &'static str,
+    /// Markdown: what the rule checks, why it matters, an example.
+    pub docs: &'static str,
+    /// Where Triton implements the check (file in its sources), if it does.
+    pub triton_source: Option<&'static str>,
+}
+
+impl Rule {
+    /// A rule for a load-time check Triton itself fails the model on.
+    pub const fn semantic_error(
+        code: &'static str,
+        name: &'static str,
+        summary: &'static str,
+        docs: &'static str,
+        triton_source: Option<&'static str>,
+    ) -> Rule {
+        Rule {
+            code,
+            name,
+            category: Category::Semantic,
+            severity: Severity::Error,
+            summary,
+            docs,
+            triton_source,
+        }
+    }
+}
+
+/// The rule with `code` among `rules`, usable in constants.
+pub const fn find_rule_in(rules: &'static [Rule], code: &str) -> Option<&'static Rule> {
+    let mut i = 0;
+    while i < rules.len() {
+        if str_eq(rules[i].code, code) {
+            return Some(&rules[i]);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The rule with `code` among `rules`, for constants: an unknown code is
+/// a compile-time error where the result initialises a `const`.
+pub const fn rule_in(rules: &'static [Rule], code: &str) -> &'static Rule {
+    match find_rule_in(rules, code) {
+        Some(r) => r,
+        None => panic!("unknown rule code"),
+    }
+}
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// A secondary location ("max_batch_size set here").
 #[derive(Clone, Debug, PartialEq)]
 pub struct Label {
@@ -61,10 +137,10 @@ pub struct Label {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnostic {
-    /// Stable rule code from the registry (`crate::lint::registry`).
-    pub code: &'static str,
+    /// The rule this finding belongs to (code, name, category, docs).
+    pub rule: &'static Rule,
+    /// The rule's default severity unless settings changed it.
     pub severity: Severity,
-    pub category: Category,
     pub message: String,
     /// Primary location in the file; `None` for findings about a file as a
     /// whole (a missing file, a directory layout).
@@ -77,18 +153,25 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// A diagnostic with the rule's default severity and category.
-    pub fn new(code: &'static str, message: impl Into<String>) -> Diagnostic {
-        let rule = crate::lint::registry::rule(code);
+    pub fn new(rule: &'static Rule, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
-            code,
+            rule,
             severity: rule.severity,
-            category: rule.category,
             message: message.into(),
             span: None,
             labels: Vec::new(),
             help: None,
             triton_message: None,
         }
+    }
+
+    /// The rule's stable code, e.g. `E0101`.
+    pub fn code(&self) -> &'static str {
+        self.rule.code
+    }
+
+    pub fn category(&self) -> Category {
+        self.rule.category
     }
 
     pub fn at(mut self, span: Span) -> Diagnostic {
@@ -127,6 +210,42 @@ impl Diagnostic {
     pub fn with_severity(mut self, severity: Severity) -> Diagnostic {
         self.severity = severity;
         self
+    }
+}
+
+/// Findings for one file (a `config.pbtxt`, standard input, or a model
+/// directory without a config).
+#[derive(Debug, Clone)]
+pub struct FileReport {
+    /// The path as the user would write it (relative to the argument given).
+    pub path: String,
+    /// The model's name, when the file belongs to a model.
+    pub model: Option<String>,
+    /// The text, for rendering source lines (empty when there is none).
+    pub src: String,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub files: Vec<FileReport>,
+}
+
+impl Report {
+    pub fn count(&self, severity: Severity) -> usize {
+        self.files
+            .iter()
+            .flat_map(|f| &f.diagnostics)
+            .filter(|d| d.severity == severity)
+            .count()
+    }
+
+    pub fn errors(&self) -> usize {
+        self.count(Severity::Error)
+    }
+
+    pub fn warnings(&self) -> usize {
+        self.count(Severity::Warning)
     }
 }
 

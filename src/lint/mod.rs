@@ -4,8 +4,9 @@
 pub mod registry;
 pub mod rules;
 
+use crate::config::normalize::Prepared;
 use crate::config::{FieldPath, ParsedConfig};
-use crate::diagnostics::Diagnostic;
+use crate::diagnostics::{Diagnostic, Rule};
 use crate::schema::inference::ModelConfig;
 use crate::text::Span;
 use std::path::Path;
@@ -82,19 +83,65 @@ impl ModelCtx<'_> {
 
     /// A diagnostic for rule `code` carrying Triton's text, located at `path`.
     /// The message is Triton's text unless the caller replaces it.
-    pub fn triton(&self, code: &'static str, path: &str, text: impl Into<String>) -> Diagnostic {
+    pub fn triton(&self, code: &'static Rule, path: &str, text: impl Into<String>) -> Diagnostic {
         Diagnostic::new(code, String::new())
             .triton(text)
             .at_opt(self.span(path))
     }
 
     /// A diagnostic for rule `code` with our own message, located at `path`.
-    pub fn diag(&self, code: &'static str, path: &str, message: impl Into<String>) -> Diagnostic {
+    pub fn diag(&self, code: &'static Rule, path: &str, message: impl Into<String>) -> Diagnostic {
         Diagnostic::new(code, message).at_opt(self.span(path))
     }
+}
+
+/// A model of the repository after parsing, Triton's fill-in and its own
+/// checks: what the cross-model rules look at.
+pub struct CheckedModel {
+    pub entry: crate::repo::ModelEntry,
+    /// The config as read (an empty one when the file is missing and
+    /// auto-complete is on); `None` when it could not be read.
+    pub parsed: Option<ParsedConfig>,
+    pub prepared: Option<Prepared>,
+    /// Whether the model's own checks found errors, so Triton would not
+    /// load it.
+    pub has_errors: bool,
 }
 
 /// Runs every per-model rule.
 pub fn check_model(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     rules::check_model(ctx, out);
+}
+
+/// Runs every per-model rule on a config after Triton's fill-in, or reports
+/// why the fill-in failed (E0201, with Triton's text).
+pub fn check_prepared(
+    parsed: &ParsedConfig,
+    prepared: Result<Prepared, String>,
+    dir: Option<&Path>,
+    opts: &Options,
+    out: &mut Vec<Diagnostic>,
+) -> Option<Prepared> {
+    match prepared {
+        Ok(p) => {
+            let ctx = ModelCtx {
+                name: &p.name,
+                dir,
+                raw: &p.raw,
+                cfg: &p.cfg,
+                file: parsed,
+                options: opts,
+            };
+            check_model(&ctx, out);
+            Some(p)
+        }
+        Err(text) => {
+            out.push(
+                Diagnostic::new(registry::rule!("E0201"), String::new())
+                    .triton(text)
+                    .at_opt(parsed.span(&"backend".into())),
+            );
+            None
+        }
+    }
 }

@@ -53,39 +53,39 @@ fn names(list: &[TensorInfo]) -> Vec<&str> {
 // A tiny protobuf encoder for hand-built models.
 
 mod pb {
-    pub fn varint(out: &mut Vec<u8>, mut v: u64) {
+    pub(super) fn varint(out: &mut Vec<u8>, mut v: u64) {
         while v >= 0x80 {
             out.push((v as u8) | 0x80);
             v >>= 7;
         }
         out.push(v as u8);
     }
-    pub fn key(out: &mut Vec<u8>, field: u32, wt: u8) {
+    pub(super) fn key(out: &mut Vec<u8>, field: u32, wt: u8) {
         varint(out, (u64::from(field) << 3) | u64::from(wt));
     }
-    pub fn int(out: &mut Vec<u8>, field: u32, v: i64) {
+    pub(super) fn int(out: &mut Vec<u8>, field: u32, v: i64) {
         key(out, field, 0);
         varint(out, v as u64);
     }
-    pub fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
+    pub(super) fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
         key(out, field, 2);
         varint(out, b.len() as u64);
         out.extend_from_slice(b);
     }
-    pub fn msg(field: u32, body: &[u8]) -> Vec<u8> {
+    pub(super) fn msg(field: u32, body: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
         bytes(&mut out, field, body);
         out
     }
 
-    pub enum D<'a> {
+    pub(super) enum D<'a> {
         V(i64),
         P(&'a str),
         U,
     }
 
     /// A `TypeProto` holding a tensor type; `dims: None` leaves out the shape.
-    pub fn tensor_type(elem: i32, dims: Option<&[D]>) -> Vec<u8> {
+    pub(super) fn tensor_type(elem: i32, dims: Option<&[D]>) -> Vec<u8> {
         let mut tt = Vec::new();
         int(&mut tt, 1, i64::from(elem));
         if let Some(dims) = dims {
@@ -105,7 +105,7 @@ mod pb {
     }
 
     /// A `ValueInfoProto` (field content, without its own key).
-    pub fn value(name: &str, type_proto: Option<&[u8]>) -> Vec<u8> {
+    pub(super) fn value(name: &str, type_proto: Option<&[u8]>) -> Vec<u8> {
         let mut v = Vec::new();
         bytes(&mut v, 1, name.as_bytes());
         if let Some(t) = type_proto {
@@ -114,7 +114,7 @@ mod pb {
         v
     }
 
-    pub fn node(op: &str, inputs: &[&str], outputs: &[&str]) -> Vec<u8> {
+    pub(super) fn node(op: &str, inputs: &[&str], outputs: &[&str]) -> Vec<u8> {
         let mut n = Vec::new();
         for i in inputs {
             bytes(&mut n, 1, i.as_bytes());
@@ -127,7 +127,7 @@ mod pb {
     }
 
     /// `ModelProto` bytes: ir_version, one default-domain opset, the graph.
-    pub fn model(ir: i64, graph: &[u8]) -> Vec<u8> {
+    pub(super) fn model(ir: i64, graph: &[u8]) -> Vec<u8> {
         let mut m = Vec::new();
         int(&mut m, 1, ir);
         let mut opset = Vec::new();

@@ -531,7 +531,8 @@ mod tests {
             (Err(_), Err(_)) => Ok(()),
             (Ok(_), Err(e)) => Err(format!(
                 "{src:?}: fast parser accepts, pest refuses: {} {}",
-                e.code, e.message
+                e.code(),
+                e.message
             )),
             (Err(_), Ok(_)) => Err(format!("{src:?}: fast parser refuses, pest accepts")),
         }

@@ -13,11 +13,36 @@ mod fast;
 pub mod literal;
 pub mod printer;
 
-use crate::diagnostics::Diagnostic;
+use crate::diagnostics::{rule_in, Category, Diagnostic, Rule as RuleInfo, Severity};
 use crate::text::Span;
 use ast::*;
 use pest::iterators::Pair;
 use pest::Parser as _;
+
+/// The syntax rules, raised here (part of the one registry, `crate::lint::registry`).
+pub const RULES: &[RuleInfo] = &[
+    RuleInfo {
+        code: "E0001",
+        name: "syntax-error",
+        category: Category::Syntax,
+        severity: Severity::Error,
+        summary: "The text is not valid protobuf text format",
+        docs: "Triton reads `config.pbtxt` with protobuf's text-format parser and refuses the model when the text does not parse (`failed to read text proto from <path>`).\n\nCommon causes: `//` comments (only `#` starts a comment), a trailing comma in a list (`dims: [1, 2,]`), a missing comma between list elements, a scalar without `:` (`max_batch_size 8`), a leading `+` on a number, a string that runs past the end of its line, a UTF-8 byte order mark, and unrendered template placeholders (`${x}`, `{{ x }}`).\n\n```\ndims: [ 1, 2, ]   # error: a list cannot end with a comma\n```",
+        triton_source: Some("core src/model_config_utils.cc (ReadTextProto), protobuf text_format.cc"),
+    },
+    RuleInfo {
+        code: "E0002",
+        name: "nesting-too-deep",
+        category: Category::Syntax,
+        severity: Severity::Error,
+        summary: "Messages or lists are nested deeper than 100 levels",
+        docs: "No ModelConfig nests more than a handful of levels, so such a file cannot be a valid configuration. tritonctl refuses it before parsing so that hostile input cannot exhaust the stack.",
+        triton_source: None,
+    },
+];
+
+const E0001: &RuleInfo = rule_in(RULES, "E0001");
+const E0002: &RuleInfo = rule_in(RULES, "E0002");
 
 #[derive(pest_derive::Parser)]
 #[grammar = "grammar/pbtxt.pest"]
@@ -55,7 +80,7 @@ pub fn parse_with_pest(src: &str) -> Result<Document, Box<Diagnostic>> {
     if let Some(at) = too_deep(src) {
         return Err(Box::new(
             Diagnostic::new(
-                "E0002",
+                E0002,
                 format!("nesting is deeper than {MAX_DEPTH} levels"),
             )
             .at(Span::new(at, at + 1))
@@ -302,7 +327,7 @@ fn syntax_error(src: &str, e: pest::error::Error<Rule>) -> Diagnostic {
             .next()
             .map_or(0, |c| c.len_utf8()))
     .min(src.len());
-    let mut d = Diagnostic::new("E0001", message).at(Span::new(pos, end));
+    let mut d = Diagnostic::new(E0001, message).at(Span::new(pos, end));
     if let Some(h) = syntax_help(src, pos) {
         d = d.help(h);
     }
@@ -473,6 +498,6 @@ mod tests {
     fn deep_nesting_is_refused_without_recursion() {
         let src = "a {".repeat(10_000) + &"}".repeat(10_000);
         let e = err(&src);
-        assert_eq!(e.code, "E0002");
+        assert_eq!(e.code(), "E0002");
     }
 }

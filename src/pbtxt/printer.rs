@@ -801,16 +801,4 @@ mod tests {
         assert!(same_tree(a, &pa, b, &pb));
         assert!(!same_tree(a, &pa, c, &pc));
     }
-
-    #[test]
-    fn messages_print_in_declaration_order() {
-        let src = "backend: \"b\" max_batch_size: 8 name: \"m\" input { name: \"x\" dims: [1, -1] } parameters { key: \"k\" value { string_value: \"v\" } }";
-        let parsed = crate::config::ParsedConfig::parse(src.to_string());
-        assert!(parsed.diagnostics.is_empty());
-        let out = print_message(parsed.message.as_ref().unwrap());
-        assert_eq!(
-            out,
-            "name: \"m\"\nbackend: \"b\"\nmax_batch_size: 8\ninput [\n  {\n    name: \"x\"\n    dims: [ 1, -1 ]\n  }\n]\nparameters {\n  key: \"k\"\n  value {\n    string_value: \"v\"\n  }\n}\n"
-        );
-    }
 }

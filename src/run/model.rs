@@ -74,19 +74,6 @@ impl std::fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// The numeric version directories of a model directory, ascending.
-pub fn versions(dir: &Path) -> Vec<u64> {
-    let mut v: Vec<u64> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
-        .collect();
-    v.sort_unstable();
-    v
-}
-
 /// Loads `dir` (see the module documentation). `version`: the version to
 /// run, default the highest.
 pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadError> {
@@ -124,9 +111,13 @@ pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadE
         let raw = parsed.config.ok_or_else(|| {
             LoadError::Other(format!("{}: cannot be parsed", config_path.display()))
         })?;
-        let prepared =
-            crate::validate::prepare(&raw, dir_name.as_deref(), &DirFacts::read(dir), &opts)
-                .map_err(|e| LoadError::Other(format!("{}: {e}", config_path.display())))?;
+        let prepared = crate::config::normalize::prepare(
+            &raw,
+            dir_name.as_deref(),
+            &DirFacts::read(dir),
+            opts.platform_default.as_deref(),
+        )
+        .map_err(|e| LoadError::Other(format!("{}: {e}", config_path.display())))?;
         let mut cfg = prepared.cfg;
         if cfg.name.is_empty() {
             cfg.name = prepared.name;
@@ -148,24 +139,41 @@ pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadE
     } else {
         cfg.name.clone()
     };
-    let all = versions(dir);
+    // The versions Triton serves: its reading of the directory names and
+    // the version policy (`repo::versions`).
+    let scan = crate::repo::versions::scan_versions(dir, &cfg);
+    let served: Vec<(u64, String)> = scan
+        .loaded
+        .iter()
+        .filter_map(|v| Some((u64::try_from(*v).ok()?, scan.dir_names.get(v)?.clone())))
+        .collect();
     let chosen = match version {
-        Some(v) if all.contains(&v) => Some(v),
-        Some(v) => {
-            return Err(LoadError::Other(format!(
-                "{}: there is no version directory {v} (versions: {})",
-                dir.display(),
-                if all.is_empty() {
+        Some(v) => match served.iter().find(|(s, _)| *s == v) {
+            Some(found) => Some(found.clone()),
+            None => {
+                let list = if served.is_empty() {
                     "none".to_string()
                 } else {
-                    all.iter()
-                        .map(u64::to_string)
+                    served
+                        .iter()
+                        .map(|(v, _)| v.to_string())
                         .collect::<Vec<_>>()
                         .join(", ")
-                }
-            )))
-        }
-        None => all.last().copied(),
+                };
+                let why = if i64::try_from(v).is_ok_and(|v| scan.existing.contains(&v)) {
+                    format!("version {v} is not selected by the version policy")
+                } else {
+                    format!("there is no version directory {v}")
+                };
+                return Err(LoadError::Other(format!(
+                    "{}: {why} (versions Triton serves: {list})",
+                    dir.display()
+                )));
+            }
+        },
+        // The highest version served, as Triton answers a request that
+        // names no version.
+        None => served.first().cloned(),
     };
     let mut notes = super::stateful::gpu_only_notes(&cfg);
     if cfg.backend == "stateful" && !cfg.model_warmup.is_empty() {
@@ -179,7 +187,7 @@ pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadE
         name,
         dir: dir.to_path_buf(),
         cfg,
-        version: chosen,
+        version: chosen.as_ref().map(|(v, _)| *v),
         model_file: None,
         notes,
         autocompleted,
@@ -187,7 +195,7 @@ pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadE
     if model.is_ensemble() {
         return Ok(model);
     }
-    let Some(v) = chosen else {
+    let Some((_, version_dir)) = chosen else {
         return Err(LoadError::Other(format!(
             "{}: no numeric version directory (expected e.g. {}/1/model.onnx)",
             dir.display(),
@@ -202,7 +210,7 @@ pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadE
         .filter(|s| !s.is_empty())
         .or_else(|| Some(model.cfg.default_model_filename.clone()).filter(|s| !s.is_empty()))
         .unwrap_or_else(|| "model.onnx".to_string());
-    let file = dir.join(v.to_string()).join(&file_name);
+    let file = dir.join(version_dir).join(&file_name);
     if !file.exists() {
         return Err(LoadError::Other(format!(
             "{}: the model file is missing",

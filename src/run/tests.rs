@@ -239,21 +239,40 @@ fn copy_model(name: &str, to: &std::path::Path, versions: &[u64]) -> PathBuf {
 }
 
 #[test]
-fn the_highest_version_is_run_unless_one_is_asked_for() {
+fn the_version_run_is_one_triton_serves() {
     use super::model::load_model;
     let tmp = tempfile::tempdir().unwrap();
     let dir = copy_model("preprocess", tmp.path(), &[1, 3, 20]);
     std::fs::create_dir_all(dir.join("not_a_version")).unwrap();
+    // Triton ignores a version directory with leading zeros (W0701), so
+    // `021/` is not version 21.
+    std::fs::create_dir_all(dir.join("021")).unwrap();
+    std::fs::copy(dir.join("20/model.onnx"), dir.join("021/model.onnx")).unwrap();
     let m = load_model(&dir, None).unwrap();
     assert_eq!(m.version, Some(20));
     assert!(m.model_file.unwrap().ends_with("20/model.onnx"));
-    let m = load_model(&dir, Some(3)).unwrap();
-    assert_eq!(m.version, Some(3));
-    let e = load_model(&dir, Some(2)).unwrap_err().to_string();
+    // The default policy (latest 1) serves version 20 alone.
+    let e = load_model(&dir, Some(3)).unwrap_err().to_string();
     assert!(
-        e.contains("no version directory 2") && e.contains("1, 3, 20"),
+        e.contains("version 3 is not selected by the version policy") && e.contains("serves: 20"),
         "{e}"
     );
+    let e = load_model(&dir, Some(2)).unwrap_err().to_string();
+    assert!(e.contains("no version directory 2"), "{e}");
+    let e = load_model(&dir, Some(21)).unwrap_err().to_string();
+    assert!(e.contains("no version directory 21"), "{e}");
+    // With every version served, any of them can be asked for.
+    let cfg = std::fs::read_to_string(dir.join("config.pbtxt")).unwrap();
+    std::fs::write(
+        dir.join("config.pbtxt"),
+        format!("{cfg}\nversion_policy: {{ all {{ }} }}\n"),
+    )
+    .unwrap();
+    let m = load_model(&dir, Some(3)).unwrap();
+    assert_eq!(m.version, Some(3));
+    assert!(m.model_file.unwrap().ends_with("3/model.onnx"));
+    let e = load_model(&dir, Some(2)).unwrap_err().to_string();
+    assert!(e.contains("serves: 20, 3, 1"), "{e}");
 }
 
 #[test]

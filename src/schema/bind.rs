@@ -6,11 +6,106 @@
 //! least one `schema` diagnostic. Unlike protobuf, binding goes on after an
 //! error so that one run reports every problem.
 
-use crate::diagnostics::Diagnostic;
+use crate::diagnostics::{rule_in, Category, Diagnostic, Rule, Severity};
 use crate::pbtxt::ast::{self, Scalar, ScalarKind};
 use crate::pbtxt::literal;
 use crate::text::Span;
 use prost_reflect::{DynamicMessage, FieldDescriptor, Kind, MapKey, MessageDescriptor, Value};
+
+/// The schema rules, raised here (part of the one registry, `crate::lint::registry`).
+pub const RULES: &[Rule] = &[
+    Rule {
+        code: "E0101",
+        name: "unknown-field",
+        category: Category::Schema,
+        severity: Severity::Error,
+        summary: "A field that the message type does not have",
+        docs: "Protobuf's parser refuses unknown field names (`Message type \"inference.ModelConfig\" has no field named \"...\"`), so Triton does not load the model. Names are case-sensitive. tritonctl suggests the closest existing field.\n\n```\nmax_batch_sise: 8   # error: did you mean 'max_batch_size'?\n```",
+        triton_source: Some("protobuf text_format.cc"),
+    },
+    Rule {
+        code: "E0102",
+        name: "wrong-value-kind",
+        category: Category::Schema,
+        severity: Severity::Error,
+        summary: "A value of the wrong kind for its field (string, number, message, list)",
+        docs: "Each field takes one kind of value: strings are quoted, integers have no fraction or exponent, messages are written in braces, and only repeated fields take `[ ... ]` lists.\n\n```\nmax_batch_size: 8.0     # error: expects an integer\nname: my_model          # error: expects a string\n```",
+        triton_source: Some("protobuf text_format.cc"),
+    },
+    Rule {
+        code: "E0103",
+        name: "unknown-enum-value",
+        category: Category::Schema,
+        severity: Severity::Error,
+        summary: "An enum value name that the enum does not define",
+        docs: "Enum values are written as bare, case-sensitive names (`TYPE_FP32`, `KIND_GPU`). Quoted names and names from other tools (`TYPE_BYTES` is `TYPE_STRING` in Triton) are refused by protobuf's parser. A number is accepted (proto3 enums are open) but is rarely what you mean.",
+        triton_source: Some("protobuf text_format.cc"),
+    },
+    Rule {
+        code: "E0104",
+        name: "integer-out-of-range",
+        category: Category::Schema,
+        severity: Severity::Error,
+        summary: "An integer outside the range of its field's type",
+        docs: "`int32` fields take -2147483648..2147483647, unsigned fields take no minus sign, and so on. Protobuf's parser refuses values outside the range (`Integer out of range`).",
+        triton_source: Some("protobuf text_format.cc"),
+    },
+    Rule {
+        code: "E0105",
+        name: "field-repeated",
+        category: Category::Schema,
+        severity: Severity::Error,
+        summary: "A non-repeated field is given more than once",
+        docs: "Protobuf's parser refuses a second value for a singular field (`Non-repeated field \"...\" is specified multiple times.`). A proto3 scalar that was given its default value (0, \"\", false) the first time does not count, exactly as protobuf behaves.",
+        triton_source: Some("protobuf text_format.cc"),
+    },
+    Rule {
+        code: "E0106",
+        name: "oneof-conflict",
+        category: Category::Schema,
+        severity: Severity::Error,
+        summary: "Two members of one oneof are set",
+        docs: "Some fields exclude each other: `dynamic_batching`, `sequence_batching` and `ensemble_scheduling`; `direct` and `oldest`; `latest`, `all` and `specific`. Protobuf's parser refuses the second one.",
+        triton_source: Some("protobuf text_format.cc"),
+    },
+    Rule {
+        code: "E0107",
+        name: "missing-colon",
+        category: Category::Schema,
+        severity: Severity::Error,
+        summary: "A scalar field without ':' after its name",
+        docs: "In text format only message values may omit the colon (`input { ... }`); scalars and lists of scalars need it (`dims: [ 1 ]`).",
+        triton_source: Some("protobuf text_format.cc"),
+    },
+    Rule {
+        code: "E0108",
+        name: "unknown-extension",
+        category: Category::Schema,
+        severity: Severity::Error,
+        summary: "An extension or Any field name in brackets",
+        docs: "ModelConfig has no extensions and no `google.protobuf.Any` fields, so `[name]` field names are refused.",
+        triton_source: Some("protobuf text_format.cc"),
+    },
+    Rule {
+        code: "E0109",
+        name: "invalid-boolean",
+        category: Category::Schema,
+        severity: Severity::Error,
+        summary: "A boolean written in a form protobuf does not accept",
+        docs: "Booleans are `true`, `false`, `True`, `False`, `t`, `f`, `1` or `0`. `TRUE`, `yes` and `on` are refused.",
+        triton_source: Some("protobuf text_format.cc"),
+    },
+];
+
+const E0101: &Rule = rule_in(RULES, "E0101");
+const E0102: &Rule = rule_in(RULES, "E0102");
+const E0103: &Rule = rule_in(RULES, "E0103");
+const E0104: &Rule = rule_in(RULES, "E0104");
+const E0105: &Rule = rule_in(RULES, "E0105");
+const E0106: &Rule = rule_in(RULES, "E0106");
+const E0107: &Rule = rule_in(RULES, "E0107");
+const E0108: &Rule = rule_in(RULES, "E0108");
+const E0109: &Rule = rule_in(RULES, "E0109");
 
 /// Binds `doc` (parsed from `src`) to `desc`.
 pub fn bind(
@@ -50,12 +145,12 @@ impl<'s> Binder<'s> {
             let inner = name.trim_start_matches('[').trim_end_matches(']').trim();
             let d = if inner.contains('/') {
                 Diagnostic::new(
-                    "E0108",
+                    E0108,
                     format!("'{inner}': Any expansion is only allowed in a google.protobuf.Any field, and {} is not one", desc.name()),
                 )
             } else {
                 Diagnostic::new(
-                    "E0108",
+                    E0108,
                     format!(
                         "extension '{inner}' is not defined or is not an extension of \"{}\"",
                         desc.full_name()
@@ -66,11 +161,9 @@ impl<'s> Binder<'s> {
             return;
         }
         let Some(fd) = desc.get_field_by_name(name) else {
-            let mut d = Diagnostic::new(
-                "E0101",
-                format!("unknown field '{name}' in {}", desc.name()),
-            )
-            .at(f.name.span);
+            let mut d =
+                Diagnostic::new(E0101, format!("unknown field '{name}' in {}", desc.name()))
+                    .at(f.name.span);
             if let Some(s) = suggest(name, desc.fields().map(|x| x.name().to_string())) {
                 d = d.help(format!("did you mean '{s}'?"));
             } else {
@@ -89,7 +182,7 @@ impl<'s> Binder<'s> {
         let is_message = matches!(fd.kind(), Kind::Message(_));
         if !is_message && f.colon.is_none() {
             self.diags.push(
-                Diagnostic::new("E0107", format!("expected ':' after field name '{name}'"))
+                Diagnostic::new(E0107, format!("expected ':' after field name '{name}'"))
                     .at(f.name.span)
                     .help("scalar fields need a colon: `name: value`; only messages may omit it"),
             );
@@ -102,7 +195,7 @@ impl<'s> Binder<'s> {
             if msg.has_field(&fd) {
                 self.diags.push(
                     Diagnostic::new(
-                        "E0105",
+                        E0105,
                         format!("non-repeated field '{name}' is specified multiple times"),
                     )
                     .at(f.name.span),
@@ -116,7 +209,7 @@ impl<'s> Binder<'s> {
                 {
                     self.diags.push(
                         Diagnostic::new(
-                            "E0106",
+                            E0106,
                             format!(
                                 "field '{name}' is specified along with field '{}', another member of oneof '{}'",
                                 other.name(),
@@ -135,7 +228,7 @@ impl<'s> Binder<'s> {
                 if !fd.is_list() && !fd.is_map() {
                     self.diags.push(
                         Diagnostic::new(
-                            "E0102",
+                            E0102,
                             format!("field '{name}' is not repeated, so it cannot take a list"),
                         )
                         .at(list.span),
@@ -197,7 +290,7 @@ impl<'s> Binder<'s> {
         };
         self.diags.push(
             Diagnostic::new(
-                "E0102",
+                E0102,
                 format!("field '{}' expects {expected}, got {got}", fd.name()),
             )
             .at(v.span()),
@@ -279,7 +372,7 @@ impl<'s> Binder<'s> {
                     other => {
                         self.diags.push(
                             Diagnostic::new(
-                                "E0109",
+                                E0109,
                                 format!(
                                     "invalid value '{other}' for boolean field '{}'",
                                     fd.name()
@@ -303,7 +396,7 @@ impl<'s> Binder<'s> {
                         Some(v) => Some(Value::EnumNumber(v.number())),
                         None => {
                             let mut d = Diagnostic::new(
-                                "E0103",
+                                E0103,
                                 format!(
                                     "unknown value '{name}' for enum field '{}' ({})",
                                     fd.name(),
@@ -337,7 +430,7 @@ impl<'s> Binder<'s> {
                 ScalarKind::Strings(_) => {
                     self.diags.push(
                         Diagnostic::new(
-                            "E0103",
+                            E0103,
                             format!("enum field '{}' takes a name without quotes", fd.name()),
                         )
                         .at(s.span)
@@ -367,7 +460,7 @@ impl<'s> Binder<'s> {
         if *negative && min == 0 {
             self.diags.push(
                 Diagnostic::new(
-                    "E0104",
+                    E0104,
                     format!("field '{}' is unsigned and cannot be negative", fd.name()),
                 )
                 .at(s.span),
@@ -381,7 +474,7 @@ impl<'s> Binder<'s> {
             _ => {
                 self.diags.push(
                     Diagnostic::new(
-                        "E0104",
+                        E0104,
                         format!(
                             "integer {} is out of range for field '{}' ({min}..={max})",
                             self.text(s.span).trim(),
@@ -409,7 +502,7 @@ impl<'s> Binder<'s> {
                 if *radix != ast::IntRadix::Decimal {
                     self.diags.push(
                         Diagnostic::new(
-                            "E0102",
+                            E0102,
                             format!("field '{}' expects a decimal number, got {t}", fd.name()),
                         )
                         .at(s.span),
@@ -490,7 +583,7 @@ mod tests {
     }
 
     fn codes(src: &str) -> Vec<&'static str> {
-        run(src).1.iter().map(|d| d.code).collect()
+        run(src).1.iter().map(|d| d.code()).collect()
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! semantic rules read.
 
 pub mod bind;
+pub use bind::RULES;
 pub mod wire;
 
 use prost_reflect::{DescriptorPool, MessageDescriptor};

@@ -2,8 +2,18 @@
 //! standard streams (writes that never panic; a closed pipe is reported as
 //! [`std::io::ErrorKind::BrokenPipe`] for the caller to treat as success).
 
-use crate::cli::ColorChoice;
 use std::io::{self, IsTerminal, Write};
+
+/// `--color`: whether human output may be coloured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when standard output is a terminal and NO_COLOR is unset.
+    Auto,
+    /// Always colour, even when NO_COLOR is set.
+    Always,
+    /// Never colour.
+    Never,
+}
 
 /// Whether output to a stream is coloured, given `--color`, the environment
 /// (`NO_COLOR`, `CLICOLOR_FORCE`, `TERM=dumb`) and whether the stream is a

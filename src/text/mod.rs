@@ -222,4 +222,16 @@ mod tests {
         assert_eq!(s.len(), 4);
         assert_eq!(s.as_bytes(), b"a\x1ab\x1a");
     }
+
+    #[test]
+    fn suggests_the_closest_names() {
+        let names = [
+            "unknown-field",
+            "unknown-extension",
+            "unknown-enum-value",
+            "syntax-error",
+        ];
+        assert_eq!(suggestions("unknown-feild", names), ["unknown-field"]);
+        assert!(suggestions("zzz", names).is_empty());
+    }
 }

@@ -20,9 +20,9 @@ fn refusal(bytes: Vec<u8>) -> Option<String> {
         .iter()
         .find(|d| {
             d.severity == Severity::Error
-                && matches!(d.category, Category::Syntax | Category::Schema)
+                && matches!(d.category(), Category::Syntax | Category::Schema)
         })
-        .map(|d| format!("{} {}", d.code, d.message))
+        .map(|d| format!("{} {}", d.code(), d.message))
 }
 
 fn read(path: &Path) -> Vec<u8> {

@@ -37,7 +37,8 @@ fn agree(src: &str) -> Result<bool, String> {
         }
         (Some(_), Err(e)) => Err(format!(
             "the fast parser accepts, pest refuses: {} {}",
-            e.code, e.message
+            e.code(),
+            e.message
         )),
         (None, Ok(_)) => Err("the fast parser refuses, pest accepts".into()),
     }

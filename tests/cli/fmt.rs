@@ -74,7 +74,7 @@ fn comment_texts(src: &str) -> Vec<String> {
 /// Whether protobuf's parser would refuse the text, in our terms.
 fn has_schema_or_syntax_error(p: &ParsedConfig) -> bool {
     p.diagnostics.iter().any(|d| {
-        d.severity == Severity::Error && matches!(d.category, Category::Syntax | Category::Schema)
+        d.severity == Severity::Error && matches!(d.category(), Category::Syntax | Category::Schema)
     })
 }
 

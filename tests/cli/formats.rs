@@ -808,8 +808,8 @@ fn explain_all_lists_codes_in_order() {
 fn json_schema_covers_labels_notes_and_file_level_findings() {
     use tritonctl::diagnostics::render::{render, Format, RenderOptions};
     use tritonctl::diagnostics::Diagnostic;
+    use tritonctl::diagnostics::{FileReport, Report};
     use tritonctl::text::Span;
-    use tritonctl::validate::{FileReport, Report};
     let src = "name: \"m\"\nmax_batch_size: 4\n";
     let report = Report {
         files: vec![
@@ -818,12 +818,12 @@ fn json_schema_covers_labels_notes_and_file_level_findings() {
                 model: Some("m".into()),
                 src: src.into(),
                 diagnostics: vec![
-                    Diagnostic::new("E0101", "first")
+                    Diagnostic::new(tritonctl::rule!("E0101"), "first")
                         .at(Span::new(10, 24))
                         .label(Span::new(0, 4), "name here")
                         .help("a fix")
                         .triton("Triton's text"),
-                    Diagnostic::new("N0701", "a note about the file"),
+                    Diagnostic::new(tritonctl::rule!("N0701"), "a note about the file"),
                 ],
             },
             FileReport {

@@ -5,8 +5,8 @@
 //! idempotent) and the whole `validate` pipeline with its renderers.
 
 use crate::common::crate_root;
-use tritonctl::commands::fmt::{format_text, FormatError};
 use tritonctl::diagnostics::render::{render, Format, RenderOptions};
+use tritonctl::format::{format_text, FormatError};
 use tritonctl::pbtxt;
 use tritonctl::validate::{validate_stdin, ValidateOptions};
 
@@ -59,7 +59,7 @@ fn validate_check(name: &str, bytes: &[u8]) {
                 assert!(
                     a <= b && b <= f.src.len(),
                     "{name}: {} span {a}..{b} outside the text",
-                    d.code
+                    d.code()
                 );
             }
         }

@@ -54,7 +54,7 @@ fn spans_inside(src: &str, diagnostics: &[Diagnostic]) -> Result<(), String> {
             {
                 return Err(format!(
                     "{} {:?}: span {s:?} is not inside the {}-byte text",
-                    d.code,
+                    d.code(),
                     d.message,
                     src.len()
                 ));
@@ -70,7 +70,7 @@ fn library_check(bytes: &[u8]) -> Result<(), String> {
     let parsed = tritonctl::config::ParsedConfig::from_bytes(bytes.to_vec());
     spans_inside(&parsed.src, &parsed.diagnostics)?;
     let refused = parsed.diagnostics.iter().any(|d| {
-        d.severity == Severity::Error && matches!(d.category, Category::Syntax | Category::Schema)
+        d.severity == Severity::Error && matches!(d.category(), Category::Syntax | Category::Schema)
     });
     if parsed.doc.is_none() && !refused {
         return Err("no tree but no syntax error either".into());

@@ -6,11 +6,13 @@
 use crate::common::{crate_root, tritonctl};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use tritonctl::config::normalize::prepare;
 use tritonctl::config::normalize::DirFacts;
 use tritonctl::config::ParsedConfig;
+use tritonctl::diagnostics::Report;
 use tritonctl::diagnostics::Severity;
 use tritonctl::lint::Options;
-use tritonctl::validate::{check_config_file, prepare, validate_paths, Report, ValidateOptions};
+use tritonctl::validate::{check_config_file, validate_paths, ValidateOptions};
 
 fn repos() -> PathBuf {
     crate_root().join("testdata").join("repos")
@@ -50,7 +52,7 @@ fn codes(report: &Report) -> BTreeMap<String, Vec<&'static str>> {
                 .unwrap_or_default()
         });
         let v = out.entry(key).or_default();
-        v.extend(f.diagnostics.iter().map(|d| d.code));
+        v.extend(f.diagnostics.iter().map(|d| d.code()));
         v.sort();
     }
     out
@@ -61,7 +63,7 @@ fn messages(report: &Report, code: &str) -> Vec<String> {
         .files
         .iter()
         .flat_map(|f| &f.diagnostics)
-        .filter(|d| d.code == code)
+        .filter(|d| d.code() == code)
         .map(|d| {
             d.triton_message
                 .clone()
@@ -266,7 +268,7 @@ fn ensemble_dependency_and_composition_findings() {
     for f in &report.files {
         for d in &f.diagnostics {
             if d.severity == Severity::Error {
-                assert!(d.span.is_some(), "{}: {} has no location", f.path, d.code);
+                assert!(d.span.is_some(), "{}: {} has no location", f.path, d.code());
             }
         }
     }
@@ -293,7 +295,7 @@ fn a_config_alone_without_backend_gets_a_note_not_an_error() {
         None,
         &Options::default(),
     );
-    let codes: Vec<&str> = report.diagnostics.iter().map(|d| d.code).collect();
+    let codes: Vec<&str> = report.diagnostics.iter().map(|d| d.code()).collect();
     assert!(codes.contains(&"N0703"), "{codes:?}");
     assert!(!codes.contains(&"E0201"), "{codes:?}");
     // The other rules still run (here: the negative max_batch_size).
@@ -329,11 +331,23 @@ fn the_default_platform_applies_only_when_nothing_else_tells() {
         first_subdir_files: vec!["model.onnx".into()],
         first_subdir_dirs: vec![],
     };
-    let p = prepare(&raw, Some("m"), &onnx_dir, &opts).unwrap();
+    let p = prepare(&raw, Some("m"), &onnx_dir, opts.platform_default.as_deref()).unwrap();
     assert_eq!(p.cfg.backend, "onnxruntime");
-    let p = prepare(&raw, Some("m.identity"), &DirFacts::default(), &opts).unwrap();
+    let p = prepare(
+        &raw,
+        Some("m.identity"),
+        &DirFacts::default(),
+        opts.platform_default.as_deref(),
+    )
+    .unwrap();
     assert_eq!(p.cfg.backend, "identity");
-    let p = prepare(&raw, Some("m"), &DirFacts::default(), &opts).unwrap();
+    let p = prepare(
+        &raw,
+        Some("m"),
+        &DirFacts::default(),
+        opts.platform_default.as_deref(),
+    )
+    .unwrap();
     assert_eq!(
         (p.cfg.platform.as_str(), p.cfg.backend.as_str()),
         ("tensorrt_plan", "tensorrt")

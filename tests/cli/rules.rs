@@ -66,12 +66,12 @@ fn rule_fixtures() {
                 continue;
             };
             let diags = diagnostics_of(&file, &opts);
-            let hit = diags.iter().any(|d| d.code == code);
+            let hit = diags.iter().any(|d| d.code() == code);
             checked += 1;
             if hit != expect_hit {
                 let got: Vec<String> = diags
                     .iter()
-                    .map(|d| format!("{} {}", d.code, d.message))
+                    .map(|d| format!("{} {}", d.code(), d.message))
                     .collect();
                 failures.push(format!(
                     "{code}/{fname}: expected {} {code}, got {got:#?}",
@@ -176,7 +176,7 @@ fn noautofill_platform_conformance() {
                     .map(|d| {
                         format!(
                             "{} {}",
-                            d.code,
+                            d.code(),
                             d.triton_message.as_deref().unwrap_or(&d.message)
                         )
                     })
@@ -241,7 +241,7 @@ mod model_dir_rules {
             Some(Path::new(&dir)),
             opts,
         );
-        report.diagnostics.iter().map(|d| d.code).collect()
+        report.diagnostics.iter().map(|d| d.code()).collect()
     }
 
     fn codes(name: &str, config: &str, files: &[(&str, &[u8])]) -> Vec<&'static str> {
@@ -432,11 +432,11 @@ fn model_metrics_warning_conformance() {
     let expected = std::fs::read_to_string(warn_case.join("expected")).expect("expected");
     let diags = run(&warn_case);
     assert!(
-        diags
-            .iter()
-            .any(|d| d.code == "W0901" && d.triton_message.as_deref() == Some(expected.trim_end())),
+        diags.iter().any(
+            |d| d.code() == "W0901" && d.triton_message.as_deref() == Some(expected.trim_end())
+        ),
         "{diags:#?}"
     );
     let valid = run(&group.join("valid_config/valid_model_metrics"));
-    assert!(!valid.iter().any(|d| d.code == "W0901"), "{valid:#?}");
+    assert!(!valid.iter().any(|d| d.code() == "W0901"), "{valid:#?}");
 }

@@ -6,9 +6,9 @@
 //! in properties.
 
 use super::{portable_path, Location, RenderOptions};
+use crate::diagnostics::Report;
 use crate::diagnostics::Severity;
 use crate::text::LineIndex;
-use crate::validate::Report;
 use std::io::{self, Write};
 
 pub fn render(out: &mut dyn Write, report: &Report, opts: &RenderOptions) -> io::Result<()> {
@@ -33,7 +33,7 @@ pub fn render(out: &mut dyn Write, report: &Report, opts: &RenderOptions) -> io:
                     props.push(format!("endColumn={}", l.end_column));
                 }
             }
-            props.push(format!("title={}", escape_property(d.code)));
+            props.push(format!("title={}", escape_property(d.code())));
             writeln!(
                 out,
                 "::{level} {}::{}",

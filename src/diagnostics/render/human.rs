@@ -16,8 +16,8 @@
 
 use super::{plural, sorted, Location, RenderOptions, Summary};
 use crate::diagnostics::{Diagnostic, Severity};
+use crate::diagnostics::{FileReport, Report};
 use crate::text::LineIndex;
-use crate::validate::{FileReport, Report};
 use anstyle::{AnsiColor, Style};
 use std::io::{self, Write};
 
@@ -152,7 +152,7 @@ fn render_diagnostic(
     writeln!(
         out,
         "{}{}",
-        paint(sev, &format!("{}[{}]", d.severity.as_str(), d.code)),
+        paint(sev, &format!("{}[{}]", d.severity.as_str(), d.code())),
         paint(st.bold, &format!(": {}", d.message))
     )?;
 
@@ -319,6 +319,17 @@ fn expand(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnostics::{Category, Rule};
+
+    const TEST_RULE: Rule = Rule {
+        code: "E0101",
+        name: "unknown-field",
+        category: Category::Schema,
+        severity: Severity::Error,
+        summary: "",
+        docs: "",
+        triton_source: None,
+    };
 
     fn s(files: usize, with: usize, e: usize, w: usize, n: usize) -> Summary {
         Summary {
@@ -379,7 +390,7 @@ mod tests {
             let i = src.find(needle).unwrap();
             crate::text::Span::new(i, i + needle.len())
         };
-        let d = Diagnostic::new("E0101", "preferred size too large")
+        let d = Diagnostic::new(&TEST_RULE, "preferred size too large")
             .at(at("8"))
             .label(at("4"), "max_batch_size set here")
             .help("lower it")

@@ -4,8 +4,8 @@
 
 use super::{Location, RenderOptions, Summary};
 use crate::diagnostics::Diagnostic;
+use crate::diagnostics::Report;
 use crate::text::LineIndex;
-use crate::validate::Report;
 use serde::Serialize;
 use std::io::{self, Write};
 
@@ -89,12 +89,10 @@ pub fn render(out: &mut dyn Write, report: &Report, _opts: &RenderOptions) -> io
 fn diagnostic<'a>(index: &LineIndex, src: &str, d: &'a Diagnostic) -> DiagOut<'a> {
     let loc = d.span.map(|s| Location::of(index, src, s));
     DiagOut {
-        code: d.code,
-        rule: crate::lint::registry::find(d.code)
-            .map(|r| r.name)
-            .unwrap_or(""),
+        code: d.code(),
+        rule: d.rule.name,
         severity: d.severity.as_str(),
-        category: d.category.as_str(),
+        category: d.category().as_str(),
         message: &d.message,
         line: loc.map(|l| l.line),
         column: loc.map(|l| l.column),

@@ -4,8 +4,8 @@
 
 use super::{plural, sorted, Location, RenderOptions, Summary};
 use crate::diagnostics::{Diagnostic, Severity};
+use crate::diagnostics::{FileReport, Report};
 use crate::text::LineIndex;
-use crate::validate::{FileReport, Report};
 use std::io::{self, Write};
 
 pub fn render(out: &mut dyn Write, report: &Report, _opts: &RenderOptions) -> io::Result<()> {
@@ -49,7 +49,7 @@ fn testcase(out: &mut dyn Write, f: &FileReport) -> io::Result<()> {
         .into_iter()
         .partition(|d| d.severity == Severity::Error);
     if let Some(first) = errors.first() {
-        let mut message = format!("{}: {}", first.code, first.message);
+        let mut message = format!("{}: {}", first.code(), first.message);
         if errors.len() > 1 {
             message.push_str(&format!(
                 " (and {} more)",
@@ -60,7 +60,7 @@ fn testcase(out: &mut dyn Write, f: &FileReport) -> io::Result<()> {
         writeln!(
             out,
             r#"      <failure type="{}" message="{}">{}</failure>"#,
-            escape(first.code),
+            escape(first.code()),
             escape(&message),
             escape_text(&body.join("\n"))
         )?;
@@ -85,7 +85,7 @@ fn describe(index: &LineIndex, f: &FileReport, d: &Diagnostic) -> String {
         }
         None => f.path.clone(),
     };
-    let mut s = format!("{at}: {}[{}] {}", d.severity.as_str(), d.code, d.message);
+    let mut s = format!("{at}: {}[{}] {}", d.severity.as_str(), d.code(), d.message);
     if let Some(h) = &d.help {
         s.push_str("\n  help: ");
         s.push_str(h);

@@ -9,9 +9,9 @@ pub mod json;
 pub mod junit;
 pub mod sarif;
 
+use crate::diagnostics::Report;
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::text::{LineIndex, Span};
-use crate::validate::Report;
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 
@@ -36,6 +36,11 @@ pub struct RenderOptions {
     /// relative to (the current directory); absolute report paths under it
     /// are made relative.
     pub base_dir: Option<PathBuf>,
+    /// The rule catalogue `sarif` lists in its driver, so that `ruleIndex`
+    /// is stable between runs (the command passes the registry's rules;
+    /// renderers never consult the registry). Empty: the rules of the
+    /// findings.
+    pub rules: &'static [crate::diagnostics::Rule],
 }
 
 /// Writes `report` in `format`.

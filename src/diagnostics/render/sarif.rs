@@ -1,13 +1,13 @@
 //! `--format sarif`: SARIF 2.1.0 for code scanning. The driver lists every
-//! rule of the registry once (so `ruleIndex` is stable between runs);
+//! rule of the catalogue it is given once (the whole registry from
+//! `validate`, so `ruleIndex` is stable between runs);
 //! results point at relative, forward-slash URIs under `%SRCROOT%` (the
 //! current directory) with 1-based regions counted in code points.
 
 use super::{portable_path, uri_encode, Location, RenderOptions};
 use crate::diagnostics::Severity;
-use crate::lint::registry;
+use crate::diagnostics::{Report, Rule};
 use crate::text::{LineIndex, Span};
-use crate::validate::Report;
 use serde_json::{json, Map, Value};
 use std::io::{self, Write};
 use std::path::Path;
@@ -31,7 +31,18 @@ pub fn render(out: &mut dyn Write, report: &Report, opts: &RenderOptions) -> io:
 
 /// The SARIF log as a JSON value.
 pub fn document(report: &Report, opts: &RenderOptions) -> Value {
-    let rules = registry::all();
+    let rules: Vec<&Rule> = if opts.rules.is_empty() {
+        let mut used: Vec<&Rule> = report
+            .files
+            .iter()
+            .flat_map(|f| f.diagnostics.iter().map(|d| d.rule))
+            .collect();
+        used.sort_by_key(|r| r.code);
+        used.dedup_by_key(|r| r.code);
+        used
+    } else {
+        opts.rules.iter().collect()
+    };
     let rule_objs: Vec<Value> = rules
         .iter()
         .map(|r| {
@@ -74,8 +85,8 @@ pub fn document(report: &Report, opts: &RenderOptions) -> Value {
                 physical.insert("region".into(), region(span));
             }
             let mut result = Map::new();
-            result.insert("ruleId".into(), json!(d.code));
-            if let Some(i) = rules.iter().position(|r| r.code == d.code) {
+            result.insert("ruleId".into(), json!(d.code()));
+            if let Some(i) = rules.iter().position(|r| r.code == d.code()) {
                 result.insert("ruleIndex".into(), json!(i));
             }
             result.insert("level".into(), json!(level(d.severity)));
@@ -103,7 +114,7 @@ pub fn document(report: &Report, opts: &RenderOptions) -> Value {
                 result.insert("relatedLocations".into(), json!(related));
             }
             let mut props = Map::new();
-            props.insert("category".into(), json!(d.category.as_str()));
+            props.insert("category".into(), json!(d.category().as_str()));
             if let Some(h) = &d.help {
                 props.insert("help".into(), json!(h));
             }

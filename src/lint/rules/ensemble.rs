@@ -10,8 +10,9 @@
 //! are about ensembles.
 
 use crate::config::{FieldPath, ParsedConfig};
+use crate::diagnostics::Rule;
 use crate::diagnostics::{Category, Diagnostic, Severity};
-use crate::lint::registry::Rule;
+use crate::lint::registry::rule;
 use crate::lint::ModelCtx;
 use crate::schema::data_type_name;
 use crate::schema::inference::model_config::SchedulingChoice;
@@ -227,7 +228,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     if cfg.platform != "ensemble" {
         out.push(
             ctx.triton(
-                "E0601",
+                rule!("E0601"),
                 "ensemble_scheduling",
                 format!("ensemble scheduling cannot be set for model '{m}' whose platform is not ensemble"),
             )
@@ -240,21 +241,21 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     let forbidden = [
         (
             !cfg.instance_group.is_empty(),
-            "E0602",
+            rule!("E0602"),
             "instance_group",
             format!("instance group should not be specified for ensemble '{m}'"),
             "remove `instance_group`; set instances on the composing models",
         ),
         (
             cfg.optimization.is_some(),
-            "E0603",
+            rule!("E0603"),
             "optimization",
             format!("optimization should not be specified for ensemble '{m}'"),
             "remove `optimization`; set it on the composing models",
         ),
         (
             !cfg.model_warmup.is_empty(),
-            "E0604",
+            rule!("E0604"),
             "model_warmup",
             format!("model_warmup can not be specified for ensemble '{m}'"),
             "remove `model_warmup`; warm up the composing models instead",
@@ -272,7 +273,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     if ens.step.is_empty() {
         out.push(
             ctx.triton(
-                "E0605",
+                rule!("E0605"),
                 "ensemble_scheduling",
                 format!("must specify 'step' for ensemble '{m}'"),
             )
@@ -296,7 +297,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
             incomplete = true;
             out.push(
                 ctx.triton(
-                    "E0606",
+                    rule!("E0606"),
                     &step_path(i),
                     format!("must specify '{field}' in step {i} of ensemble '{m}'"),
                 )
@@ -347,7 +348,7 @@ fn check_data_flow(ctx: &ModelCtx, ens: &ModelEnsembling, out: &mut Vec<Diagnost
                 written_twice = true;
                 let mut d = ctx
                     .triton(
-                        "E0607",
+                        rule!("E0607"),
                         &format!("{}.output_map{{{key}}}.value", step_path(i)),
                         format!(
                             "ensemble tensor '{value}' can appear in an output map only once for ensemble '{m}' step {i}"
@@ -388,7 +389,7 @@ fn check_data_flow(ctx: &ModelCtx, ens: &ModelEnsembling, out: &mut Vec<Diagnost
                 input_unused = true;
                 out.push(
                     ctx.triton(
-                        "E0608",
+                        rule!("E0608"),
                         &format!("input[{i}].name"),
                         format!(
                             "ensemble input '{}' for ensemble {m}' is not used",
@@ -428,7 +429,7 @@ fn check_data_flow(ctx: &ModelCtx, ens: &ModelEnsembling, out: &mut Vec<Diagnost
             output_failed = true;
             out.push(
                 ctx.triton(
-                    "E0609",
+                    rule!("E0609"),
                     &path,
                     format!("ensemble output '{}' for ensemble {m}' is not used", output.name),
                 )
@@ -462,7 +463,7 @@ fn check_data_flow(ctx: &ModelCtx, ens: &ModelEnsembling, out: &mut Vec<Diagnost
             ));
         }
         out.push(
-            ctx.triton("E0610", &path, text)
+            ctx.triton(rule!("E0610"), &path, text)
                 .help("every step input on the way to this output must be an ensemble input or another step's output"),
         );
     }
@@ -481,7 +482,7 @@ fn check_data_flow(ctx: &ModelCtx, ens: &ModelEnsembling, out: &mut Vec<Diagnost
             let (path, help) = tensor_site(ens, &names[t], nodes[t].ready);
             out.push(
                 ctx.triton(
-                    "E0611",
+                    rule!("E0611"),
                     &path,
                     format!("ensemble tensor '{}' is unused in ensemble '{m}'", names[t]),
                 )
@@ -607,14 +608,14 @@ fn consistency(
     name: &str,
     lhs: &Tensor,
     rhs: &Tensor,
-) -> Option<(&'static str, String)> {
+) -> Option<(&'static Rule, String)> {
     let (Some(lt), Some(rt)) = (lhs.dtype, rhs.dtype) else {
         return None;
     };
     let prefix = format!("in ensemble {ens}, ensemble tensor {name}: ");
     if lt != rt {
         return Some((
-            "E0624",
+            rule!("E0624"),
             format!(
                 "{prefix}inconsistent data type: {} is inferred from model {} while {} is inferred from model {}",
                 data_type_name(lt),
@@ -626,7 +627,7 @@ fn consistency(
     }
     if !dims_agree(&lhs.dims, &rhs.dims) && !dims_agree(&lhs.full, &rhs.full) {
         return Some((
-            "E0625",
+            rule!("E0625"),
             format!(
                 "{prefix}inconsistent shape: {} is inferred from model {} while {} is inferred from model {}",
                 dims_text(&lhs.full),
@@ -662,11 +663,11 @@ pub fn check_composition(
     // A type or shape disagreement, shown at the new use, with the place
     // the tensor was first defined as a label.
     let emit = |diags: &mut Vec<Diagnostic>,
-                code: &'static str,
+                code: &'static Rule,
                 path: &str,
                 text: String,
                 first: &Tensor| {
-        let what = if code == "E0624" {
+        let what = if code.code == "E0624" {
             first.dtype.map(data_type_name).unwrap_or_default()
         } else {
             dims_text(&first.full)
@@ -730,7 +731,7 @@ pub fn check_composition(
         let mc = model.cfg;
         let s = step.model_name.as_str();
         if mc.max_batch_size != 0 && mc.max_batch_size < ens.max_batch_size {
-            let mut d = Diagnostic::new("E0620", String::new())
+            let mut d = Diagnostic::new(rule!("E0620"), String::new())
                 .triton(format!(
                     "ensemble {name} allows maximum batch size {}, but it contains model {s} which only allows maximum batch size to be {}",
                     ens.max_batch_size, mc.max_batch_size
@@ -753,7 +754,7 @@ pub fn check_composition(
                 step_ok = false;
                 let names: Vec<&str> = mc.input.iter().map(|x| x.name.as_str()).collect();
                 diags.push(
-                    Diagnostic::new("E0621", String::new())
+                    Diagnostic::new(rule!("E0621"), String::new())
                         .triton(format!(
                             "in ensemble {name}, ensemble tensor {value} is mapping to non-existing input {key} in model {s}"
                         ))
@@ -789,7 +790,7 @@ pub fn check_composition(
                 None => {
                     step_ok = false;
                     diags.push(
-                        Diagnostic::new("E0622", String::new())
+                        Diagnostic::new(rule!("E0622"), String::new())
                             .triton(format!(
                                 "in ensemble {name}, input {} in model {s} is not mapped to any ensemble tensors",
                                 input.name
@@ -821,7 +822,7 @@ pub fn check_composition(
                 step_ok = false;
                 let names: Vec<&str> = mc.output.iter().map(|x| x.name.as_str()).collect();
                 diags.push(
-                    Diagnostic::new("E0623", String::new())
+                    Diagnostic::new(rule!("E0623"), String::new())
                         .triton(format!(
                             "in ensemble {name}, ensemble tensor {value} is mapped from non-existing output {key} in model {s}"
                         ))
@@ -920,7 +921,7 @@ pub fn check_composition(
                     .clone()
                     .unwrap_or_else(|| "ensemble_scheduling".into());
                 diags.push(
-                    Diagnostic::new("E0626", String::new())
+                    Diagnostic::new(rule!("E0626"), String::new())
                         .triton(format!(
                             "in ensemble {name}, step of model '{}' receives inputs originated from different decoupled models",
                             node.model

@@ -6,8 +6,9 @@
 //! stateful backend (`stateful.rs`). Backends the server may lack are
 //! reported by `repository.rs` (W0704), not here.
 
+use crate::diagnostics::Rule;
 use crate::diagnostics::{Category, Diagnostic, Severity};
-use crate::lint::registry::Rule;
+use crate::lint::registry::rule;
 use crate::lint::ModelCtx;
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::model_instance_group::Kind;
@@ -156,10 +157,10 @@ pub const RULES: &[Rule] = &[
 ];
 
 /// The version directories Triton would load, as (name, path), when the
-/// model directory is known (Triton's rules: `repository::scan_versions`).
+/// model directory is known (Triton's rules: `repo::versions`).
 pub(crate) fn loaded_versions(ctx: &ModelCtx) -> Option<Vec<(String, PathBuf)>> {
     let dir = ctx.dir?;
-    Some(super::repository::scan_versions(dir, ctx.cfg).loaded_dirs(dir))
+    Some(crate::repo::versions::scan_versions(dir, ctx.cfg).loaded_dirs(dir))
 }
 
 pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
@@ -167,7 +168,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     if ctx.cfg.response_cache.as_ref().is_some_and(|c| c.enable) {
         out.push(
             ctx.diag(
-                "N0002",
+                rule!("N0002"),
                 "response_cache.enable",
                 "responses are cached only if the server is started with a cache (--cache-config)",
             )
@@ -187,7 +188,7 @@ fn check_order(ctx: &ModelCtx, path: &str, sizes: &[i32], out: &mut Vec<Diagnost
         if !seen.insert(s) {
             out.push(
                 ctx.diag(
-                    "W0002",
+                    rule!("W0002"),
                     &format!("{path}[{k}]"),
                     format!("preferred batch size {s} is listed more than once"),
                 )
@@ -201,7 +202,7 @@ fn check_order(ctx: &ModelCtx, path: &str, sizes: &[i32], out: &mut Vec<Diagnost
         sorted.sort_unstable();
         out.push(
             ctx.diag(
-                "W0002",
+                rule!("W0002"),
                 &format!("{path}[{}]", k + 1),
                 format!(
                     "preferred batch sizes are not in increasing order ({} after {})",
@@ -224,7 +225,7 @@ fn check_queue_policy(ctx: &ModelCtx, path: &str, p: &ModelQueuePolicy, out: &mu
     {
         out.push(
             ctx.diag(
-                "W0013",
+                rule!("W0013"),
                 &format!("{path}.timeout_action"),
                 "timeout_action DELAY has no effect: the policy sets no timeout",
             )
@@ -250,7 +251,7 @@ fn check_batching(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
                 if db.max_queue_delay_microseconds > 0 {
                     out.push(
                         ctx.diag(
-                            "W0003",
+                            rule!("W0003"),
                             "dynamic_batching.max_queue_delay_microseconds",
                             "max_queue_delay_microseconds has no effect: with max_batch_size 0 every batch holds one request",
                         )
@@ -265,7 +266,7 @@ fn check_batching(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
                 if !queue_features {
                     let mut d = ctx
                         .diag(
-                            "W0004",
+                            rule!("W0004"),
                             "dynamic_batching",
                             "dynamic_batching forms no batches on a model with max_batch_size 0",
                         )
@@ -286,7 +287,7 @@ fn check_batching(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
             {
                 let mut d = ctx
                     .diag(
-                        "W0008",
+                        rule!("W0008"),
                         "dynamic_batching.preserve_ordering",
                         "preserve_ordering on a decoupled model holds every streamed response until all earlier requests have finished",
                     )
@@ -319,7 +320,7 @@ fn check_batching(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
                     let field = path.rsplit('.').next().unwrap_or(path);
                     out.push(
                         ctx.diag(
-                            "W0014",
+                            rule!("W0014"),
                             path,
                             format!("{field} is ignored: priority_levels is not set"),
                         )
@@ -335,7 +336,7 @@ fn check_batching(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
                 if idle > 0 && idle < 100_000 {
                     out.push(
                         ctx.diag(
-                            "W0005",
+                            rule!("W0005"),
                             "sequence_batching.max_sequence_idle_microseconds",
                             format!(
                                 "sequences idle for more than {} ms are ended; clients that pause longer lose their sequence",
@@ -384,7 +385,7 @@ fn check_batching(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
                             )
                         };
                         let mut d = ctx
-                            .diag("W0001", &path, msg)
+                            .diag(rule!("W0001"), &path, msg)
                             .help(format!(
                                 "raise max_candidate_sequences to at least {s}, or list preferred sizes up to {cand}"
                             ));
@@ -417,7 +418,7 @@ fn check_instances(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
             let n = if cpu && two_for_cpu { 2 } else { 1 };
             out.push(
                 ctx.diag(
-                    "W0006",
+                    rule!("W0006"),
                     &format!("{p}.count"),
                     format!(
                         "count {} is replaced by {n}: Triton does not disable the group",
@@ -429,7 +430,7 @@ fn check_instances(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         } else if g.count < 1 && cpu && two_for_cpu {
             out.push(
                 ctx.diag(
-                    "N0001",
+                    rule!("N0001"),
                     &p,
                     format!(
                         "this KIND_CPU group gets 2 instances (Triton's default for the {} backend)",
@@ -444,7 +445,7 @@ fn check_instances(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
             if !seen.insert(id) {
                 out.push(
                     ctx.diag(
-                        "W0007",
+                        rule!("W0007"),
                         &format!("{p}.gpus[{k}]"),
                         format!(
                             "GPU {id} is listed twice: Triton creates the group's instances once per entry"
@@ -496,7 +497,7 @@ fn check_platform(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         None => format!("platform '{platform}' is ignored for backend '{backend}'"),
     };
     let mut d = ctx
-        .diag("W0009", "platform", msg)
+        .diag(rule!("W0009"), "platform", msg)
         .help("remove 'platform'; 'backend' alone selects the backend");
     if let Some(s) = ctx.exact_span("backend") {
         d = d.label(s, "backend set here");
@@ -538,7 +539,7 @@ fn check_model_file(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     }
     out.push(
         ctx.diag(
-            "W0010",
+            rule!("W0010"),
             "default_model_filename",
             format!("no version directory contains '{file}'"),
         )
@@ -556,7 +557,7 @@ fn check_states(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         if !inputs.insert(s.input_name.as_str()) {
             out.push(
                 ctx.triton(
-                    "W0012",
+                    rule!("W0012"),
                     &format!("sequence_batching.state[{i}].input_name"),
                     format!(
                         "Detected duplicate 'input_name' in the state configuration: '{}.' This state configuration will be ignored.",
@@ -568,7 +569,7 @@ fn check_states(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         } else if !outputs.insert(s.output_name.as_str()) {
             out.push(
                 ctx.triton(
-                    "W0012",
+                    rule!("W0012"),
                     &format!("sequence_batching.state[{i}].output_name"),
                     format!(
                         "Detected duplicate 'output_name' in the state configuration: '{}'. This state configuration will be ignored.",

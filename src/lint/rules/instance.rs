@@ -7,7 +7,8 @@
 
 use super::model::{label_if, push_merged, triton_at};
 use crate::diagnostics::Diagnostic;
-use crate::lint::registry::Rule;
+use crate::diagnostics::Rule;
+use crate::lint::registry::rule;
 use crate::lint::ModelCtx;
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::model_instance_group::Kind;
@@ -172,7 +173,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
             if !group.gpus.is_empty() {
                 let d = triton_at(
                     ctx,
-                    "E0401",
+                    rule!("E0401"),
                     &[&gpus_path, &base],
                     format!("instance group {g} of model {m} has kind KIND_MODEL but specifies one or more GPUs"),
                 );
@@ -184,7 +185,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
                 if supported.is_empty() {
                     let d = triton_at(
                         ctx,
-                        "E0402",
+                        rule!("E0402"),
                         &[&format!("{base}.kind"), &base],
                         format!("instance group {g} of model {m} has kind KIND_GPU but no GPUs are available"),
                     );
@@ -199,7 +200,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
                     }
                     let d = triton_at(
                         ctx,
-                        "E0403",
+                        rule!("E0403"),
                         &[&format!("{gpus_path}[{k}]"), &gpus_path, &base],
                         format!(
                             "instance group {g} of model {m} specifies invalid or unsupported gpu id {id}. GPUs with at least the minimum required CUDA compute compatibility of {cc} are: {supported_list}"
@@ -217,7 +218,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
             if !group.gpus.is_empty() {
                 let d = triton_at(
                     ctx,
-                    "E0404",
+                    rule!("E0404"),
                     &[&gpus_path, &base],
                     format!("instance group {g} of model {m} has kind KIND_CPU but specifies one or more GPUs"),
                 );
@@ -237,7 +238,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         } else {
             let d = triton_at(
                 ctx,
-                "E0405",
+                rule!("E0405"),
                 &[&format!("{base}.kind"), &base],
                 format!("instance group {g} of model {m} has unexpected kind KIND_AUTO"),
             );
@@ -265,7 +266,7 @@ fn check_profiles(
     if p != "tensorrt_plan" && !super::io::platform_unknown(ctx) {
         let d = triton_at(
             ctx,
-            "E0406",
+            rule!("E0406"),
             &[&format!("{base}.profile"), base],
             format!(
                 "instance group {g} of model {m} and platform {p}specifies profile field which is only supported for TensorRT models"
@@ -279,7 +280,7 @@ fn check_profiles(
         if prof.is_empty() {
             let d = triton_at(
                 ctx,
-                "E0407",
+                rule!("E0407"),
                 &[&path],
                 "profile name must not be empty".to_string(),
             )
@@ -291,7 +292,7 @@ fn check_profiles(
             Stoi::Invalid => {
                 let d = triton_at(
                     ctx,
-                    "E0408",
+                    rule!("E0408"),
                     &[&path],
                     format!("unable to parse '{prof}': stoi"),
                 )
@@ -301,7 +302,7 @@ fn check_profiles(
             Stoi::Value(v) if v < 0 => {
                 let d = triton_at(
                     ctx,
-                    "E0409",
+                    rule!("E0409"),
                     &[&path],
                     format!(
                         "instance group {g} of model {m} and platform {p} specifies invalid profile {prof}. The field should contain the string representation of a non-negative integer."

@@ -13,7 +13,8 @@
 
 use super::model::{label_if, push_merged, triton_at};
 use crate::diagnostics::Diagnostic;
-use crate::lint::registry::Rule;
+use crate::diagnostics::Rule;
+use crate::lint::registry::rule;
 use crate::lint::ModelCtx;
 use crate::schema::inference::model_input::Format;
 use crate::schema::inference::{batch_input, batch_output, DataType, ModelTensorReshape};
@@ -342,7 +343,7 @@ fn check_tensor(ctx: &ModelCtx, t: &Tensor, fin: Finality, out: &mut Vec<Diagnos
     if t.name.is_empty() {
         let d = triton_at(
             ctx,
-            "E0301",
+            rule!("E0301"),
             &[&format!("{base}.name"), &base],
             format!("{p}must specify 'name'{sfx}"),
         )
@@ -357,7 +358,7 @@ fn check_tensor(ctx: &ModelCtx, t: &Tensor, fin: Finality, out: &mut Vec<Diagnos
         out.push(
             triton_at(
                 ctx,
-                "E0302",
+                rule!("E0302"),
                 &[&format!("{base}.data_type"), &base],
                 format!("{pn}must specify 'data_type'{sfx}"),
             )
@@ -369,7 +370,7 @@ fn check_tensor(ctx: &ModelCtx, t: &Tensor, fin: Finality, out: &mut Vec<Diagnos
             out.push(
                 triton_at(
                     ctx,
-                    "E0303",
+                    rule!("E0303"),
                     &[&format!("{base}.dims"), &base],
                     format!("{pn}must specify 'dims'{sfx}"),
                 )
@@ -389,7 +390,7 @@ fn check_tensor(ctx: &ModelCtx, t: &Tensor, fin: Finality, out: &mut Vec<Diagnos
             if fin.max_batch_size {
                 let d = triton_at(
                     ctx,
-                    "E0304",
+                    rule!("E0304"),
                     &[&format!("{base}.reshape")],
                     format!(
                         "{pn}cannot have empty reshape for non-batching model as scalar tensors are not supported{sfx}"
@@ -407,7 +408,7 @@ fn check_tensor(ctx: &ModelCtx, t: &Tensor, fin: Finality, out: &mut Vec<Diagnos
         shapes_ok = false;
         let mut d = triton_at(
             ctx,
-            "E0305",
+            rule!("E0305"),
             &[&format!("{base}.dims[{k0}]"), &format!("{base}.dims")],
             format!("{pn}dimension must be integer >= 1, or -1 to indicate a variable-size dimension{sfx}"),
         );
@@ -429,7 +430,7 @@ fn check_tensor(ctx: &ModelCtx, t: &Tensor, fin: Finality, out: &mut Vec<Diagnos
         shapes_ok = false;
         let mut d = triton_at(
             ctx,
-            "E0306",
+            rule!("E0306"),
             &[&format!("{base}.reshape.shape[{k0}]"), &format!("{base}.reshape")],
             format!(
                 "{pn}reshape dimensions must be integer >= 1, or -1 to indicate a variable-size dimension{sfx}"
@@ -458,7 +459,7 @@ fn check_tensor(ctx: &ModelCtx, t: &Tensor, fin: Finality, out: &mut Vec<Diagnos
                 out.push(
                     triton_at(
                         ctx,
-                        "E0307",
+                        rule!("E0307"),
                         &[&path],
                         format!(
                             "element count for tensor '{} {what}' exceeds maximum size of {}{sfx}",
@@ -503,7 +504,7 @@ fn check_reshape_sizes(
     let reshape_path = format!("{base}.reshape");
     let size_text = format!("{pn}has different size for dims and reshape{sfx}");
     if dims_size != reshape_size && (reshape_size != 0 || dims_size != 1) {
-        let d = triton_at(ctx, "E0308", &[&reshape_path], size_text);
+        let d = triton_at(ctx, rule!("E0308"), &[&reshape_path], size_text);
         let d = label_if(ctx, d, &dims_path, "dims set here");
         let help = match (dims_size, reshape_size) {
             (-1, _) | (_, -1) => format!(
@@ -526,7 +527,7 @@ fn check_reshape_sizes(
         if dr.len() != rr.len() {
             let d = triton_at(
                 ctx,
-                "E0309",
+                rule!("E0309"),
                 &[&reshape_path],
                 format!("{pn}has different number of variable-size dimensions for dims and reshape{sfx}"),
             );
@@ -539,7 +540,7 @@ fn check_reshape_sizes(
                 rr.len() - 1
             )));
         } else if dr != rr {
-            let d = triton_at(ctx, "E0308", &[&reshape_path], size_text);
+            let d = triton_at(ctx, rule!("E0308"), &[&reshape_path], size_text);
             let d = label_if(ctx, d, &dims_path, "dims set here");
             out.push(d.help(format!(
                 "the fixed sizes between the -1 entries must multiply to the same products: {dr:?} for dims vs {rr:?} for reshape"
@@ -557,7 +558,7 @@ fn check_flags(ctx: &ModelCtx, t: &Tensor, base: &str, sfx: &str, out: &mut Vec<
     if (t.format == Format::Nhwc as i32 || t.format == Format::Nchw as i32) && t.dims.len() != 3 {
         let d = triton_at(
             ctx,
-            "E0310",
+            rule!("E0310"),
             &[&format!("{base}.format")],
             format!("model input NHWC/NCHW require 3 dims{sfx}"),
         );
@@ -567,7 +568,7 @@ fn check_flags(ctx: &ModelCtx, t: &Tensor, base: &str, sfx: &str, out: &mut Vec<
     if t.is_shape_tensor && not_tensorrt {
         let d = triton_at(
             ctx,
-            "E0311",
+            rule!("E0311"),
             &[&format!("{base}.is_shape_tensor")],
             format!("shape tensors are only supported for TensorRT platform{sfx}"),
         );
@@ -582,7 +583,7 @@ fn check_flags(ctx: &ModelCtx, t: &Tensor, base: &str, sfx: &str, out: &mut Vec<
         if not_tensorrt {
             let d = triton_at(
                 ctx,
-                "E0312",
+                rule!("E0312"),
                 &[&path],
                 format!("Non-linear IO format is only supported for the TensorRT platform{sfx}"),
             );
@@ -594,7 +595,7 @@ fn check_flags(ctx: &ModelCtx, t: &Tensor, base: &str, sfx: &str, out: &mut Vec<
         } else if platform == "tensorrt_plan" && t.dims.len() != 3 {
             let d = triton_at(
                 ctx,
-                "E0313",
+                rule!("E0313"),
                 &[&path],
                 format!("Non-linear IO format {} requires 3 dims{sfx}", t.field),
             );
@@ -611,7 +612,7 @@ fn check_flags(ctx: &ModelCtx, t: &Tensor, base: &str, sfx: &str, out: &mut Vec<
 /// Whether the platform is unknown because the config was checked without
 /// its model directory and names neither platform nor backend.
 pub(crate) fn platform_unknown(ctx: &ModelCtx) -> bool {
-    ctx.cfg.backend == crate::validate::UNDETERMINED_BACKEND
+    ctx.cfg.backend == crate::config::normalize::UNDETERMINED_BACKEND
 }
 
 fn check_batch_io(ctx: &ModelCtx, fin: Finality, out: &mut Vec<Diagnostic>) {
@@ -629,7 +630,7 @@ fn check_batch_io(ctx: &ModelCtx, fin: Finality, out: &mut Vec<Diagnostic>) {
                 if n != 1 {
                     let d = triton_at(
                         ctx,
-                        "E0314",
+                        rule!("E0314"),
                         &[
                             &format!("{base}.source_input"),
                             &format!("{base}.kind"),
@@ -647,7 +648,7 @@ fn check_batch_io(ctx: &ModelCtx, fin: Finality, out: &mut Vec<Diagnostic>) {
                 out.push(
                     triton_at(
                         ctx,
-                        "E0315",
+                        rule!("E0315"),
                         &[&format!("{base}.kind"), &base],
                         format!("unknown batch input kind ''{sfx}"),
                     )
@@ -658,7 +659,7 @@ fn check_batch_io(ctx: &ModelCtx, fin: Finality, out: &mut Vec<Diagnostic>) {
         if bi.data_type != DataType::TypeInt32 as i32 && bi.data_type != DataType::TypeFp32 as i32 {
             let d = triton_at(
                 ctx,
-                "E0316",
+                rule!("E0316"),
                 &[&format!("{base}.data_type"), &base],
                 format!("batch input data type must be TYPE_INT32 or TYPE_FP32{sfx}"),
             )
@@ -687,7 +688,7 @@ fn check_batch_io(ctx: &ModelCtx, fin: Finality, out: &mut Vec<Diagnostic>) {
                 if n != 1 {
                     let d = triton_at(
                         ctx,
-                        "E0318",
+                        rule!("E0318"),
                         &[
                             &format!("{base}.source_input"),
                             &format!("{base}.kind"),
@@ -705,7 +706,7 @@ fn check_batch_io(ctx: &ModelCtx, fin: Finality, out: &mut Vec<Diagnostic>) {
                 out.push(
                     triton_at(
                         ctx,
-                        "E0319",
+                        rule!("E0319"),
                         &[&format!("{base}.kind"), &base],
                         format!("unknown batch output kind ''{sfx}"),
                     )
@@ -731,7 +732,7 @@ fn check_batch_io(ctx: &ModelCtx, fin: Finality, out: &mut Vec<Diagnostic>) {
             if fin.outputs && !outputs.contains(&t.as_str()) {
                 let d = triton_at(
                     ctx,
-                    "E0320",
+                    rule!("E0320"),
                     &[&path, &base],
                     format!("unknown target output name '{t}'{sfx}"),
                 );
@@ -746,7 +747,7 @@ fn check_batch_io(ctx: &ModelCtx, fin: Finality, out: &mut Vec<Diagnostic>) {
             if let Some(&(_, first)) = seen.iter().find(|(n, _)| *n == t.as_str()) {
                 let d = triton_at(
                     ctx,
-                    "E0321",
+                    rule!("E0321"),
                     &[&path, &base],
                     format!("target output name '{t}' can only be specified once{sfx}"),
                 );
@@ -777,7 +778,7 @@ fn unknown_source(
     }
     let d = triton_at(
         ctx,
-        "E0317",
+        rule!("E0317"),
         &[path],
         format!("unknown source input name '{s}'{sfx}"),
     );

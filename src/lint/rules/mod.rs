@@ -1,6 +1,7 @@
 //! Rules by area. Each module declares its rules (`RULES`, part of the one
 //! registry) next to the code that raises them (`check`).
 
+pub mod bls;
 pub mod ensemble;
 pub mod hints;
 pub mod instance;
@@ -12,28 +13,8 @@ pub mod stateful;
 pub mod suppress;
 pub mod warmup;
 
-use super::registry::Rule;
 use super::ModelCtx;
 use crate::diagnostics::Diagnostic;
-
-/// Every rule declared by the area modules.
-pub fn all_rules() -> impl Iterator<Item = &'static Rule> {
-    [
-        model::RULES,
-        io::RULES,
-        instance::RULES,
-        scheduler::RULES,
-        ensemble::RULES,
-        repository::RULES,
-        stateful::RULES,
-        warmup::RULES,
-        hints::RULES,
-        suppress::RULES,
-        crate::repo::bls::RULES,
-    ]
-    .into_iter()
-    .flatten()
-}
 
 /// Per-model rules, in Triton's stage order.
 pub fn check_model(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {

@@ -7,8 +7,9 @@
 //! `platform` and `backend` empty after the "unexpected platform type" check,
 //! a missing version policy) have no rule: Triton never prints them.
 
+use crate::diagnostics::Rule;
 use crate::diagnostics::{Category, Diagnostic, Severity};
-use crate::lint::registry::Rule;
+use crate::lint::registry::rule;
 use crate::lint::ModelCtx;
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::model_queue_policy::TimeoutAction;
@@ -239,7 +240,7 @@ pub const RULES: &[Rule] = &[
 /// `d`'s location to it as a secondary label instead.
 pub(crate) fn push_merged(out: &mut Vec<Diagnostic>, d: Diagnostic, label: &str) {
     let same = out.iter_mut().find(|o| {
-        o.code == d.code && o.triton_message.is_some() && o.triton_message == d.triton_message
+        o.code() == d.code() && o.triton_message.is_some() && o.triton_message == d.triton_message
     });
     match same {
         Some(o) => {
@@ -265,7 +266,7 @@ pub(crate) fn first_exact(ctx: &ModelCtx, paths: &[&str]) -> Option<Span> {
 /// closest existing ancestor of the last one.
 pub(crate) fn triton_at(
     ctx: &ModelCtx,
-    code: &'static str,
+    code: &'static Rule,
     paths: &[&str],
     text: String,
 ) -> Diagnostic {
@@ -334,7 +335,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         out.push(
             triton_at(
                 ctx,
-                "E0205",
+                rule!("E0205"),
                 &["max_batch_size"],
                 format!("'max_batch_size' must be non-negative value for {m}"),
             )
@@ -357,7 +358,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         out.push(
             triton_at(
                 ctx,
-                "E0224",
+                rule!("E0224"),
                 &["platform"],
                 format!(
                     "ensemble scheduling must be set for ensemble {m} whose platform is ensemble"
@@ -375,7 +376,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     if decoupled && cache_on {
         let d = triton_at(
             ctx,
-            "E0225",
+            rule!("E0225"),
             &["response_cache.enable", "response_cache"],
             format!(
                 "Response Cache does not currently support model {m} with 'decoupled' transaction policy. Please disable the response cache."
@@ -401,7 +402,7 @@ fn check_platform_backend(ctx: &ModelCtx, cfg: &ModelConfig, out: &mut Vec<Diagn
         if cfg.platform != "ensemble" {
             let mut d = triton_at(
                 ctx,
-                "E0202",
+                rule!("E0202"),
                 &["platform", "default_model_filename", "name"],
                 format!("unexpected platform type '{}' for {m}", cfg.platform),
             );
@@ -431,7 +432,7 @@ fn check_platform_backend(ctx: &ModelCtx, cfg: &ModelConfig, out: &mut Vec<Diagn
     } else if cfg.platform == "ensemble" {
         let d = triton_at(
             ctx,
-            "E0203",
+            rule!("E0203"),
             &["backend"],
             format!(
                 "Ensemble model '{m}' must have platform type '{}' and empty backend type",
@@ -446,7 +447,7 @@ fn check_platform_backend(ctx: &ModelCtx, cfg: &ModelConfig, out: &mut Vec<Diagn
         if platform_family(&cfg.platform) != Some(f) {
             let d = triton_at(
                 ctx,
-                "E0204",
+                rule!("E0204"),
                 &["platform", "backend"],
                 format!(
                     "unexpected 'platform' and 'backend' pair, got:{}, {}",
@@ -480,7 +481,7 @@ fn check_dynamic_batching(ctx: &ModelCtx, db: &ModelDynamicBatching, out: &mut V
         if size <= 0 {
             let d = triton_at(
                 ctx,
-                "E0206",
+                rule!("E0206"),
                 &[&path],
                 format!("dynamic batching preferred size must be positive for {m}"),
             )
@@ -489,7 +490,7 @@ fn check_dynamic_batching(ctx: &ModelCtx, db: &ModelDynamicBatching, out: &mut V
         } else if size > mbs {
             let d = triton_at(
                 ctx,
-                "E0207",
+                rule!("E0207"),
                 &[&path],
                 format!("dynamic batching preferred size must be <= max batch size for {m}"),
             );
@@ -510,7 +511,7 @@ fn check_dynamic_batching(ctx: &ModelCtx, db: &ModelDynamicBatching, out: &mut V
         if db.default_priority_level == 0 || db.default_priority_level > levels {
             let d = triton_at(
                 ctx,
-                "E0208",
+                rule!("E0208"),
                 &[
                     "dynamic_batching.default_priority_level",
                     "dynamic_batching.priority_levels",
@@ -532,7 +533,7 @@ fn check_dynamic_batching(ctx: &ModelCtx, db: &ModelDynamicBatching, out: &mut V
                 let entry = format!("dynamic_batching.priority_queue_policy{{{key}}}");
                 let d = triton_at(
                     ctx,
-                    "E0209",
+                    rule!("E0209"),
                     &[&format!("{entry}.key"), &entry],
                     format!("priority queue policy must have priority level in range [1, {levels}] for {m}"),
                 );
@@ -555,7 +556,7 @@ fn check_dynamic_batching(ctx: &ModelCtx, db: &ModelDynamicBatching, out: &mut V
         if levels > 1 {
             let d = triton_at(
                 ctx,
-                "E0210",
+                rule!("E0210"),
                 &["dynamic_batching.priority_levels"],
                 format!(
                     "Only one priority level is allowed when 'preserve_ordering' is true for {m}"
@@ -589,7 +590,7 @@ fn check_dynamic_batching(ctx: &ModelCtx, db: &ModelDynamicBatching, out: &mut V
         for p in policies {
             let d = triton_at(
                 ctx,
-                "E0211",
+                rule!("E0211"),
                 &[&format!("{p}.timeout_action"), &p],
                 text.clone(),
             );
@@ -618,7 +619,7 @@ fn check_sequence_batching(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut
     if ctx.cfg.response_cache.as_ref().is_some_and(|c| c.enable) {
         let d = triton_at(
             ctx,
-            "E0212",
+            rule!("E0212"),
             &["response_cache.enable", "response_cache"],
             format!(
                 "Response Cache does not currently support model {m} with sequence batching scheduler. Please disable the response cache."
@@ -643,7 +644,7 @@ fn check_sequence_batching(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut
                 if size <= 0 {
                     let d = triton_at(
                         ctx,
-                        "E0221",
+                        rule!("E0221"),
                         &[&path],
                         format!("sequence batching preferred batch size must be positive for {m}"),
                     )
@@ -652,7 +653,7 @@ fn check_sequence_batching(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut
                 } else if size > mbs {
                     let d = triton_at(
                         ctx,
-                        "E0222",
+                        rule!("E0222"),
                         &[&path],
                         format!("sequence batching preferred batch size must be <= max batch size for {m}"),
                     );
@@ -673,7 +674,7 @@ fn check_sequence_batching(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut
                 out.push(
                     triton_at(
                         ctx,
-                        "E0223",
+                        rule!("E0223"),
                         &["sequence_batching.direct.minimum_slot_utilization"],
                         format!("sequence batching minimum slot utilization must be in range (0.0, 1.0] for {m}"),
                     )
@@ -698,7 +699,7 @@ fn check_controls(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diag
         if ci.name.is_empty() {
             let d = triton_at(
                 ctx,
-                "E0213",
+                rule!("E0213"),
                 &[&format!("{base}[{i}].name"), &format!("{base}[{i}]")],
                 format!("sequence batching control tensor must have a name for {m}"),
             )
@@ -709,7 +710,7 @@ fn check_controls(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diag
         if let Some(&(_, first)) = first_use.iter().find(|(n, _)| *n == ci.name) {
             let d = triton_at(
                 ctx,
-                "E0214",
+                rule!("E0214"),
                 &[&format!("{base}[{i}].name"), &format!("{base}[{i}]")],
                 format!(
                     "sequence batching control tensor '{}' is specified for multiple control kinds for {m}",
@@ -745,7 +746,7 @@ fn check_controls(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diag
                     Some(fp) => {
                         let d = triton_at(
                             ctx,
-                            "E0215",
+                            rule!("E0215"),
                             &[&format!("{cpath}.kind"), &cpath],
                             format!("sequence batching specifies multiple {kname} tensors for {m}"),
                         );
@@ -786,7 +787,7 @@ fn check_boolean_control(
         [] => {
             let d = triton_at(
                 ctx,
-                "E0216",
+                rule!("E0216"),
                 &[cpath],
                 format!(
                     "sequence batching must specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for {kname} for {m}"
@@ -798,7 +799,7 @@ fn check_boolean_control(
         [_, second, ..] => {
             let d = triton_at(
                 ctx,
-                "E0217",
+                rule!("E0217"),
                 &[&format!("{cpath}.{}", second.0), cpath],
                 format!(
                     "sequence batching specifies more than one from 'int32_false_true', 'fp32_false_true' and 'bool_false_true' for {kname} for {m}"
@@ -814,7 +815,7 @@ fn check_boolean_control(
         if *n != 2 {
             let d = triton_at(
                 ctx,
-                "E0218",
+                rule!("E0218"),
                 &[&format!("{cpath}.{list}"), cpath],
                 format!("sequence batching control '{list}' must have exactly 2 entries for {kname} for {m}"),
             )
@@ -838,7 +839,7 @@ fn check_corrid_control(ctx: &ModelCtx, c: &Control, cpath: &str, out: &mut Vec<
     if let Some(list) = list {
         let d = triton_at(
             ctx,
-            "E0219",
+            rule!("E0219"),
             &[&format!("{cpath}.{list}"), cpath],
             format!(
                 "sequence batching must not specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for CONTROL_SEQUENCE_CORRID for {m}"
@@ -857,7 +858,7 @@ fn check_corrid_control(ctx: &ModelCtx, c: &Control, cpath: &str, out: &mut Vec<
     if !allowed.iter().any(|t| *t as i32 == c.data_type) {
         let d = triton_at(
             ctx,
-            "E0220",
+            rule!("E0220"),
             &[&format!("{cpath}.data_type"), cpath],
             format!(
                 "unexpected data type for control CONTROL_SEQUENCE_CORRID for {m}. Allowed data types are TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 and TYPE_STRING"
@@ -883,7 +884,7 @@ fn check_model_metrics(ctx: &ModelCtx, metrics: &ModelMetrics, out: &mut Vec<Dia
             None => {
                 let d = triton_at(
                     ctx,
-                    "E0226",
+                    rule!("E0226"),
                     &[&path],
                     "metric control must specify 'metric_identifier'".to_string(),
                 )
@@ -893,7 +894,7 @@ fn check_model_metrics(ctx: &ModelCtx, metrics: &ModelMetrics, out: &mut Vec<Dia
             Some(id) if id.family.is_empty() => {
                 let d = triton_at(
                     ctx,
-                    "E0227",
+                    rule!("E0227"),
                     &[
                         &format!("{path}.metric_identifier.family"),
                         &format!("{path}.metric_identifier"),
@@ -909,7 +910,7 @@ fn check_model_metrics(ctx: &ModelCtx, metrics: &ModelMetrics, out: &mut Vec<Dia
             None => {
                 let d = triton_at(
                     ctx,
-                    "E0228",
+                    rule!("E0228"),
                     &[&path],
                     "metric control must specify 'histogram_options'".to_string(),
                 )
@@ -919,7 +920,7 @@ fn check_model_metrics(ctx: &ModelCtx, metrics: &ModelMetrics, out: &mut Vec<Dia
             Some(MetricOptions::HistogramOptions(h)) if h.buckets.is_empty() => {
                 let d = triton_at(
                     ctx,
-                    "E0229",
+                    rule!("E0229"),
                     &[
                         &format!("{path}.histogram_options.buckets"),
                         &format!("{path}.histogram_options"),

@@ -19,14 +19,14 @@
 //! the directory it is found in fails on every server, so that one is an
 //! error.
 
+use crate::diagnostics::Rule;
 use crate::diagnostics::{Category, Diagnostic, Severity};
-use crate::lint::registry::Rule;
+use crate::lint::registry::rule;
 use crate::lint::rules::ensemble::{self, StepModel};
-use crate::lint::{ModelCtx, Options, STANDARD_BACKENDS};
-use crate::repo::LoadedModel;
-use crate::schema::inference::model_version_policy::PolicyChoice;
+use crate::lint::{CheckedModel, ModelCtx, Options, STANDARD_BACKENDS};
+use crate::repo::versions::{scan_versions, IgnoredReason};
 use crate::schema::inference::ModelConfig;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 const fn rule(
@@ -164,115 +164,6 @@ pub const RULES: &[Rule] = &[
 /// Where Triton looks for backends by default (`--backend-directory`).
 const BACKEND_DIR: &str = "/opt/tritonserver/backends";
 
-/// Sub-directories Triton skips silently when it looks for versions.
-const NOT_VERSIONS: &[&str] = &["warmup", "initial_state", "configs"];
-
-/// The version directories of a model and what its policy selects.
-#[derive(Debug, Default, Clone)]
-pub struct VersionScan {
-    /// Numeric version directories (as Triton reads their names).
-    pub existing: BTreeSet<i64>,
-    /// The directory name each version was read from.
-    pub dir_names: std::collections::BTreeMap<i64, String>,
-    /// Directory names Triton ignores, with the rule code and its warning.
-    pub ignored: Vec<(String, &'static str, String)>,
-    /// Versions the policy selects, highest first.
-    pub loaded: Vec<i64>,
-    /// `specific` versions (index in the list, version) without a directory.
-    pub missing_specific: Vec<(usize, i64)>,
-}
-
-impl VersionScan {
-    /// The directories of the versions the policy selects, highest first,
-    /// as (directory name, path under `dir`).
-    pub fn loaded_dirs(&self, dir: &Path) -> Vec<(String, std::path::PathBuf)> {
-        self.loaded
-            .iter()
-            .filter_map(|v| self.dir_names.get(v))
-            .map(|name| (name.clone(), dir.join(name)))
-            .collect()
-    }
-}
-
-/// Triton's `VersionsToLoad` on `dir` with the (normalized) `cfg`.
-pub fn scan_versions(dir: &Path, cfg: &ModelConfig) -> VersionScan {
-    let mut subdirs: Vec<String> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.path().is_dir())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    subdirs.sort();
-    let mut scan = VersionScan::default();
-    for d in subdirs {
-        if NOT_VERSIONS.contains(&d.as_str()) {
-            continue;
-        }
-        if d.len() > 1 && d.starts_with('0') {
-            let text = format!(
-                "ignore version directory '{d}' which contains leading zeros in its directory name"
-            );
-            scan.ignored.push((d, "W0701", text));
-            continue;
-        }
-        match crate::text::stoll(&d) {
-            Some(v) => {
-                scan.existing.insert(v);
-                scan.dir_names.insert(v, d);
-            }
-            None => {
-                let text = format!(
-                    "ignore version directory '{d}' which fails to convert to integral number"
-                );
-                scan.ignored.push((d, "W0702", text));
-            }
-        }
-    }
-    match cfg
-        .version_policy
-        .as_ref()
-        .and_then(|p| p.policy_choice.as_ref())
-    {
-        Some(PolicyChoice::Specific(s)) => {
-            for (i, v) in s.versions.iter().enumerate() {
-                if scan.existing.contains(v) {
-                    if !scan.loaded.contains(v) {
-                        scan.loaded.push(*v);
-                    }
-                } else {
-                    scan.missing_specific.push((i, *v));
-                }
-            }
-            scan.loaded.sort_by(|a, b| b.cmp(a));
-        }
-        Some(PolicyChoice::Latest(l)) => {
-            scan.loaded = scan
-                .existing
-                .iter()
-                .rev()
-                .take(l.num_versions as usize)
-                .copied()
-                .collect();
-        }
-        // `all`, and a policy message with no choice (Triton's else branch).
-        Some(PolicyChoice::All(_)) | None if cfg.version_policy.is_some() => {
-            scan.loaded = scan.existing.iter().rev().copied().collect();
-        }
-        // No policy at all: normalization makes it `latest { 1 }`.
-        _ => {
-            scan.loaded = scan
-                .existing
-                .iter()
-                .next_back()
-                .copied()
-                .into_iter()
-                .collect()
-        }
-    }
-    scan
-}
-
 /// Whether the server is taken to have backend `b` installed.
 pub fn backend_known(b: &str, opts: &Options) -> bool {
     STANDARD_BACKENDS.contains(&b) || opts.known_backends.iter().any(|k| k == b)
@@ -307,7 +198,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     if !ctx.raw.name.is_empty() && ctx.cfg.name != dir_name {
         out.push(
             ctx.triton(
-                "E0702",
+                rule!("E0702"),
                 "name",
                 format!(
                     "unexpected directory name '{dir_name}' for model '{}', directory name must equal model name",
@@ -323,17 +214,21 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
 
     // §3.7.
     let scan = scan_versions(dir, ctx.cfg);
-    for (_, code, text) in &scan.ignored {
+    for ignored in &scan.ignored {
+        let code = match ignored.reason {
+            IgnoredReason::LeadingZeros => rule!("W0701"),
+            IgnoredReason::NotANumber => rule!("W0702"),
+        };
         out.push(
             Diagnostic::new(code, String::new())
-                .triton(text.clone())
+                .triton(ignored.triton_text.clone())
                 .help("version directories are plain numbers: 1, 2, 3, ..."),
         );
     }
     for (i, v) in &scan.missing_specific {
         out.push(
             ctx.triton(
-                "W0703",
+                rule!("W0703"),
                 &format!("version_policy.specific.versions[{i}]"),
                 format!("version {v} is specified for model '{dir_name}', but the version directory is not present"),
             )
@@ -352,7 +247,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         };
         out.push(
             ctx.triton(
-                "E0703",
+                rule!("E0703"),
                 "version_policy",
                 format!("at least one version must be available under the version policy of model '{dir_name}'"),
             )
@@ -373,7 +268,10 @@ fn check_backend_library(
 ) {
     let cfg = ctx.cfg;
     let b = cfg.backend.as_str();
-    if b.is_empty() || b == crate::validate::UNDETERMINED_BACKEND || cfg.platform == "ensemble" {
+    if b.is_empty()
+        || b == crate::config::normalize::UNDETERMINED_BACKEND
+        || cfg.platform == "ensemble"
+    {
         return;
     }
     let m = cfg.name.as_str();
@@ -392,7 +290,7 @@ fn check_backend_library(
         if !known && !in_model_dir(&format!("libtriton_{b}.so")) {
             out.push(
                 ctx.triton(
-                    "W0704",
+                    rule!("W0704"),
                     "backend",
                     format!("unable to find backend library for backend '{b}', try specifying runtime on the model configuration."),
                 )
@@ -410,7 +308,7 @@ fn check_backend_library(
         if !known {
             out.push(
                 ctx.triton(
-                    "W0705",
+                    rule!("W0705"),
                     "runtime",
                     format!(
                         "unable to find Python backend based backend library '{rt}' for model '{m}', searched: '{backend_path}/model.py'"
@@ -426,7 +324,7 @@ fn check_backend_library(
     if runtime_escapes(&backend_path, rt) {
         out.push(
             ctx.triton(
-                "E0704",
+                rule!("E0704"),
                 "runtime",
                 format!(
                     "backend library name '{rt}' escapes backend directory '{backend_path}', for model '{m}', check model config runtime field"
@@ -445,7 +343,7 @@ fn check_backend_library(
         let shown = dir.display().to_string();
         out.push(
             ctx.triton(
-                "W0705",
+                rule!("W0705"),
                 "runtime",
                 format!(
                     "unable to find backend library '{rt}' for model '{m}', searched: '{shown}/{version}' '{shown}' '{backend_path}' "
@@ -461,11 +359,11 @@ fn check_backend_library(
 // ---------------------------------------------------------------------------
 // Cross-model checks.
 
-fn model_cfg(m: &LoadedModel) -> Option<&ModelConfig> {
+fn model_cfg(m: &CheckedModel) -> Option<&ModelConfig> {
     m.prepared.as_ref().map(|p| &p.cfg)
 }
 
-fn at(m: &LoadedModel, path: &str) -> Option<crate::text::Span> {
+fn at(m: &CheckedModel, path: &str) -> Option<crate::text::Span> {
     m.parsed
         .as_ref()
         .and_then(|p| p.span(&crate::config::FieldPath::parse(path)))
@@ -473,7 +371,7 @@ fn at(m: &LoadedModel, path: &str) -> Option<crate::text::Span> {
 
 /// The ensemble's step models, as indices into `models` (`None` when absent).
 fn step_targets(
-    models: &[LoadedModel],
+    models: &[CheckedModel],
     by_name: &HashMap<&str, usize>,
     e: usize,
 ) -> Vec<Option<usize>> {
@@ -519,8 +417,8 @@ fn find_cycle(
 }
 
 /// Cross-model rules; returns the findings per model, in `models` order.
-/// `LoadedModel::has_errors` tells which models fail on their own.
-pub fn check_repository(models: &[LoadedModel], opts: &Options) -> Vec<Vec<Diagnostic>> {
+/// `CheckedModel::has_errors` tells which models fail on their own.
+pub fn check_repository(models: &[CheckedModel], opts: &Options) -> Vec<Vec<Diagnostic>> {
     let n = models.len();
     let mut out: Vec<Vec<Diagnostic>> = vec![Vec::new(); n];
     let by_name: HashMap<&str, usize> = models
@@ -569,7 +467,7 @@ pub fn check_repository(models: &[LoadedModel], opts: &Options) -> Vec<Vec<Diagn
                     blocked[e] = true;
                     if reported.insert(dep) {
                         out[e].push(
-                            Diagnostic::new("E0630", String::new())
+                            Diagnostic::new(rule!("E0630"), String::new())
                                 .triton(format!("ensemble {ename} contains models that are not available or ambiguous: {dep}"))
                                 .at_opt(at(&models[e], &format!("{sp}.model_name")))
                                 .help(format!(
@@ -586,7 +484,7 @@ pub fn check_repository(models: &[LoadedModel], opts: &Options) -> Vec<Vec<Diagn
                         blocked[e] = true;
                         let have: Vec<String> = loaded[d].iter().map(i64::to_string).collect();
                         out[e].push(
-                            Diagnostic::new("E0632", String::new())
+                            Diagnostic::new(rule!("E0632"), String::new())
                                 .triton(format!(
                                     "ensemble '{ename}' depends on '{dep}' whose required version {} is not loaded.",
                                     step.model_version
@@ -606,7 +504,7 @@ pub fn check_repository(models: &[LoadedModel], opts: &Options) -> Vec<Vec<Diagn
             in_cycle[e] = true;
             let lname = &models[last].entry.name;
             out[e].push(
-                Diagnostic::new("E0631", String::new())
+                Diagnostic::new(rule!("E0631"), String::new())
                     .triton(format!(
                         "circular dependency between ensembles: {ename} -> ... -> {lname} -> {ename}"
                     ))
@@ -634,7 +532,7 @@ pub fn check_repository(models: &[LoadedModel], opts: &Options) -> Vec<Vec<Diagn
     fn visit(
         e: usize,
         ctx: &mut Walk,
-        models: &[LoadedModel],
+        models: &[CheckedModel],
         targets: &[Vec<Option<usize>>],
         is_ens: &[bool],
         opts: &Options,
@@ -665,7 +563,7 @@ pub fn check_repository(models: &[LoadedModel], opts: &Options) -> Vec<Vec<Diagn
                 if noted.insert(d) && !ctx.blocked[e] {
                     ctx.out[e].push(
                         Diagnostic::new(
-                            "N0702",
+                            rule!("N0702"),
                             format!("ensemble '{ename}' cannot load: the model '{dep}' it uses fails to load"),
                         )
                         .at_opt(at(m, &format!("ensemble_scheduling.step[{i}].model_name")))
@@ -777,7 +675,14 @@ mod tests {
             s.existing.iter().copied().collect::<Vec<_>>(),
             vec![1, 2, 10]
         );
-        let codes: Vec<&str> = s.ignored.iter().map(|x| x.1).collect();
+        let codes: Vec<&str> = s
+            .ignored
+            .iter()
+            .map(|x| match x.reason {
+                IgnoredReason::LeadingZeros => "W0701",
+                IgnoredReason::NotANumber => "W0702",
+            })
+            .collect();
         assert_eq!(codes, vec!["W0701", "W0702"]);
         let s = scan_versions(
             tmp.path(),

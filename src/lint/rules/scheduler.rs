@@ -3,8 +3,9 @@
 //! creates the model (batch strategy) and its scheduler (state and
 //! `initial_state`); the growable-memory checks run when a sequence starts.
 
+use crate::diagnostics::Rule;
 use crate::diagnostics::{Category, Diagnostic, Severity};
-use crate::lint::registry::Rule;
+use crate::lint::registry::rule;
 use crate::lint::ModelCtx;
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::model_instance_group::Kind;
@@ -220,7 +221,7 @@ fn check_batch_strategy(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     if sequence_batching(ctx).is_some() {
         let mut d = ctx
             .triton(
-                "E0501",
+                rule!("E0501"),
                 &key_path,
                 "TRITON_BATCH_STRATEGY_PATH cannot be specified with sequence batcher, using default batching strategy",
             )
@@ -235,7 +236,7 @@ fn check_batch_strategy(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     if path.is_empty() {
         out.push(
             ctx.triton(
-                "E0502",
+                rule!("E0502"),
                 &value_path,
                 "Parent path and child path must be non-empty",
             )
@@ -246,7 +247,7 @@ fn check_batch_strategy(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     let p = Path::new(path);
     if !p.is_absolute() {
         out.push(
-            ctx.triton("E0502", &value_path, "Batching library path escapes model repository.")
+            ctx.triton(rule!("E0502"), &value_path, "Batching library path escapes model repository.")
                 .with_message(format!(
                     "batch strategy library path '{path}' is relative: Triton resolves it against the server's working directory, not the model directory"
                 ))
@@ -267,7 +268,7 @@ fn check_batch_strategy(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     let Some(&last) = starts.last() else {
         out.push(
             ctx.triton(
-                "E0502",
+                rule!("E0502"),
                 &value_path,
                 "Batching library path escapes model repository.",
             )
@@ -301,7 +302,7 @@ fn check_batch_strategy(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     match relative(last) {
         None => out.push(
             ctx.triton(
-                "E0502",
+                rule!("E0502"),
                 &value_path,
                 "Batching library path escapes model repository.",
             )
@@ -309,7 +310,7 @@ fn check_batch_strategy(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         ),
         Some(rel) => out.push(
             ctx.triton(
-                "E0503",
+                rule!("E0503"),
                 &value_path,
                 format!("Batching library path not found: {path}"),
             )
@@ -343,7 +344,7 @@ fn check_states(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diagno
             if !state.use_same_buffer_for_input_output {
                 out.push(
                     ctx.triton(
-                        "E0514",
+                        rule!("E0514"),
                         &format!("{sp}.use_growable_memory"),
                         format!("In order to 'use_growable_memory', you must also enable 'use_single_buffer' for state input name '{input}'."),
                     )
@@ -352,7 +353,7 @@ fn check_states(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diagno
             } else if let Some(&(g, kind)) = non_gpu_groups(ctx).first() {
                 let mut d = ctx
                     .triton(
-                        "E0515",
+                        rule!("E0515"),
                         &format!("{sp}.use_growable_memory"),
                         format!("'use_growable_memory' can only work with KIND_GPU model instances right now. Please either change the instance type to KIND_GPU or set 'use_growable_memory' to false for state input '{input}'."),
                     )
@@ -367,7 +368,7 @@ fn check_states(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diagno
         if state.initial_state.len() > 1 {
             out.push(
                 ctx.triton(
-                    "E0504",
+                    rule!("E0504"),
                     &format!("{sp}.initial_state[1]"),
                     format!(
                         "initial_state field for state input '{input}' must contain exactly one or zero element. Found '{}' elements.",
@@ -385,7 +386,7 @@ fn check_states(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diagno
         if init.data_type != state.data_type {
             let mut d = ctx
                 .triton(
-                    "E0505",
+                    rule!("E0505"),
                     &format!("{ip}.data_type"),
                     format!("The data type used for 'initial_state' field of state '{input}' does not match the state data type."),
                 )
@@ -402,7 +403,7 @@ fn check_states(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diagno
         if init.name.is_empty() {
             out.push(
                 ctx.triton(
-                    "E0506",
+                    rule!("E0506"),
                     &ip,
                     format!("Field 'name' must be set when using initial_state for state input '{input}'."),
                 )
@@ -413,7 +414,7 @@ fn check_states(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diagno
         if with_initial.contains(input) {
             out.push(
                 ctx.triton(
-                    "E0507",
+                    rule!("E0507"),
                     &format!("{sp}.input_name"),
                     format!("State input name '{input}' specified more than once."),
                 )
@@ -424,7 +425,7 @@ fn check_states(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diagno
         if init.dims.len() != state.dims.len() {
             let mut d = ctx
                 .triton(
-                    "E0508",
+                    rule!("E0508"),
                     &format!("{ip}.dims"),
                     format!(
                         "Number of dimensions in 'initial_state' doesn't match the size of 'state' dimensions for state input '{input}'. {} != {}",
@@ -449,7 +450,7 @@ fn check_states(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diagno
         match &init.state_data {
             None => out.push(
                 ctx.triton(
-                    "E0513",
+                    rule!("E0513"),
                     &ip,
                     format!("initial_state setting expects state'{input}' to have state_data set"),
                 )
@@ -477,7 +478,7 @@ fn check_initial_dims(
         if d == -1 {
             out.push(
                 ctx.triton(
-                    "E0509",
+                    rule!("E0509"),
                     &format!("{ip}.dims[{k}]"),
                     format!("'initial_state' field for state input name '{input}' contains variable dimensions."),
                 )
@@ -488,7 +489,7 @@ fn check_initial_dims(
         if s != -1 && d != s {
             let mut diag = ctx
                 .triton(
-                    "E0510",
+                    rule!("E0510"),
                     &format!("{ip}.dims[{k}]"),
                     format!("'initial_state' dim for input name '{input}' doesn't match 'state' dim description. {d} != {s}"),
                 )
@@ -503,7 +504,7 @@ fn check_initial_dims(
     if let Err(false) = element_count(init_dims) {
         out.push(
             ctx.triton(
-                "E0510",
+                rule!("E0510"),
                 &format!("{ip}.dims"),
                 format!(
                     "tensor '{input}' contains an invalid dimension {}",
@@ -533,7 +534,7 @@ fn check_data_file(
         Ok(_) | Err(_) => {
             out.push(
                 ctx.triton(
-                    "E0512",
+                    rule!("E0512"),
                     &fpath,
                     format!(
                         "failed to open text file for read {}: No such file or directory",
@@ -564,7 +565,7 @@ fn check_data_file(
     if (len as i64) < need {
         out.push(
             ctx.triton(
-                "E0511",
+                rule!("E0511"),
                 &fpath,
                 format!("initial_state setting expects {need} bytes, but the data provided from {file}only has {len} bytes."),
             )

@@ -10,8 +10,9 @@
 //! Warnings of this module use the W0080–W0099 part of the W00xx block.
 
 use super::scheduler::WithMessage;
+use crate::diagnostics::Rule;
 use crate::diagnostics::{Category, Diagnostic, Severity};
-use crate::lint::registry::Rule;
+use crate::lint::registry::rule;
 use crate::lint::ModelCtx;
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::model_sequence_batching::control::Kind as ControlKind;
@@ -349,7 +350,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     let Some(sb) = sb else {
         let mut d = ctx
             .triton(
-                "E0808",
+                rule!("E0808"),
                 "backend",
                 "attempt to access non-existing object member 'sequence_batching'",
             )
@@ -376,7 +377,7 @@ fn check_io(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         };
         out.push(
             ctx.diag(
-                "E0814",
+                rule!("E0814"),
                 at,
                 format!(
                     "the stateful backend needs max_batch_size >= 1 (it is {})",
@@ -394,7 +395,7 @@ fn check_io(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         };
         out.push(
             ctx.diag(
-                "E0815",
+                rule!("E0815"),
                 "backend",
                 format!("the stateful backend needs at least one configured {what}"),
             )
@@ -406,7 +407,7 @@ fn check_io(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
             let field = &kind[..kind.len() - 1];
             out.push(
                 ctx.triton(
-                    "E0812",
+                    rule!("E0812"),
                     &format!("{field}[{MAX_IO}]"),
                     format!("Max number of {kind} supported by the backend is exceeded"),
                 )
@@ -443,7 +444,7 @@ fn check_io(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         if wild.is_empty() {
             out.push(
                 ctx.triton(
-                    "E0811",
+                    rule!("E0811"),
                     &format!("{p}.dims"),
                     "Cannot infer the batch dimension based on the Triton model configuration",
                 )
@@ -455,7 +456,7 @@ fn check_io(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         } else if wild.len() > 1 {
             out.push(
                 ctx.diag(
-                    "E0811",
+                    rule!("E0811"),
                     &format!("{p}.dims[{}]", wild[1]),
                     format!(
                         "{field} '{name}' has more than one -1 dimension; the stateful backend needs exactly one (its batch axis)"
@@ -474,7 +475,7 @@ fn check_io(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         if dt != 0 && !supported.iter().any(|&s| s as i32 == dt) {
             out.push(
                 ctx.diag(
-                    "E0813",
+                    rule!("E0813"),
                     &format!("{p}.data_type"),
                     format!(
                         "the stateful backend does not support {} ({field} '{name}')",
@@ -491,7 +492,7 @@ fn check_parameters(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     if !ctx.cfg.parameters.contains_key("onnx_file_name") {
         out.push(
             ctx.triton(
-                "E0801",
+                rule!("E0801"),
                 "backend",
                 "attempt to access non-existing object member 'onnx_file_name'",
             )
@@ -506,7 +507,7 @@ fn check_parameters(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
             continue;
         }
         let mut d = ctx.diag(
-            "W0080",
+            rule!("W0080"),
             &format!("parameters{{{key}}}.key"),
             format!("the stateful backend ignores parameter '{key}'"),
         );
@@ -525,7 +526,7 @@ fn check_parameters(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
                 if v != tested && v != other {
                     out.push(
                         ctx.diag(
-                            "W0082",
+                            rule!("W0082"),
                             &param_path(key),
                             format!(
                                 "the stateful backend reads '{key}' = \"{v}\" as \"{otherwise}\""
@@ -556,7 +557,7 @@ fn check_parameters(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
             if !matches!(v, "NONE" | "INFO" | "VERBOSE") {
                 out.push(
                     ctx.diag(
-                        "W0082",
+                        rule!("W0082"),
                         &param_path(key),
                         format!("the stateful backend ignores {key} \"{v}\""),
                     )
@@ -569,7 +570,7 @@ fn check_parameters(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         match float_prefix(v) {
             None if !v.is_empty() => out.push(
                 ctx.triton(
-                    "W0082",
+                    rule!("W0082"),
                     &param_path("max_candidate_sequence_use_ratio"),
                     "Invalid value in 'max_candidate_sequence_use_ratio'.",
                 )
@@ -577,7 +578,7 @@ fn check_parameters(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
             ),
             Some(r) if !(r > 0.0 && r <= 1.0) => out.push(
                 ctx.diag(
-                    "W0082",
+                    rule!("W0082"),
                     &param_path("max_candidate_sequence_use_ratio"),
                     format!("max_candidate_sequence_use_ratio {r} is outside (0, 1]"),
                 )
@@ -590,7 +591,7 @@ fn check_parameters(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         if !v.is_empty() && int_prefix(v).is_none() {
             out.push(
                 ctx.triton(
-                    "W0082",
+                    rule!("W0082"),
                     &param_path("metric_logging_frequency_seconds"),
                     "Invalid value in 'metric_logging_frequency_seconds'.",
                 )
@@ -612,7 +613,7 @@ fn check_onnx_file(ctx: &ModelCtx, file: &str, out: &mut Vec<Diagnostic>) {
     if !missing.is_empty() {
         out.push(
             ctx.diag(
-                "E0802",
+                rule!("E0802"),
                 &param_path("onnx_file_name"),
                 format!(
                     "'{file}' is missing from version director{} {}",
@@ -658,7 +659,7 @@ fn check_controls(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diag
         None => {
             let mut d = ctx
                 .triton(
-                    "E0805",
+                    rule!("E0805"),
                     "sequence_batching",
                     "The model should include ResetSequence tensor to reset the state tensors",
                 )
@@ -682,7 +683,7 @@ fn check_controls(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diag
             {
                 let mut d = ctx
                     .triton(
-                        "E0804",
+                        rule!("E0804"),
                         &format!("input[{k}].name"),
                         "The model should include ResetSequence tensor to reset the state tensors",
                     )
@@ -700,7 +701,7 @@ fn check_controls(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diag
     if c.end.is_none() {
         let mut d = ctx
             .diag(
-                "E0806",
+                rule!("E0806"),
                 "sequence_batching",
                 "no CONTROL_SEQUENCE_END control: the stateful backend reads END from every request",
             )
@@ -727,7 +728,7 @@ fn check_controls(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diag
             };
             out.push(
                 ctx.diag(
-                    "E0807",
+                    rule!("E0807"),
                     &format!("sequence_batching.control_input[{i}].control[0]"),
                     format!("the stateful backend reads the {kind} control as INT32, but it uses {used}"),
                 )
@@ -746,9 +747,9 @@ fn check_state_pairs(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<D
         Ok(p) => p,
         Err(msg) => {
             let d = if msg == "Could not find any state tensors" {
-                ctx.triton("E0803", &vp, msg)
+                ctx.triton(rule!("E0803"), &vp, msg)
             } else {
-                ctx.diag("E0803", &vp, format!("malformed state_pairs: {msg}"))
+                ctx.diag(rule!("E0803"), &vp, format!("malformed state_pairs: {msg}"))
             };
             out.push(d.help("write each pair as <<<INPUT_STATE, OUTPUT_STATE>>>"));
             return;
@@ -764,7 +765,7 @@ fn check_state_pairs(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<D
         {
             let mut d = ctx
                 .diag(
-                    "E0804",
+                    rule!("E0804"),
                     &format!("input[{k}].name"),
                     format!("'{si}' is a state input (state_pairs) and must not be listed as a config input"),
                 )
@@ -782,7 +783,7 @@ fn check_state_pairs(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<D
         {
             let mut d = ctx
                 .diag(
-                    "E0804",
+                    rule!("E0804"),
                     &format!("output[{k}].name"),
                     format!("'{so}' is a state output (state_pairs) and must not be listed as a config output"),
                 )
@@ -795,7 +796,7 @@ fn check_state_pairs(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<D
         if start.is_some_and(|n| n.eq_ignore_ascii_case(si)) {
             out.push(
                 ctx.diag(
-                    "E0804",
+                    rule!("E0804"),
                     &vp,
                     format!("state input '{si}' is also the CONTROL_SEQUENCE_START (reset) tensor"),
                 )
@@ -825,7 +826,7 @@ fn check_buffers(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diagn
         _ => {
             out.push(
                 ctx.diag(
-                    "W0081",
+                    rule!("W0081"),
                     "sequence_batching.direct",
                     "the stateful backend supports only the Oldest sequence batching strategy",
                 )
@@ -843,7 +844,7 @@ fn check_buffers(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diagn
             let Some(v) = param(ctx, key) else {
                 out.push(
                     ctx.triton(
-                        "E0810",
+                        rule!("E0810"),
                         &param_path(LAZY[0]),
                         format!("attempt to access non-existing object member '{key}'"),
                     )
@@ -859,7 +860,7 @@ fn check_buffers(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diagn
                 None => {
                     out.push(
                         ctx.diag(
-                            "E0810",
+                            rule!("E0810"),
                             &param_path(key),
                             format!("'{key}' = \"{v}\" is not an integer; the backend's conversion throws while the model loads"),
                         )
@@ -871,7 +872,7 @@ fn check_buffers(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diagn
                 Some(x) if x < 0 => {
                     out.push(
                         ctx.triton(
-                            "E0810",
+                            rule!("E0810"),
                             &param_path(key),
                             format!("Invalid value for `{key}`"),
                         )
@@ -889,7 +890,7 @@ fn check_buffers(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diagn
     } else if let Some(key) = LAZY[1..].iter().find(|k| param(ctx, k).is_some()) {
         out.push(
             ctx.diag(
-                "E0810",
+                rule!("E0810"),
                 &format!("parameters{{{key}}}.key"),
                 format!("'{key}' has no effect without 'initial_buffer_size'"),
             )
@@ -929,7 +930,8 @@ fn check_buffers(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diagn
     } else {
         n_path.to_string()
     };
-    let err = |path: &str, text: &str, help: String| ctx.triton("E0809", path, text).help(help);
+    let err =
+        |path: &str, text: &str, help: String| ctx.triton(rule!("E0809"), path, text).help(help);
     if buf.max_conn < buf.init {
         out.push(err(
             &init_path,
@@ -979,7 +981,7 @@ fn check_buffers(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<Diagn
     } else if buf.lazy && buf.dealloc <= buf.alloc {
         out.push(
             ctx.triton(
-                "W0083",
+                rule!("W0083"),
                 &param_path(LAZY[3]),
                 "WARNING: Deallocation threshold should be larger than allocation threshold.",
             )

@@ -1,8 +1,9 @@
 //! Rules about inline suppressions (`# tritonctl: ignore=CODE`), which are
 //! read and applied by `crate::suppress`. W1001–W1009 live here.
 
+use crate::diagnostics::Rule;
 use crate::diagnostics::{Category, Diagnostic, Severity};
-use crate::lint::registry::Rule;
+use crate::lint::registry::rule;
 use crate::text::Span;
 
 pub const RULES: &[Rule] = &[
@@ -29,7 +30,7 @@ pub const RULES: &[Rule] = &[
 /// W1001 for `entry` (spanning `span` in the comment).
 pub fn unknown_suppression(entry: &str, span: Span, suggestion: Option<&str>) -> Diagnostic {
     let d = Diagnostic::new(
-        "W1001",
+        rule!("W1001"),
         format!("suppression names an unknown rule '{entry}'"),
     )
     .at(span);
@@ -44,7 +45,7 @@ pub fn unknown_suppression(entry: &str, span: Span, suggestion: Option<&str>) ->
 /// W1002 for `entry` (spanning `span` in the comment).
 pub fn unused_suppression(entry: &str, span: Span) -> Diagnostic {
     Diagnostic::new(
-        "W1002",
+        rule!("W1002"),
         format!("suppression of '{entry}' matches no finding"),
     )
     .at(span)

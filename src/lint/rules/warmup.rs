@@ -3,8 +3,9 @@
 //! each model instance and fails the load when one cannot be built.
 
 use super::scheduler::{dims_string, dtype_size, element_count, WithMessage};
+use crate::diagnostics::Rule;
 use crate::diagnostics::{Category, Diagnostic, Severity};
-use crate::lint::registry::Rule;
+use crate::lint::registry::rule;
 use crate::lint::ModelCtx;
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::model_sequence_batching::control::Kind as ControlKind;
@@ -191,7 +192,7 @@ fn check_metrics(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
                 };
                 out.push(
                     ctx.triton(
-                        "W0901",
+                        rule!("W0901"),
                         &format!("{p}.metric_identifier.family"),
                         format!(
                             "Metric family '{}' in 'metric_identifier' is not a customizable metric in Triton core.",
@@ -208,7 +209,7 @@ fn check_metrics(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
             if let Some(k) = h.buckets.windows(2).position(|w| w[1] <= w[0] || w[0].is_nan()) {
                 out.push(
                     ctx.diag(
-                        "W0902",
+                        rule!("W0902"),
                         &format!("{p}.histogram_options.buckets[{}]", k + 1),
                         format!(
                             "histogram bucket boundary {} does not exceed the one before it ({})",
@@ -269,7 +270,7 @@ fn check_sample(ctx: &ModelCtx, i: usize, w: &ModelWarmup, out: &mut Vec<Diagnos
     if w.batch_size == 0 {
         out.push(
             ctx.diag(
-                "W0905",
+                rule!("W0905"),
                 &format!("{sp}.batch_size"),
                 format!("warmup sample '{}' has batch_size 0 and is skipped", w.name),
             )
@@ -287,7 +288,7 @@ fn check_sample(ctx: &ModelCtx, i: usize, w: &ModelWarmup, out: &mut Vec<Diagnos
     if strict && w.batch_size > limit {
         out.push(
             ctx.diag(
-                "W0904",
+                rule!("W0904"),
                 &format!("{sp}.batch_size"),
                 format!(
                     "warmup sample '{}' runs a batch of {} but the model accepts at most {limit}",
@@ -319,7 +320,7 @@ fn check_sample(ctx: &ModelCtx, i: usize, w: &ModelWarmup, out: &mut Vec<Diagnos
             None => {
                 out.push(
                     ctx.triton(
-                        "E0904",
+                        rule!("E0904"),
                         &ip,
                         format!("{REQ}warmup setting expects input '{name}' to have input_data_type set"),
                     )
@@ -346,7 +347,7 @@ fn check_sample(ctx: &ModelCtx, i: usize, w: &ModelWarmup, out: &mut Vec<Diagnos
                 && !control_names.contains(&name.as_str())
             {
                 let mut d = ctx.diag(
-                    "W0903",
+                    rule!("W0903"),
                     &format!("{sp}.inputs{{{name}}}.key"),
                     format!("warmup input '{name}' is neither a model input nor a sequence control input"),
                 );
@@ -389,7 +390,7 @@ fn check_sample(ctx: &ModelCtx, i: usize, w: &ModelWarmup, out: &mut Vec<Diagnos
         };
         out.push(
             ctx.triton(
-                "E0907",
+                rule!("E0907"),
                 &sp,
                 format!(
                     "{REQ}{head} but got {} inputs for model '{}'. Got input(s) {}, but missing required input(s) {}. Please provide all required input(s).",
@@ -406,7 +407,7 @@ fn check_sample(ctx: &ModelCtx, i: usize, w: &ModelWarmup, out: &mut Vec<Diagnos
     if !missing.is_empty() {
         out.push(
             ctx.diag(
-                "E0907",
+                rule!("E0907"),
                 &sp,
                 format!(
                     "warmup sample '{}' does not provide the required input(s) {}; the backend will refuse the request",
@@ -428,7 +429,7 @@ fn check_sample(ctx: &ModelCtx, i: usize, w: &ModelWarmup, out: &mut Vec<Diagnos
         if inp.data_type != cfg_in.data_type {
             out.push(
                 ctx.triton(
-                    "E0908",
+                    rule!("E0908"),
                     &format!("{ip}.data_type"),
                     format!(
                         "{REQ}inference input '{name}' data-type is '{}', but model '{}' expects '{}'",
@@ -475,7 +476,7 @@ fn check_sample(ctx: &ModelCtx, i: usize, w: &ModelWarmup, out: &mut Vec<Diagnos
             };
             out.push(
                 ctx.triton(
-                    "E0909",
+                    rule!("E0909"),
                     &format!("{ip}.dims"),
                     format!(
                         "{REQ}unexpected shape for input '{name}' for model '{}'. Expected {}, got {}. {note}",
@@ -500,7 +501,7 @@ fn check_sample(ctx: &ModelCtx, i: usize, w: &ModelWarmup, out: &mut Vec<Diagnos
     if let Some(corrid) = string_corrid {
         out.push(
             ctx.triton(
-                "E0910",
+                rule!("E0910"),
                 &sp,
                 format!(
                     "{REQ}sequence batching control '{corrid}' data-type is 'UINT64', but model '{}' expects 'BYTES'",
@@ -521,7 +522,7 @@ fn first_pass(ctx: &ModelCtx, ip: &str, name: &str, inp: &WarmupInput) -> Option
         Err(true) => {
             let k = inp.dims.iter().position(|&d| d == -1).unwrap_or(0);
             return Some(
-                ctx.triton("E0901", &format!("{ip}.dims[{k}]"), wildcard)
+                ctx.triton(rule!("E0901"), &format!("{ip}.dims[{k}]"), wildcard)
                     .help("give the concrete size to warm up with"),
             );
         }
@@ -539,7 +540,7 @@ fn first_pass(ctx: &ModelCtx, ip: &str, name: &str, inp: &WarmupInput) -> Option
                 )
             };
             return Some(
-                ctx.triton("E0903", &format!("{ip}.dims[{k}]"), text)
+                ctx.triton(rule!("E0903"), &format!("{ip}.dims[{k}]"), text)
                     .help("dimensions must be non-negative"),
             );
         }
@@ -547,7 +548,7 @@ fn first_pass(ctx: &ModelCtx, ip: &str, name: &str, inp: &WarmupInput) -> Option
     }
     if inp.data_type != DataType::TypeString as i32 && dtype_size(inp.data_type) == 0 {
         return Some(
-            ctx.triton("E0902", &format!("{ip}.data_type"), wildcard)
+            ctx.triton(rule!("E0902"), &format!("{ip}.data_type"), wildcard)
                 .with_message(format!("warmup input '{name}' has no valid data_type"))
                 .help("set data_type to the model input's type"),
         );
@@ -564,7 +565,7 @@ fn check_data_file(ctx: &ModelCtx, ip: &str, inp: &WarmupInput, file: &str) -> O
         _ => {
             return Some(
                 ctx.triton(
-                    "E0906",
+                    rule!("E0906"),
                     &fp,
                     format!(
                         "failed to open text file for read {}: No such file or directory",
@@ -585,7 +586,7 @@ fn check_data_file(ctx: &ModelCtx, ip: &str, inp: &WarmupInput, file: &str) -> O
     let need = count.checked_mul(dtype_size(inp.data_type))?;
     ((len as i64) < need).then(|| {
         ctx.triton(
-            "E0905",
+            rule!("E0905"),
             &fp,
             format!("{REQ}warmup setting expects {need} bytes, but the data provided from {file}only has {len} bytes"),
         )

@@ -1,50 +1,22 @@
 //! `validate`: files, model directories and model repositories in, a report
 //! out. Nothing here prints; renderers in `diagnostics::render` do.
 
-use crate::config::normalize::{self, DirFacts};
+// Until the simulate and run commands import them from `diagnostics`.
+use crate::config::normalize::{self, prepare, DirFacts};
 use crate::config::ParsedConfig;
 use crate::diagnostics::{Diagnostic, Severity};
+pub use crate::diagnostics::{FileReport, Report};
 use crate::files::{dir_name_of, io_message};
-use crate::lint::{self, ModelCtx, Options};
+use crate::lint::registry::rule;
+use crate::lint::{self, Options};
 use crate::repo;
-use crate::schema::inference::ModelConfig;
+
+mod repository;
+use crate::settings::{self, Settings};
+pub use repository::{hidden_dir_report, load_model, validate_repository};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-
-/// Findings for one file (a `config.pbtxt`, standard input, or a model
-/// directory without a config).
-#[derive(Debug, Clone)]
-pub struct FileReport {
-    /// The path as the user would write it (relative to the argument given).
-    pub path: String,
-    /// The model's name, when the file belongs to a model.
-    pub model: Option<String>,
-    /// The text, for rendering source lines (empty when there is none).
-    pub src: String,
-    pub diagnostics: Vec<Diagnostic>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct Report {
-    pub files: Vec<FileReport>,
-}
-
-impl Report {
-    pub fn count(&self, severity: Severity) -> usize {
-        self.files
-            .iter()
-            .flat_map(|f| &f.diagnostics)
-            .filter(|d| d.severity == severity)
-            .count()
-    }
-
-    pub fn errors(&self) -> usize {
-        self.count(Severity::Error)
-    }
-
-    pub fn warnings(&self) -> usize {
-        self.count(Severity::Warning)
-    }
-}
+use std::sync::Arc;
 
 /// Severity settings from the command line.
 #[derive(Debug, Clone, Default)]
@@ -73,14 +45,14 @@ impl SeverityOverrides {
 
     fn matches(list: &[String], d: &Diagnostic) -> bool {
         list.iter()
-            .any(|c| lint::registry::find(c).is_some_and(|r| r.code == d.code))
+            .any(|c| lint::registry::find(c).is_some_and(|r| r.code == d.code()))
     }
 
     pub fn apply(&self, report: &mut Report) {
         use crate::settings::Level;
         for f in &mut report.files {
             f.diagnostics.retain_mut(|d| {
-                match self.levels.iter().find(|(c, _)| *c == d.code) {
+                match self.levels.iter().find(|(c, _)| *c == d.code()) {
                     Some((_, Level::Off)) => return false,
                     Some((_, Level::Severity(s))) => d.severity = *s,
                     None => {}
@@ -123,6 +95,70 @@ impl ValidateOptions {
             crate::suppress::apply(f, self.report_unused_suppressions);
         }
         self.overrides.apply(report);
+    }
+}
+
+/// The `tritonctl.toml` in effect for each path: the one given with
+/// `--config`, none with `--no-config`, else the nearest one found by
+/// walking up (each file read once).
+pub struct SettingsLookup {
+    explicit: Option<Arc<Settings>>,
+    disabled: bool,
+    loaded: HashMap<PathBuf, Arc<Settings>>,
+}
+
+impl SettingsLookup {
+    /// `explicit`: the file given with `--config`; `disabled`: `--no-config`.
+    pub fn new(explicit: Option<&Path>, disabled: bool) -> Result<SettingsLookup, String> {
+        let explicit = match (explicit, disabled) {
+            (Some(f), false) => Some(Arc::new(Settings::load(f).map_err(|e| e.to_string())?)),
+            _ => None,
+        };
+        Ok(SettingsLookup {
+            explicit,
+            disabled,
+            loaded: HashMap::new(),
+        })
+    }
+
+    fn settings_for(&mut self, path: &Path) -> Result<Option<Arc<Settings>>, String> {
+        if self.disabled {
+            return Ok(None);
+        }
+        if let Some(s) = &self.explicit {
+            return Ok(Some(s.clone()));
+        }
+        let Some(file) = settings::discover(path) else {
+            return Ok(None);
+        };
+        if let Some(s) = self.loaded.get(&file) {
+            return Ok(Some(s.clone()));
+        }
+        let s = Arc::new(Settings::load(&file).map_err(|e| e.to_string())?);
+        self.loaded.insert(file, s.clone());
+        Ok(Some(s))
+    }
+
+    /// The command-line options with the settings for `path` underneath:
+    /// flags win over the file (`platform_flag`: `--platform-default` was
+    /// given).
+    pub fn options_for(
+        &mut self,
+        path: &Path,
+        base: &ValidateOptions,
+        platform_flag: bool,
+    ) -> Result<ValidateOptions, String> {
+        let mut opts = base.clone();
+        if let Some(s) = self.settings_for(path)? {
+            opts.overrides.levels = s.rules.clone();
+            if !platform_flag {
+                opts.lint.platform_default = s.default_platform.clone();
+            }
+            opts.report_unused_suppressions =
+                matches!(s.level("W1002"), Some(settings::Level::Severity(_)));
+            opts.settings = Some(s);
+        }
+        Ok(opts)
     }
 }
 
@@ -178,7 +214,7 @@ pub fn validate_paths(paths: &[PathBuf], opts: &ValidateOptions) -> Result<Repor
                     };
                     report
                         .files
-                        .extend(repo::validate_repository(&[entry], &opts.lint));
+                        .extend(validate_repository(&[entry], &opts.lint));
                 }
                 None => report.files.push(check_config_file(
                     p.display().to_string(),
@@ -195,62 +231,18 @@ pub fn validate_paths(paths: &[PathBuf], opts: &ValidateOptions) -> Result<Repor
             models.retain(|m| !opts.excluded(&m.dir, p));
             report
                 .files
-                .extend(repo::validate_repository(&models, &opts.lint));
+                .extend(validate_repository(&models, &opts.lint));
             report.files.extend(
                 repo::hidden_dirs(p)
                     .iter()
                     .filter(|d| !opts.excluded(d, p))
-                    .map(|d| repo::hidden_dir_report(d)),
+                    .map(|d| hidden_dir_report(d)),
             );
         }
     }
     opts.finish(&mut report);
     Ok(report)
 }
-
-/// A config after Triton's fill-in, ready for the rules.
-pub struct Prepared {
-    pub name: String,
-    pub raw: ModelConfig,
-    pub cfg: ModelConfig,
-}
-
-/// Stage 2 and 3 on a parsed config: backend fields, then normalization.
-/// `dir_name` is the model directory's name when there is one.
-pub fn prepare(
-    raw: &ModelConfig,
-    dir_name: Option<&str>,
-    facts: &DirFacts,
-    opts: &Options,
-) -> Result<Prepared, String> {
-    let name = if raw.name.is_empty() {
-        dir_name.unwrap_or("").to_string()
-    } else {
-        raw.name.clone()
-    };
-    let model_name = dir_name.unwrap_or(&name);
-    let mut cfg = raw.clone();
-    if let Err(text) = normalize::autofill_backend_fields(&mut cfg, model_name, facts) {
-        // The default platform stands in only where Triton would find nothing.
-        let Some(p) = &opts.platform_default else {
-            return Err(text);
-        };
-        cfg = raw.clone();
-        cfg.platform = p.clone();
-        normalize::autofill_backend_fields(&mut cfg, model_name, facts)?;
-    }
-    normalize::normalize(&mut cfg);
-    Ok(Prepared {
-        name,
-        raw: raw.clone(),
-        cfg,
-    })
-}
-
-/// The backend given to a config checked without its model directory when
-/// nothing in the config tells the backend (see `N0703`). Rules treat it
-/// as a custom backend they know nothing about.
-pub const UNDETERMINED_BACKEND: &str = "<undetermined>";
 
 /// Parses, binds and checks one config file on its own.
 pub fn check_config_file(
@@ -273,65 +265,42 @@ pub fn check_config_file(
             })
         });
         let facts = model_dir.map(DirFacts::read).unwrap_or_default();
-        let prepared = match prepare(raw, dir_name.as_deref(), &facts, opts) {
+        let prepared = match prepare(
+            raw,
+            dir_name.as_deref(),
+            &facts,
+            opts.platform_default.as_deref(),
+        ) {
             Ok(p) => Ok(p),
             // Without the directory the model file is out of sight, so an
             // unknown backend proves nothing: note it and check the rest.
             Err(_) if model_dir.is_none() => {
                 diagnostics.push(
                     Diagnostic::new(
-                        "N0703",
+                        rule!("N0703"),
                         "the config names no platform or backend; Triton would take them from the model file in the model directory, which is not available here",
                     )
                     .at_opt(parsed.span(&"name".into()))
                     .help("validate the model directory instead, or pass --platform-default <platform>"),
                 );
                 let mut undetermined = raw.clone();
-                undetermined.backend = UNDETERMINED_BACKEND.into();
-                prepare(&undetermined, None, &facts, opts)
+                undetermined.backend = normalize::UNDETERMINED_BACKEND.into();
+                prepare(
+                    &undetermined,
+                    None,
+                    &facts,
+                    opts.platform_default.as_deref(),
+                )
             }
             Err(text) => Err(text),
         };
-        model =
-            check_prepared(&parsed, prepared, model_dir, opts, &mut diagnostics).map(|p| p.name);
+        model = lint::check_prepared(&parsed, prepared, model_dir, opts, &mut diagnostics)
+            .map(|p| p.name);
     }
     FileReport {
         path,
         model,
         src: parsed.src,
         diagnostics,
-    }
-}
-
-/// Runs every per-model rule on a config after Triton's fill-in, or reports
-/// why the fill-in failed (E0201, with Triton's text).
-pub(crate) fn check_prepared(
-    parsed: &ParsedConfig,
-    prepared: Result<Prepared, String>,
-    dir: Option<&Path>,
-    opts: &Options,
-    out: &mut Vec<Diagnostic>,
-) -> Option<Prepared> {
-    match prepared {
-        Ok(p) => {
-            let ctx = ModelCtx {
-                name: &p.name,
-                dir,
-                raw: &p.raw,
-                cfg: &p.cfg,
-                file: parsed,
-                options: opts,
-            };
-            lint::check_model(&ctx, out);
-            Some(p)
-        }
-        Err(text) => {
-            out.push(
-                Diagnostic::new("E0201", String::new())
-                    .triton(text)
-                    .at_opt(parsed.span(&"backend".into())),
-            );
-            None
-        }
     }
 }

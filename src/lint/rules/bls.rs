@@ -17,12 +17,13 @@
 //! or sequence start/end flags (W1102), and a model that calls itself
 //! (W1103).
 
+use crate::diagnostics::FileReport;
+use crate::diagnostics::Rule;
 use crate::diagnostics::{Category, Diagnostic, Severity};
-use crate::lint::registry::Rule;
+use crate::lint::registry::rule;
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::ModelConfig;
 use crate::text::Span;
-use crate::validate::FileReport;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -157,7 +158,7 @@ pub fn check_source(src: &str, own_name: &str, lookup: &mut Lookup<'_>) -> Vec<D
         if name == own_name {
             out.push(
                 Diagnostic::new(
-                    "W1103",
+                    rule!("W1103"),
                     format!("model '{own_name}' sends a BLS request to itself"),
                 )
                 .at(target.span)
@@ -169,7 +170,7 @@ pub fn check_source(src: &str, own_name: &str, lookup: &mut Lookup<'_>) -> Vec<D
         match lookup(name) {
             None => out.push(
                 Diagnostic::new(
-                    "W1101",
+                    rule!("W1101"),
                     format!("BLS request to model '{name}', which is not in the model repository"),
                 )
                 .at(target.span)
@@ -189,7 +190,7 @@ pub fn check_source(src: &str, own_name: &str, lookup: &mut Lookup<'_>) -> Vec<D
                 if !missing.is_empty() {
                     out.push(
                         Diagnostic::new(
-                            "W1102",
+                            rule!("W1102"),
                             format!(
                                 "BLS request to stateful model '{name}' (it uses sequence_batching) without {}",
                                 missing.join(" or ")
@@ -683,7 +684,7 @@ mod tests {
         let ds = check_source(src, "me", &mut lookup);
         let got: Vec<(&str, &str)> = ds
             .iter()
-            .map(|d| (d.code, text(src, d.span.unwrap())))
+            .map(|d| (d.code(), text(src, d.span.unwrap())))
             .collect();
         assert_eq!(
             got,

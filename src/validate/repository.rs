@@ -1,0 +1,229 @@
+//! Validation of model repositories: each model on its own, then the
+//! cross-model rules (ensembles, BLS) that need more than one config.
+
+use crate::config::normalize::{prepare, DirFacts};
+use crate::config::ParsedConfig;
+use crate::diagnostics::{Diagnostic, FileReport, Severity};
+use crate::lint::registry::rule;
+use crate::lint::rules::bls;
+use crate::lint::{self, CheckedModel, Options};
+use crate::repo::ModelEntry;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// The report for a hidden directory of a repository.
+pub fn hidden_dir_report(dir: &Path) -> FileReport {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    FileReport {
+        path: dir.display().to_string(),
+        model: None,
+        src: String::new(),
+        diagnostics: vec![Diagnostic::new(
+            rule!("W0706"),
+            format!("hidden directory '{name}' in the model repository: Triton tries to load it as a model named '{name}' and fails"),
+        )
+        .help(format!("move '{name}' out of the model repository"))],
+    }
+}
+
+/// Reads, prepares and checks one model on its own.
+pub fn load_model(m: &ModelEntry, opts: &Options) -> (CheckedModel, FileReport) {
+    let mut diagnostics = Vec::new();
+    let mut missing = false;
+    let parsed = match std::fs::read(&m.config_path) {
+        Ok(bytes) => Some(ParsedConfig::from_bytes(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && opts.autocomplete => {
+            // Triton starts from an empty config and lets auto-complete fill it.
+            missing = true;
+            Some(ParsedConfig::parse(String::new()))
+        }
+        Err(e) => {
+            let reason = match e.kind() {
+                std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
+                std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
+                _ => e.to_string(),
+            };
+            let mut d = Diagnostic::new(rule!("E0705"), String::new()).triton(format!(
+                "failed to open text file for read {}: {reason}",
+                m.config_path.display()
+            ));
+            if e.kind() != std::io::ErrorKind::NotFound {
+                // Not about auto-complete: the file is there but unreadable.
+                d.message = format!("cannot read {}: {reason}", m.config_path.display());
+            } else {
+                d = d.help("write a config.pbtxt, or enable auto-complete on the server");
+            }
+            diagnostics.push(d);
+            None
+        }
+    };
+    let mut prepared = None;
+    let mut src = String::new();
+    if let Some(p) = &parsed {
+        diagnostics.extend(p.diagnostics.iter().cloned());
+        src = p.src.clone();
+        if let Some(raw) = &p.config {
+            let facts = DirFacts::read(&m.dir);
+            let prep = prepare(raw, Some(&m.name), &facts, opts.platform_default.as_deref());
+            if let (Ok(prep), true) = (&prep, missing) {
+                let backend = if prep.cfg.backend.is_empty() {
+                    prep.cfg.platform.as_str()
+                } else {
+                    prep.cfg.backend.as_str()
+                };
+                diagnostics.push(
+                    Diagnostic::new(
+                        rule!("N0701"),
+                        format!(
+                            "model '{}' has no config.pbtxt; Triton will auto-complete one for backend '{backend}'",
+                            m.name
+                        ),
+                    )
+                    .help("run `tritonctl autoconfig` to see the config Triton would use, and commit it"),
+                );
+            }
+            prepared = lint::check_prepared(p, prep, Some(&m.dir), opts, &mut diagnostics);
+        }
+    }
+    let has_errors = diagnostics.iter().any(|d| d.severity == Severity::Error);
+    let report = FileReport {
+        path: m.config_path.display().to_string(),
+        model: Some(prepared.as_ref().map_or(m.name.clone(), |p| p.name.clone())),
+        src,
+        diagnostics,
+    };
+    (
+        CheckedModel {
+            entry: m.clone(),
+            parsed,
+            prepared,
+            has_errors,
+        },
+        report,
+    )
+}
+
+/// Model names that ensembles among `loaded` use but that are not loaded.
+fn unresolved_steps(loaded: &[CheckedModel], known: &HashSet<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in loaded {
+        let Some(cfg) = m.prepared.as_ref().map(|p| &p.cfg) else {
+            continue;
+        };
+        let Some(sched) = lint::rules::ensemble::ensemble_of(cfg) else {
+            continue;
+        };
+        for s in &sched.step {
+            if !s.model_name.is_empty()
+                && !known.contains(&s.model_name)
+                && !out.contains(&s.model_name)
+            {
+                out.push(s.model_name.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The repository a model directory sits in (its parent), resolved so
+/// that `.` works.
+fn repository_of(dir: &Path) -> Option<PathBuf> {
+    std::fs::canonicalize(dir)
+        .ok()?
+        .parent()
+        .map(Path::to_path_buf)
+}
+
+/// Validates every model, then the cross-model rules. Models that
+/// ensembles use but that are not among `models` are looked up next to
+/// them in the repository (so a single ensemble directory can be
+/// validated), loaded for reference only and not reported on.
+pub fn validate_repository(models: &[ModelEntry], opts: &Options) -> Vec<FileReport> {
+    let mut reports = Vec::new();
+    let mut loaded = Vec::new();
+    for m in models {
+        let (lm, report) = load_model(m, opts);
+        loaded.push(lm);
+        reports.push(report);
+    }
+    let mut known: HashSet<String> = models.iter().map(|m| m.name.clone()).collect();
+    let roots: Vec<PathBuf> = {
+        let mut r: Vec<PathBuf> = models
+            .iter()
+            .filter_map(|m| repository_of(&m.dir))
+            .collect();
+        r.dedup();
+        r
+    };
+    // Context models, transitively (an ensemble inside an ensemble).
+    loop {
+        let wanted = unresolved_steps(&loaded, &known);
+        let mut added = false;
+        for name in wanted {
+            known.insert(name.clone());
+            if name.starts_with('.') || name.contains(['/', '\\']) || name == ".." {
+                continue;
+            }
+            if let Some(dir) = roots.iter().map(|r| r.join(&name)).find(|d| d.is_dir()) {
+                let (lm, _) = load_model(&ModelEntry::new(dir, name), opts);
+                loaded.push(lm);
+                added = true;
+            }
+        }
+        if !added {
+            break;
+        }
+    }
+    let cross = lint::rules::repository::check_repository(&loaded, opts);
+    for (report, ds) in reports.iter_mut().zip(cross) {
+        report.diagnostics.extend(ds);
+    }
+    reports.extend(bls_reports(&loaded[..models.len()], &loaded, &roots, opts));
+    reports
+}
+
+/// The BLS checks (`bls`) of the Python models among `checked`: their
+/// targets are looked up among `loaded`, then in the repositories `roots`
+/// (loaded for reference only).
+fn bls_reports(
+    checked: &[CheckedModel],
+    loaded: &[CheckedModel],
+    roots: &[PathBuf],
+    opts: &Options,
+) -> Vec<FileReport> {
+    let mut extra: std::collections::HashMap<String, Option<bool>> = Default::default();
+    let mut lookup = |name: &str| -> Option<bool> {
+        if let Some(m) = loaded.iter().find(|m| m.entry.name == name) {
+            return Some(
+                m.prepared
+                    .as_ref()
+                    .is_some_and(|p| bls::is_stateful(&p.cfg)),
+            );
+        }
+        if name.is_empty() || name.starts_with('.') || name.contains(['/', '\\']) {
+            return None;
+        }
+        *extra.entry(name.to_string()).or_insert_with(|| {
+            let dir = roots.iter().map(|r| r.join(name)).find(|d| d.is_dir())?;
+            let (lm, _) = load_model(&ModelEntry::new(dir, name.to_string()), opts);
+            Some(
+                lm.prepared
+                    .as_ref()
+                    .is_some_and(|p| bls::is_stateful(&p.cfg)),
+            )
+        })
+    };
+    let mut out = Vec::new();
+    for m in checked {
+        let info = bls::ModelInfo {
+            name: &m.entry.name,
+            dir: &m.entry.dir,
+            cfg: m.prepared.as_ref().map(|p| &p.cfg),
+        };
+        out.extend(bls::check_model(&info, &mut lookup));
+    }
+    out
+}
