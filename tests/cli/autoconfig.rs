@@ -26,25 +26,6 @@ fn model(name: &str) -> PathBuf {
     models().join(name)
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
-    let out = tritonctl()
-        .arg("autoconfig")
-        .args(args)
-        .output()
-        .expect("runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
 fn parse(text: &str) -> ModelConfig {
     let p = ParsedConfig::parse(text.to_string());
     assert!(
@@ -57,7 +38,7 @@ fn parse(text: &str) -> ModelConfig {
 
 /// Runs and expects success; returns the printed config.
 fn ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (ModelConfig, String) {
-    let r = run(args);
+    let r = tritonctl().arg("autoconfig").args(args).run();
     assert_eq!(
         r.code,
         0,
@@ -72,7 +53,7 @@ fn ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (ModelConfig, String) {
 
 /// Runs and expects exit 1 with Triton's `text` on standard error.
 fn fails_with<S: AsRef<std::ffi::OsStr>>(args: &[S], text: &str) -> String {
-    let r = run(args);
+    let r = tritonctl().arg("autoconfig").args(args).run();
     assert_eq!(r.code, 1, "expected exit 1; stderr:\n{}", r.stderr);
     assert!(
         r.stderr.contains(text),
@@ -207,11 +188,14 @@ fn conformance_onnx_failures_give_tritons_message() {
             .map(|f| unescape(&std::fs::read_to_string(f).unwrap()))
             .collect();
         assert!(!expected.is_empty(), "{}: no expected file", case.display());
-        let r = run(&[
-            case.as_os_str(),
-            "--merge".as_ref(),
-            case.join("config.pbtxt").as_os_str(),
-        ]);
+        let r = tritonctl()
+            .arg("autoconfig")
+            .args([
+                case.as_os_str(),
+                "--merge".as_ref(),
+                case.join("config.pbtxt").as_os_str(),
+            ])
+            .run();
         assert_eq!(r.code, 1, "{}: stderr:\n{}", case.display(), r.stderr);
         assert!(
             expected.iter().any(|e| r.stderr.contains(e.as_str())),
@@ -785,7 +769,7 @@ fn minimal_config_loads_as_the_full_one() {
         "mixed_scalar_output",
         "variable_inner_dims",
     ] {
-        let minimal = run(&[model(m)]);
+        let minimal = tritonctl().arg("autoconfig").args(&[model(m)]).run();
         assert_eq!(minimal.code, 0, "{m}: {}", minimal.stderr);
         let p = partial(&minimal.stdout);
         let (full, _) = ok(&[model(m).as_os_str(), "--full".as_ref()]);
@@ -827,11 +811,14 @@ fn gpus_decide_the_instance_group() {
 
 #[test]
 fn json_output() {
-    let r = run(&[
-        model("a3_vector").as_os_str(),
-        "--format".as_ref(),
-        "json".as_ref(),
-    ]);
+    let r = tritonctl()
+        .arg("autoconfig")
+        .args([
+            model("a3_vector").as_os_str(),
+            "--format".as_ref(),
+            "json".as_ref(),
+        ])
+        .run();
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(v["name"], "a3_vector");
@@ -866,11 +853,14 @@ fn merge_keeps_what_the_partial_config_says() {
 fn merge_refuses_broken_or_foreign_configs() {
     // Not text format: the syntax error, exit 1.
     let p = partial("max_batch_size 8\n");
-    let r = run(&[
-        model("a1_symbolic").as_os_str(),
-        "--merge".as_ref(),
-        p.path().as_os_str(),
-    ]);
+    let r = tritonctl()
+        .arg("autoconfig")
+        .args([
+            model("a1_symbolic").as_os_str(),
+            "--merge".as_ref(),
+            p.path().as_os_str(),
+        ])
+        .run();
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
         r.stderr.contains(&p.path().display().to_string()),
@@ -879,11 +869,14 @@ fn merge_refuses_broken_or_foreign_configs() {
     );
     // Another backend: not ours to complete, exit 2.
     let p = partial("platform: \"tensorrt_plan\"");
-    let r = run(&[
-        model("a1_symbolic").as_os_str(),
-        "--merge".as_ref(),
-        p.path().as_os_str(),
-    ]);
+    let r = tritonctl()
+        .arg("autoconfig")
+        .args([
+            model("a1_symbolic").as_os_str(),
+            "--merge".as_ref(),
+            p.path().as_os_str(),
+        ])
+        .run();
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
         r.stderr.contains("ONNX Runtime models only"),
@@ -901,11 +894,14 @@ fn merge_refuses_broken_or_foreign_configs() {
         "unexpected directory name 'a1_symbolic' for model 'other', directory name must equal model name",
     );
     // A missing merge file.
-    let r = run(&[
-        model("a1_symbolic").as_os_str(),
-        "--merge".as_ref(),
-        "no/such/config.pbtxt".as_ref(),
-    ]);
+    let r = tritonctl()
+        .arg("autoconfig")
+        .args([
+            model("a1_symbolic").as_os_str(),
+            "--merge".as_ref(),
+            "no/such/config.pbtxt".as_ref(),
+        ])
+        .run();
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("no/such/config.pbtxt"), "{}", r.stderr);
 }
@@ -948,7 +944,7 @@ fn model_files_and_versions() {
 // Bad input: exit 2, naming the file.
 
 fn exit2_naming(path: &Path, what: &str) {
-    let r = run(&[path]);
+    let r = tritonctl().arg("autoconfig").args([path]).run();
     assert_eq!(r.code, 2, "{}: stderr:\n{}", path.display(), r.stderr);
     assert!(r.stdout.is_empty());
     assert!(
@@ -977,7 +973,10 @@ fn bad_model_files() {
     std::fs::write(&f, b"").unwrap();
     exit2_naming(&f, "empty");
     // Through the model directory, the message still names the file.
-    let r = run(&[tmp.path().join("m")]);
+    let r = tritonctl()
+        .arg("autoconfig")
+        .args(&[tmp.path().join("m")])
+        .run();
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains(&f.display().to_string()), "{}", r.stderr);
     // Missing.
@@ -1016,15 +1015,21 @@ fn write_creates_config_pbtxt_and_refuses_to_overwrite() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path().join("a1_symbolic");
     copy_dir(&model("a1_symbolic"), &d);
-    let printed = run(&[&d]);
-    let r = run(&[d.as_os_str(), "--write".as_ref()]);
+    let printed = tritonctl().arg("autoconfig").args([&d]).run();
+    let r = tritonctl()
+        .arg("autoconfig")
+        .args([d.as_os_str(), "--write".as_ref()])
+        .run();
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.is_empty());
     let target = d.join("config.pbtxt");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), printed.stdout);
     // Again: refused, file unchanged.
     std::fs::write(&target, "max_batch_size: 2\n").unwrap();
-    let r = run(&[d.as_os_str(), "--write".as_ref()]);
+    let r = tritonctl()
+        .arg("autoconfig")
+        .args([d.as_os_str(), "--write".as_ref()])
+        .run();
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("--force"), "{}", r.stderr);
     assert_eq!(
@@ -1032,14 +1037,17 @@ fn write_creates_config_pbtxt_and_refuses_to_overwrite() {
         "max_batch_size: 2\n"
     );
     // --force replaces it; merging completes what it says.
-    let r = run(&[
-        d.as_os_str(),
-        "--write".as_ref(),
-        "--force".as_ref(),
-        "--merge".as_ref(),
-        target.as_os_str(),
-        "--full".as_ref(),
-    ]);
+    let r = tritonctl()
+        .arg("autoconfig")
+        .args([
+            d.as_os_str(),
+            "--write".as_ref(),
+            "--force".as_ref(),
+            "--merge".as_ref(),
+            target.as_os_str(),
+            "--full".as_ref(),
+        ])
+        .run();
     assert_eq!(r.code, 0, "{}", r.stderr);
     let written = parse(&std::fs::read_to_string(&target).unwrap());
     assert_eq!(written.max_batch_size, 2);
@@ -1053,17 +1061,23 @@ fn write_creates_config_pbtxt_and_refuses_to_overwrite() {
     names.sort();
     assert_eq!(names, ["1", "config.pbtxt"]);
     // JSON cannot be written; a bare file has no model directory.
-    let r = run(&[
-        d.as_os_str(),
-        "--write".as_ref(),
-        "--force".as_ref(),
-        "--format".as_ref(),
-        "json".as_ref(),
-    ]);
+    let r = tritonctl()
+        .arg("autoconfig")
+        .args([
+            d.as_os_str(),
+            "--write".as_ref(),
+            "--force".as_ref(),
+            "--format".as_ref(),
+            "json".as_ref(),
+        ])
+        .run();
     assert_eq!(r.code, 2);
     let bare = tmp.path().join("bare.onnx");
     std::fs::copy(d.join("1").join("model.onnx"), &bare).unwrap();
-    let r = run(&[bare.as_os_str(), "--write".as_ref()]);
+    let r = tritonctl()
+        .arg("autoconfig")
+        .args([bare.as_os_str(), "--write".as_ref()])
+        .run();
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(!tmp.path().join("config.pbtxt").exists());
 }
@@ -1084,7 +1098,10 @@ fn failed_writes_leave_nothing_behind() {
     let d = tmp.path().join("a1_symbolic");
     copy_dir(&model("a1_symbolic"), &d);
     std::fs::create_dir_all(d.join("config.pbtxt").join("x")).unwrap();
-    let r = run(&[d.as_os_str(), "--write".as_ref(), "--force".as_ref()]);
+    let r = tritonctl()
+        .arg("autoconfig")
+        .args([d.as_os_str(), "--write".as_ref(), "--force".as_ref()])
+        .run();
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("config.pbtxt"), "{}", r.stderr);
     assert_eq!(leftovers(&d), ["config.pbtxt"]);
@@ -1102,7 +1119,10 @@ fn failed_writes_leave_nothing_behind() {
         std::fs::remove_file(&probe).unwrap();
         eprintln!("skipped: read-only directories are writable for this user");
     } else {
-        let r = run(&[ro.as_os_str(), "--write".as_ref()]);
+        let r = tritonctl()
+            .arg("autoconfig")
+            .args([ro.as_os_str(), "--write".as_ref()])
+            .run();
         assert_eq!(r.code, 2, "{}", r.stderr);
         assert!(r.stderr.contains("config.pbtxt"), "{}", r.stderr);
         assert!(leftovers(&ro).is_empty(), "{:?}", leftovers(&ro));
@@ -1137,21 +1157,6 @@ fn session_view_matches_onnx_runtime() {
 // ---------------------------------------------------------------------
 // Output shapes from ONNX Runtime's session metadata (feature `run`).
 
-/// Runs `tritonctl autoconfig` with extra environment variables.
-fn run_env(args: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)]) -> Run {
-    let mut c = tritonctl();
-    c.arg("autoconfig").args(args);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let out = c.output().expect("runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
 /// The models of ort_view.json whose output shapes the file does not
 /// fully declare (no shape, or an unknown dim), with ONNX Runtime's dims.
 const UNDECLARED_OUTPUT_SHAPES: &[&str] = &[
@@ -1179,10 +1184,11 @@ fn output_shapes_from_onnx_runtime_session_metadata() {
     let lib_env = [("ORT_DYLIB_PATH", lib.path.as_os_str())];
     for name in UNDECLARED_OUTPUT_SHAPES {
         let m = model(name);
-        let r = run_env(
-            &[m.as_os_str(), "--format".as_ref(), "json".as_ref()],
-            &lib_env,
-        );
+        let r = tritonctl()
+            .arg("autoconfig")
+            .args([m.as_os_str(), "--format".as_ref(), "json".as_ref()])
+            .envs(&lib_env)
+            .run();
         assert_eq!(r.code, 0, "{name}: {}", r.stderr);
         let cfg: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
         let batching = cfg["max_batch_size"].as_i64().unwrap_or(0) > 0;
@@ -1215,7 +1221,11 @@ fn output_shapes_from_onnx_runtime_session_metadata() {
     }
     // ONNX Runtime cannot load a model with an unknown custom operator:
     // the fallback, with a warning carrying ONNX Runtime's message.
-    let r = run_env(&[model("unknown_output_shape").as_os_str()], &lib_env);
+    let r = tritonctl()
+        .arg("autoconfig")
+        .args([model("unknown_output_shape").as_os_str()])
+        .envs(&lib_env)
+        .run();
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         r.stderr.contains("could not load the model") && r.stderr.contains("Mystery"),
@@ -1228,7 +1238,11 @@ fn output_shapes_from_onnx_runtime_session_metadata() {
         r.stderr
     );
     // Fully declared outputs need no session: no note about the source.
-    let r = run_env(&[model("a1_symbolic").as_os_str()], &lib_env);
+    let r = tritonctl()
+        .arg("autoconfig")
+        .args([model("a1_symbolic").as_os_str()])
+        .envs(&lib_env)
+        .run();
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stderr.contains("session metadata"), "{}", r.stderr);
 }
@@ -1254,7 +1268,11 @@ fn output_shapes_fall_back_to_the_file_without_onnx_runtime() {
     ];
     for (key, value, why) in cases {
         for name in UNDECLARED_OUTPUT_SHAPES {
-            let r = run_env(&[model(name).as_os_str()], &[(key, value)]);
+            let r = tritonctl()
+                .arg("autoconfig")
+                .args([model(name).as_os_str()])
+                .envs(&[(key, value)])
+                .run();
             assert_eq!(r.code, 0, "{name} {key}: {}", r.stderr);
             assert!(
                 r.stderr.contains(
@@ -1272,10 +1290,11 @@ fn output_shapes_fall_back_to_the_file_without_onnx_runtime() {
         }
     }
     // The fallback's own notes stay.
-    let r = run_env(
-        &[model("value_info_declared").as_os_str()],
-        &[("TRITONCTL_NO_ORT", "1".as_ref())],
-    );
+    let r = tritonctl()
+        .arg("autoconfig")
+        .args([model("value_info_declared").as_os_str()])
+        .env("TRITONCTL_NO_ORT", "1")
+        .run();
     assert!(
         r.stderr.contains("declared value info used"),
         "{}",

@@ -11,9 +11,8 @@ fn findings(arg: &str) -> (i32, Vec<(String, String, u64)>) {
     let out = tritonctl()
         .current_dir(crate_root())
         .args(["validate", "--format", "json", arg])
-        .output()
-        .unwrap();
-    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+        .run();
+    let json: Value = serde_json::from_str(&out.stdout).expect("JSON report");
     let mut v = Vec::new();
     for f in json["files"].as_array().unwrap() {
         for d in f["diagnostics"].as_array().unwrap() {
@@ -24,7 +23,7 @@ fn findings(arg: &str) -> (i32, Vec<(String, String, u64)>) {
             ));
         }
     }
-    (out.status.code().unwrap(), v)
+    (out.code, v)
 }
 
 fn model_py(model: &str) -> String {
@@ -83,9 +82,8 @@ fn bls_findings_can_be_made_errors() {
     let out = tritonctl()
         .current_dir(crate_root())
         .args(["validate", "--deny", "W1101", "testdata/bls_repository"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let text = String::from_utf8_lossy(&out.stdout);
+        .run();
+    assert_eq!(out.code, 1);
+    let text = &out.stdout;
     assert!(text.contains("model.py:"), "{text}");
 }

@@ -2,9 +2,9 @@
 //! composite GitHub Action (`action.yml`) run as pre-commit and GitHub
 //! would run them, inline suppressions, and `tritonctl.toml`.
 
-use crate::common::{crate_root, tritonctl};
+use crate::common::{crate_root, tritonctl, tritonctl_path};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// A valid model.
@@ -62,10 +62,6 @@ fn line_col(text: &str, needle: &str) -> (usize, usize) {
     let line = text[..at].matches('\n').count() + 1;
     let col = at - text[..at].rfind('\n').map_or(0, |i| i + 1) + 1;
     (line, col)
-}
-
-fn binary() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("tritonctl")
 }
 
 /// Writes `models/<name>/config.pbtxt` with a version directory.
@@ -197,20 +193,15 @@ fn run_hook(hook: &Hook, repo: &Path, only: Option<&[&str]>) -> (i32, String, Ve
         .collect();
     let mut words = hook.entry.split_whitespace();
     assert_eq!(words.next(), Some("tritonctl"), "{}", hook.entry);
-    let out = Command::new(binary())
+    let out = tritonctl()
         .args(words)
         .args(&hook.args)
         .args(&files)
         .current_dir(repo)
         .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text, files)
+        .run();
+    let (code, text) = out.combined();
+    (code, text, files)
 }
 
 #[test]
@@ -268,12 +259,11 @@ fn validate_hook_reports_each_file_with_positions() {
 fn fmt_hook_fails_on_unformatted_files_only() {
     let repo = git_repo();
     // Formatted by tritonctl itself first, then left alone.
-    let st = Command::new(binary())
+    let st = tritonctl()
         .args(["fmt", "models/good/config.pbtxt"])
         .current_dir(repo.path())
-        .output()
-        .unwrap();
-    assert!(st.status.success());
+        .run();
+    assert!(st.success());
     add_model(repo.path(), "messy", "name:\"messy\"   max_batch_size:4\n");
     for id in ["tritonctl-fmt", "tritonctl-fmt-system"] {
         let h = hook(id);
@@ -374,7 +364,7 @@ fn action() -> (BTreeMap<String, String>, Vec<Step>) {
 fn run_action(dir: &Path, inputs: &[(&str, &str)]) -> (i32, String) {
     let (defaults, steps) = action();
     assert!(steps.len() >= 2, "{steps:?}");
-    let bin_dir = binary().parent().unwrap().to_path_buf();
+    let bin_dir = tritonctl_path().parent().unwrap().to_path_buf();
     let path = format!(
         "{}:{}",
         bin_dir.display(),
@@ -506,21 +496,6 @@ fn action_inputs_reach_validate() {
 
 // ----------------------------------------------------------- suppressions
 
-fn validate_in(dir: &Path, args: &[&str]) -> (i32, String) {
-    let out = tritonctl()
-        .current_dir(dir)
-        .arg("validate")
-        .args(args)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
-}
-
 #[test]
 fn end_of_line_and_previous_line_suppressions() {
     let repo = git_repo();
@@ -534,7 +509,12 @@ fn end_of_line_and_previous_line_suppressions() {
             "# tritonctl: ignore=E0101 (the whole output field)\noutput [\n",
         );
     add_model(repo.path(), "bad", &text);
-    let (code, out) = validate_in(repo.path(), &["models/bad"]);
+    let (code, out) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["models/bad"])
+        .run()
+        .combined();
     assert_eq!(code, 1, "{out}");
     assert!(!out.contains("E0103"), "end-of-line form: {out}");
     assert!(!out.contains("E0101"), "previous-line form: {out}");
@@ -551,7 +531,12 @@ fn end_of_line_and_previous_line_suppressions() {
         "name: \"bad\" # tritonctl: ignore=E0101,E0102,E0103\n",
     );
     add_model(repo.path(), "bad", &text);
-    let (code, out) = validate_in(repo.path(), &["models/bad"]);
+    let (code, out) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["models/bad"])
+        .run()
+        .combined();
     assert_eq!(code, 1);
     for (rule, _) in BAD_ERRORS {
         assert!(out.contains(&format!("error[{rule}]")), "{out}");
@@ -566,7 +551,12 @@ fn unknown_code_in_suppression_is_reported_at_its_span() {
         "    # tritonctl: ignore=E0101, no-such-rule\n    dim: [ 4 ]\n",
     );
     add_model(repo.path(), "bad", &text);
-    let (_, out) = validate_in(repo.path(), &["--format", "json", "models/bad"]);
+    let (_, out) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["--format", "json", "models/bad"])
+        .run()
+        .combined();
     let doc: serde_json::Value = serde_json::from_str(&out).expect(&out);
     let diags = doc["files"][0]["diagnostics"].as_array().unwrap();
     let w = diags
@@ -596,30 +586,65 @@ fn config_file_overrides_severities_and_excludes() {
         .replace("TYPE_FLOAT32", "TYPE_FP32")
         .replace("\"100\"", "100");
     add_model(repo.path(), "bad", &one);
-    let (code, out) = validate_in(repo.path(), &["models"]);
+    let (code, out) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["models"])
+        .run()
+        .combined();
     assert_eq!(code, 1, "{out}");
 
     let toml = repo.path().join("tritonctl.toml");
     std::fs::write(&toml, "[rules]\nunknown-field = \"warning\"\n").unwrap();
-    let (code, out) = validate_in(repo.path(), &["models"]);
+    let (code, out) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["models"])
+        .run()
+        .combined();
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("warning[E0101]"), "{out}");
     // From a sub-directory, the file is found by walking up.
-    let (code, _) = validate_in(&repo.path().join("models"), &["bad/config.pbtxt"]);
+    let (code, _) = tritonctl()
+        .current_dir(repo.path().join("models"))
+        .arg("validate")
+        .args(["bad/config.pbtxt"])
+        .run()
+        .combined();
     assert_eq!(code, 0);
     // Flags win over the file.
-    let (code, _) = validate_in(repo.path(), &["--strict", "models"]);
+    let (code, _) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["--strict", "models"])
+        .run()
+        .combined();
     assert_eq!(code, 1);
-    let (code, _) = validate_in(repo.path(), &["--no-config", "models"]);
+    let (code, _) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["--no-config", "models"])
+        .run()
+        .combined();
     assert_eq!(code, 1);
 
     std::fs::write(&toml, "[rules]\nE0101 = \"off\"\n").unwrap();
-    let (code, out) = validate_in(repo.path(), &["models"]);
+    let (code, out) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["models"])
+        .run()
+        .combined();
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("E0101"), "{out}");
 
     std::fs::write(&toml, "exclude = [\"models/ba?\"]\n").unwrap();
-    let (code, out) = validate_in(repo.path(), &["--format", "json", "models"]);
+    let (code, out) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["--format", "json", "models"])
+        .run()
+        .combined();
     assert_eq!(code, 0, "{out}");
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     let paths: Vec<&str> = doc["files"]
@@ -629,23 +654,48 @@ fn config_file_overrides_severities_and_excludes() {
         .map(|f| f["path"].as_str().unwrap())
         .collect();
     assert_eq!(paths, ["models/good/config.pbtxt"]);
-    let (code, _) = validate_in(repo.path(), &["--no-config", "models"]);
+    let (code, _) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["--no-config", "models"])
+        .run()
+        .combined();
     assert_eq!(code, 1);
     // A model named on the command line is validated all the same.
-    let (code, _) = validate_in(repo.path(), &["models/bad"]);
+    let (code, _) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["models/bad"])
+        .run()
+        .combined();
     assert_eq!(code, 1);
     // A pattern without '/' matches a directory name anywhere below.
     std::fs::write(&toml, "exclude = [\"ba*\"]\n").unwrap();
-    let (code, out) = validate_in(repo.path(), &["models"]);
+    let (code, out) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["models"])
+        .run()
+        .combined();
     assert_eq!(code, 0, "{out}");
-    let (code, _) = validate_in(&repo.path().join("models"), &["."]);
+    let (code, _) = tritonctl()
+        .current_dir(repo.path().join("models"))
+        .arg("validate")
+        .args(["."])
+        .run()
+        .combined();
     assert_eq!(code, 0);
 
     // --config names another file.
     std::fs::remove_file(&toml).unwrap();
     let other = repo.path().join("ci.toml");
     std::fs::write(&other, "[rules]\nE0101 = \"note\"\n").unwrap();
-    let (code, out) = validate_in(repo.path(), &["--config", "ci.toml", "models"]);
+    let (code, out) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["--config", "ci.toml", "models"])
+        .run()
+        .combined();
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("note[E0101]"), "{out}");
 }
@@ -666,11 +716,21 @@ fn config_file_search_stops_at_the_git_root() {
         &BAD.replace("TYPE_FLOAT32", "TYPE_FP32")
             .replace("\"100\"", "100"),
     );
-    let (code, out) = validate_in(&repo, &["models"]);
+    let (code, out) = tritonctl()
+        .current_dir(&repo)
+        .arg("validate")
+        .args(["models"])
+        .run()
+        .combined();
     assert_eq!(code, 1, "the file above the git root must not apply: {out}");
     // Without .git, it is found.
     std::fs::remove_dir(repo.join(".git")).unwrap();
-    let (code, out) = validate_in(&repo, &["models"]);
+    let (code, out) = tritonctl()
+        .current_dir(&repo)
+        .arg("validate")
+        .args(["models"])
+        .run()
+        .combined();
     assert_eq!(code, 0, "{out}");
 }
 
@@ -687,7 +747,12 @@ fn bad_config_file_is_a_usage_error_with_position() {
         ("\nplatfrom = \"onnxruntime_onnx\"\n", "platfrom"),
     ] {
         std::fs::write(&toml, text).unwrap();
-        let (code, out) = validate_in(repo.path(), &["models"]);
+        let (code, out) = tritonctl()
+            .current_dir(repo.path())
+            .arg("validate")
+            .args(["models"])
+            .run()
+            .combined();
         assert_eq!(code, 2, "{text}: {out}");
         let (l, c) = line_col(text, needle);
         assert!(
@@ -697,11 +762,21 @@ fn bad_config_file_is_a_usage_error_with_position() {
     }
     // Broken TOML syntax: a position on the right line.
     std::fs::write(&toml, "[rules]\nE0101 = = \"off\"\n").unwrap();
-    let (code, out) = validate_in(repo.path(), &["models"]);
+    let (code, out) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["models"])
+        .run()
+        .combined();
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("tritonctl.toml:2:"), "{out}");
     // --no-config does not read it.
-    let (code, _) = validate_in(repo.path(), &["--no-config", "models/good"]);
+    let (code, _) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["--no-config", "models/good"])
+        .run()
+        .combined();
     assert_eq!(code, 0);
 }
 
@@ -715,14 +790,24 @@ fn default_platform_from_config_file() {
     let dir = repo.path().join("models").join("noplat");
     std::fs::create_dir_all(dir.join("1")).unwrap();
     std::fs::write(dir.join("config.pbtxt"), &text).unwrap();
-    let (code, out) = validate_in(repo.path(), &["models/noplat"]);
+    let (code, out) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["models/noplat"])
+        .run()
+        .combined();
     assert_eq!(code, 1, "{out}");
     std::fs::write(
         repo.path().join("tritonctl.toml"),
         "default-platform = \"onnxruntime_onnx\"\n",
     )
     .unwrap();
-    let (code, out) = validate_in(repo.path(), &["models/noplat"]);
+    let (code, out) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["models/noplat"])
+        .run()
+        .combined();
     assert_eq!(code, 0, "{out}");
 }
 
@@ -734,7 +819,12 @@ fn unused_suppressions_are_reported_only_when_enabled() {
         "max_batch_size: 8 # tritonctl: ignore=E0101\n",
     );
     add_model(repo.path(), "good", &text);
-    let (code, out) = validate_in(repo.path(), &["models/good"]);
+    let (code, out) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["models/good"])
+        .run()
+        .combined();
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("W1002"), "off by default: {out}");
     std::fs::write(
@@ -742,7 +832,12 @@ fn unused_suppressions_are_reported_only_when_enabled() {
         "[rules]\nunused-suppression = \"error\"\n",
     )
     .unwrap();
-    let (code, out) = validate_in(repo.path(), &["models/good"]);
+    let (code, out) = tritonctl()
+        .current_dir(repo.path())
+        .arg("validate")
+        .args(["models/good"])
+        .run()
+        .combined();
     assert_eq!(code, 1, "{out}");
     let (l, c) = line_col(&text, "E0101");
     assert!(out.contains("error[W1002]"), "{out}");

@@ -1,7 +1,10 @@
-//! Helpers shared by the test modules.
+//! Helpers shared by the test modules, among them [`tritonctl`]: the one
+//! way the tests run the binary.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// The repository root of this crate.
 pub fn crate_root() -> PathBuf {
@@ -24,12 +27,237 @@ pub fn shared_dir() -> Option<PathBuf> {
     None
 }
 
-/// A command for the built `tritonctl` binary with a clean environment.
-pub fn tritonctl() -> assert_cmd::Command {
-    let mut c = assert_cmd::Command::cargo_bin("tritonctl").expect("binary built");
-    c.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default());
-    c
+/// The path of the built `tritonctl` binary, for the few tests that hand it
+/// to another program (a script that runs it) or need a raw child process
+/// ([`Tritonctl::command`]).
+pub fn tritonctl_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_tritonctl"))
+}
+
+/// A run of the built `tritonctl` binary: `tritonctl().args([...]).run()`.
+///
+/// The environment is cleared except for `PATH`, so that the developer's or
+/// the CI runner's variables (`TRITONCTL_FORMAT`, `NO_COLOR`,
+/// `ORT_DYLIB_PATH`, `GITHUB_ACTIONS`, ...) cannot change what a test sees; a
+/// test sets what it needs with [`env`](Self::env) or passes a variable of
+/// its own environment on with [`pass_env`](Self::pass_env).
+pub fn tritonctl() -> Tritonctl {
+    Tritonctl {
+        args: Vec::new(),
+        envs: std::env::var_os("PATH")
+            .map(|p| (OsString::from("PATH"), p))
+            .into_iter()
+            .collect(),
+        dir: None,
+        stdin: None,
+        timeout: None,
+    }
+}
+
+/// The builder [`tritonctl`] returns.
+pub struct Tritonctl {
+    args: Vec<OsString>,
+    envs: Vec<(OsString, OsString)>,
+    dir: Option<PathBuf>,
+    stdin: Option<Vec<u8>>,
+    timeout: Option<Duration>,
+}
+
+impl Tritonctl {
+    pub fn arg(&mut self, arg: impl AsRef<OsStr>) -> &mut Self {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    pub fn args<I, S>(&mut self, args: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        for a in args {
+            self.arg(a);
+        }
+        self
+    }
+
+    pub fn env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
+        self.envs
+            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
+
+    pub fn envs<'a, K, V>(&mut self, vars: impl IntoIterator<Item = &'a (K, V)>) -> &mut Self
+    where
+        K: AsRef<OsStr> + 'a,
+        V: AsRef<OsStr> + 'a,
+    {
+        for (k, v) in vars {
+            self.env(k, v);
+        }
+        self
+    }
+
+    /// Passes the test's own value of `key` on, when it has one.
+    pub fn pass_env(&mut self, key: &str) -> &mut Self {
+        if let Some(v) = std::env::var_os(key) {
+            self.env(key, v);
+        }
+        self
+    }
+
+    pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Self {
+        self.dir = Some(dir.as_ref().to_owned());
+        self
+    }
+
+    /// Bytes on standard input (otherwise it is empty).
+    pub fn stdin(&mut self, bytes: impl Into<Vec<u8>>) -> &mut Self {
+        self.stdin = Some(bytes.into());
+        self
+    }
+
+    /// Kills the process after `limit`: the run then fails the test as a
+    /// hang.
+    pub fn timeout(&mut self, limit: Duration) -> &mut Self {
+        self.timeout = Some(limit);
+        self
+    }
+
+    /// Runs the binary to its end. Fails the test when it cannot be started,
+    /// was killed by a signal (or the timeout), panicked, or wrote anything
+    /// but UTF-8 to stdout.
+    pub fn run(&self) -> Output {
+        let mut c = assert_cmd::Command::from_std(self.command());
+        if let Some(bytes) = &self.stdin {
+            c.write_stdin(bytes.clone());
+        }
+        if let Some(limit) = self.timeout {
+            c.timeout(limit);
+        }
+        let started = Instant::now();
+        let out = c.output().expect("tritonctl runs");
+        let shown = self.shown();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let code = out.status.code().unwrap_or_else(|| {
+            panic!(
+                "tritonctl {shown} killed after {:?} (a hang?): {stderr}",
+                started.elapsed()
+            )
+        });
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("internal error"),
+            "tritonctl {shown} panicked:\n{stderr}"
+        );
+        let stdout = String::from_utf8(out.stdout)
+            .unwrap_or_else(|e| panic!("tritonctl {shown}: stdout is not UTF-8: {e}"));
+        Output {
+            code,
+            stdout,
+            stderr,
+            args: shown,
+        }
+    }
+
+    /// The configured command (without stdin and timeout), for a test that
+    /// drives the child process itself: reads part of its output, closes a
+    /// pipe early.
+    pub fn command(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(tritonctl_path());
+        c.env_clear()
+            .envs(self.envs.iter().cloned())
+            .args(&self.args);
+        if let Some(dir) = &self.dir {
+            c.current_dir(dir);
+        }
+        c
+    }
+
+    fn shown(&self) -> String {
+        self.args
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// What a finished run left: its exit code and its output.
+#[derive(Debug)]
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    /// The arguments, for failure messages.
+    pub args: String,
+}
+
+impl Output {
+    /// `(exit code, stdout, stderr)`.
+    pub fn parts(self) -> (i32, String, String) {
+        (self.code, self.stdout, self.stderr)
+    }
+
+    /// `(exit code, stdout followed by stderr)`: what a user sees in a
+    /// terminal.
+    pub fn combined(self) -> (i32, String) {
+        (self.code, self.stdout + &self.stderr)
+    }
+
+    /// stdout parsed as one JSON document.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "tritonctl {}: stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.args, self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// stdout parsed as one JSON document a line.
+    pub fn json_lines(&self) -> Vec<serde_json::Value> {
+        self.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    }
+
+    pub fn success(&self) -> bool {
+        self.code == 0
+    }
+
+    /// Fails the test, showing both outputs, unless the exit code is `code`.
+    pub fn assert_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code, code,
+            "tritonctl {}\nstdout:\n{}\nstderr:\n{}",
+            self.args, self.stdout, self.stderr
+        );
+        self
+    }
+
+    pub fn assert_success(&self) -> &Self {
+        self.assert_code(0)
+    }
+
+    pub fn assert_stdout_contains(&self, needle: &str) -> &Self {
+        assert!(
+            self.stdout.contains(needle),
+            "tritonctl {}: {needle:?} not in stdout:\n{}",
+            self.args,
+            self.stdout
+        );
+        self
+    }
+
+    pub fn assert_stderr_contains(&self, needle: &str) -> &Self {
+        assert!(
+            self.stderr.contains(needle),
+            "tritonctl {}: {needle:?} not in stderr:\n{}",
+            self.args,
+            self.stderr
+        );
+        self
+    }
 }
 
 /// Whether `TRITONCTL_REQUIRE_ORT=1` (set by scripts/test): tests that need

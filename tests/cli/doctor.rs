@@ -2,28 +2,8 @@
 
 #[cfg(feature = "run")]
 use crate::common::ort_library;
-use crate::common::tritonctl;
+use crate::common::{tritonctl, Output};
 use std::ffi::OsStr;
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn doctor(args: &[&str], env: &[(&str, &OsStr)]) -> Run {
-    let mut c = tritonctl();
-    c.arg("doctor").args(args);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let out = c.output().expect("runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
 
 /// The fields documented in the module docs of `commands::doctor`.
 const FIELDS: &[&str] = &[
@@ -39,7 +19,7 @@ const FIELDS: &[&str] = &[
     "hints",
 ];
 
-fn json(r: &Run) -> serde_json::Value {
+fn json(r: &Output) -> serde_json::Value {
     let v: serde_json::Value = serde_json::from_str(&r.stdout)
         .unwrap_or_else(|e| panic!("doctor --format json: {e}\n{}", r.stdout));
     let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
@@ -78,7 +58,7 @@ fn json(r: &Run) -> serde_json::Value {
 #[test]
 fn without_onnx_runtime_it_exits_1_and_says_what_to_install() {
     let no_ort = [("TRITONCTL_NO_ORT", OsStr::new("1"))];
-    let r = doctor(&[], &no_ort);
+    let r = tritonctl().arg("doctor").envs(&no_ort).run();
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("cannot run models"), "{}", r.stdout);
     if cfg!(feature = "run") {
@@ -86,7 +66,11 @@ fn without_onnx_runtime_it_exits_1_and_says_what_to_install() {
         assert!(r.stdout.contains("ORT_DYLIB_PATH"), "{}", r.stdout);
     }
 
-    let r = doctor(&["--format", "json"], &no_ort);
+    let r = tritonctl()
+        .arg("doctor")
+        .args(["--format", "json"])
+        .envs(&no_ort)
+        .run();
     assert_eq!(r.code, 1, "{}", r.stderr);
     let v = json(&r);
     assert_eq!(v["can_run"], false);
@@ -110,10 +94,11 @@ fn without_onnx_runtime_it_exits_1_and_says_what_to_install() {
 #[test]
 fn a_library_path_that_does_not_exist_is_reported() {
     let missing = std::env::temp_dir().join("tritonctl-no-such-dir/libonnxruntime.so");
-    let r = doctor(
-        &["--format", "json"],
-        &[("ORT_DYLIB_PATH", missing.as_os_str())],
-    );
+    let r = tritonctl()
+        .arg("doctor")
+        .args(["--format", "json"])
+        .envs(&[("ORT_DYLIB_PATH", missing.as_os_str())])
+        .run();
     assert_eq!(r.code, 1, "{}", r.stderr);
     let v = json(&r);
     let e = v["onnxruntime"]["error"].as_str().unwrap();
@@ -126,14 +111,14 @@ fn a_library_path_that_does_not_exist_is_reported() {
 #[cfg(not(feature = "run"))]
 #[test]
 fn a_binary_without_the_run_feature_says_so() {
-    let r = doctor(&[], &[]);
+    let r = tritonctl().arg("doctor").run();
     assert_eq!(r.code, 1);
     assert!(
         r.stdout.contains("without the `run` feature"),
         "{}",
         r.stdout
     );
-    let r = doctor(&["--format", "json"], &[]);
+    let r = tritonctl().arg("doctor").args(&["--format", "json"]).run();
     assert_eq!(r.code, 1);
     let v = json(&r);
     assert_eq!(v["run_feature"], false);
@@ -147,7 +132,7 @@ fn with_onnx_runtime_it_exits_0_and_reports_the_library() {
         return;
     };
     let env = [("ORT_DYLIB_PATH", lib.path.as_os_str())];
-    let r = doctor(&[], &env);
+    let r = tritonctl().arg("doctor").envs(&env).run();
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(
         r.stdout.contains(&lib.path.display().to_string()),
@@ -162,7 +147,11 @@ fn with_onnx_runtime_it_exits_0_and_reports_the_library() {
     assert!(!r.stdout.contains("cannot run"), "{}", r.stdout);
     assert!(r.stderr.is_empty(), "{}", r.stderr);
 
-    let r = doctor(&["--format", "json"], &env);
+    let r = tritonctl()
+        .arg("doctor")
+        .args(["--format", "json"])
+        .envs(&env)
+        .run();
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v = json(&r);
     assert_eq!(v["run_feature"], true);
@@ -195,10 +184,11 @@ fn with_onnx_runtime_it_exits_0_and_reports_the_library() {
     assert_eq!(v["default_device"], if gpu { "cuda:0" } else { "cpu" });
 
     // Without the CUDA driver: the CPU, and the driver hint.
-    let r = doctor(
-        &["--format", "json"],
-        &[env[0], ("TRITONCTL_NO_CUDA", OsStr::new("1"))],
-    );
+    let r = tritonctl()
+        .arg("doctor")
+        .args(["--format", "json"])
+        .envs(&[env[0], ("TRITONCTL_NO_CUDA", OsStr::new("1"))])
+        .run();
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v = json(&r);
     assert_eq!(v["cuda_driver"]["found"], false);

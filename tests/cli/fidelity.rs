@@ -14,7 +14,7 @@
 //! must not depend on Triton's per-batch overhead (0 to 30 ms), and the
 //! Oldest trace must avoid the instants where Triton races.
 
-use crate::common::{crate_root, require_ort, tritonctl};
+use crate::common::{crate_root, require_ort, tritonctl, tritonctl_path};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -65,14 +65,9 @@ fn simulate(dir: &Path, case: &Value, latency_us: u64) -> Value {
         .arg("--latency")
         .arg(latency_us.to_string())
         .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{trace}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+        .run();
+    assert!(out.success(), "{trace}: {}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap()
 }
 
 fn compare(dir: &Path, case: &Value) -> Vec<String> {
@@ -365,7 +360,7 @@ fn compare_shifted(shift: impl Fn(u64, usize, i64) -> i64) -> Option<(i32, Strin
         .arg("--observed")
         .arg(tmp.path())
         .arg("--tritonctl")
-        .arg(assert_cmd::cargo::cargo_bin("tritonctl"))
+        .arg(tritonctl_path())
         .args(["--only", "direct"])
         .output();
     match out {

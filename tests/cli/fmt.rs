@@ -188,26 +188,6 @@ impl Protoc {
     }
 }
 
-/// `tritonctl ARGS` in `dir` with `stdin`; (exit code, stdout, stderr).
-fn run_in(dir: &Path, args: &[&str], stdin: &[u8]) -> (i32, String, String) {
-    let out = tritonctl()
-        .current_dir(dir)
-        .args(args)
-        .write_stdin(stdin.to_vec())
-        .output()
-        .expect("tritonctl runs");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        !stderr.contains("panicked"),
-        "tritonctl {args:?} panicked:\n{stderr}"
-    );
-    (
-        out.status.code().expect("exited normally"),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr,
-    )
-}
-
 const MESSY: &str =
     "name:'m' max_batch_size :8 # batch\ninput [{name:\"x\",data_type:TYPE_FP32,dims:[1,2]}]\n";
 const MESSY_FORMATTED: &str = "name: \"m\"\nmax_batch_size: 8 # batch\ninput [\n  {\n    name: \"x\"\n    data_type: TYPE_FP32\n    dims: [ 1, 2 ]\n  }\n]\n";
@@ -480,11 +460,11 @@ fn check_lists_files_that_would_change_and_writes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("messy.pbtxt"), MESSY).unwrap();
     std::fs::write(tmp.path().join("tidy.pbtxt"), MESSY_FORMATTED).unwrap();
-    let (code, out, _) = run_in(
-        tmp.path(),
-        &["fmt", "--check", "messy.pbtxt", "tidy.pbtxt"],
-        b"",
-    );
+    let (code, out, _) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "--check", "messy.pbtxt", "tidy.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("messy.pbtxt"), "{out}");
     assert!(
@@ -493,7 +473,11 @@ fn check_lists_files_that_would_change_and_writes_nothing() {
         "{out}"
     );
     assert_eq!(read_text(&tmp.path().join("messy.pbtxt")), MESSY);
-    let (code, out, _) = run_in(tmp.path(), &["fmt", "--check", "tidy.pbtxt"], b"");
+    let (code, out, _) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "--check", "tidy.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 0, "{out}");
 }
 
@@ -501,7 +485,11 @@ fn check_lists_files_that_would_change_and_writes_nothing() {
 fn diff_prints_a_unified_diff_and_writes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("messy.pbtxt"), MESSY).unwrap();
-    let (code, out, _) = run_in(tmp.path(), &["fmt", "--diff", "messy.pbtxt"], b"");
+    let (code, out, _) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "--diff", "messy.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 1);
     assert!(
         out.starts_with("--- messy.pbtxt\n+++ messy.pbtxt\n@@ -1,2 +1,9 @@\n"),
@@ -514,7 +502,11 @@ fn diff_prints_a_unified_diff_and_writes_nothing() {
     assert!(out.contains("\n+    dims: [ 1, 2 ]\n"), "{out}");
     assert_eq!(read_text(&tmp.path().join("messy.pbtxt")), MESSY);
     std::fs::write(tmp.path().join("messy.pbtxt"), MESSY_FORMATTED).unwrap();
-    let (code, out, _) = run_in(tmp.path(), &["fmt", "--diff", "messy.pbtxt"], b"");
+    let (code, out, _) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "--diff", "messy.pbtxt"])
+        .run()
+        .parts();
     assert_eq!((code, out.as_str()), (0, ""));
 }
 
@@ -528,7 +520,11 @@ fn rewrites_in_place_keeping_permissions() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
     }
-    let (code, out, err) = run_in(tmp.path(), &["fmt", "config.pbtxt"], b"");
+    let (code, out, err) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "config.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("1 file reformatted"), "{out}");
     assert_eq!(read_text(&f), MESSY_FORMATTED);
@@ -540,7 +536,11 @@ fn rewrites_in_place_keeping_permissions() {
     }
     let leftovers: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
     assert_eq!(leftovers.len(), 1, "a temporary file was left behind");
-    let (code, out, _) = run_in(tmp.path(), &["fmt", "config.pbtxt"], b"");
+    let (code, out, _) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "config.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 0);
     assert!(out.contains("1 file left unchanged"), "{out}");
 }
@@ -554,13 +554,21 @@ fn formats_every_model_of_a_repository() {
     }
     // A model without a config is skipped, not an error.
     std::fs::create_dir_all(tmp.path().join("repo").join("c").join("1")).unwrap();
-    let (code, out, err) = run_in(tmp.path(), &["fmt", "--check", "repo"], b"");
+    let (code, out, err) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "--check", "repo"])
+        .run()
+        .parts();
     assert_eq!(code, 1, "{out}{err}");
     assert!(
         out.contains("repo/a/config.pbtxt") && out.contains("repo/b/config.pbtxt"),
         "{out}"
     );
-    let (code, _, err) = run_in(tmp.path(), &["fmt", "repo"], b"");
+    let (code, _, err) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "repo"])
+        .run()
+        .parts();
     assert_eq!(code, 0, "{err}");
     for m in ["a", "b"] {
         assert_eq!(
@@ -570,7 +578,11 @@ fn formats_every_model_of_a_repository() {
     }
     // A model directory on its own.
     std::fs::write(tmp.path().join("repo/a/config.pbtxt"), MESSY).unwrap();
-    let (code, _, _) = run_in(tmp.path(), &["fmt", "repo/a"], b"");
+    let (code, _, _) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "repo/a"])
+        .run()
+        .parts();
     assert_eq!(code, 0);
     assert_eq!(
         read_text(&tmp.path().join("repo/a/config.pbtxt")),
@@ -584,7 +596,11 @@ fn a_file_with_a_syntax_error_is_reported_and_left_alone() {
     let bad = "name: \"x\"\nmax_batch_size 8\n";
     std::fs::write(tmp.path().join("bad.pbtxt"), bad).unwrap();
     std::fs::write(tmp.path().join("ok.pbtxt"), MESSY).unwrap();
-    let (code, _, err) = run_in(tmp.path(), &["fmt", "bad.pbtxt", "ok.pbtxt"], b"");
+    let (code, _, err) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "bad.pbtxt", "ok.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 1, "{err}");
     assert!(
         err.contains("error[E0001]") && err.contains("bad.pbtxt:2:"),
@@ -598,12 +614,20 @@ fn a_file_with_a_syntax_error_is_reported_and_left_alone() {
 #[test]
 fn unreadable_inputs_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
-    let (code, _, err) = run_in(tmp.path(), &["fmt", "missing.pbtxt"], b"");
+    let (code, _, err) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "missing.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 2);
     assert!(err.contains("missing.pbtxt"), "{err}");
     let latin1 = b"name: \"caf\xe9\"\n";
     std::fs::write(tmp.path().join("latin1.pbtxt"), latin1).unwrap();
-    let (code, _, err) = run_in(tmp.path(), &["fmt", "latin1.pbtxt"], b"");
+    let (code, _, err) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "latin1.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 2);
     assert!(err.contains("UTF-8"), "{err}");
     assert_eq!(
@@ -620,7 +644,11 @@ fn a_read_only_file_is_not_rewritten() {
     let f = tmp.path().join("config.pbtxt");
     std::fs::write(&f, MESSY).unwrap();
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o444)).unwrap();
-    let (code, _, err) = run_in(tmp.path(), &["fmt", "config.pbtxt"], b"");
+    let (code, _, err) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "config.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("read-only"), "{err}");
     assert_eq!(read_text(&f), MESSY);
@@ -685,7 +713,11 @@ fn a_read_only_directory_fails_cleanly_and_keeps_the_original() {
         eprintln!("skipped: cannot make a directory unwritable for this user");
         return;
     };
-    let (code, _, err) = run_in(tmp.path(), &["fmt", "m"], b"");
+    let (code, _, err) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "m"])
+        .run()
+        .parts();
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("m/config.pbtxt") && err.contains("left unchanged"),
@@ -703,22 +735,43 @@ fn a_read_only_directory_fails_cleanly_and_keeps_the_original() {
 #[test]
 fn standard_input_goes_to_standard_output() {
     let tmp = tempfile::tempdir().unwrap();
-    let (code, out, _) = run_in(tmp.path(), &["fmt", "-"], MESSY.as_bytes());
+    let (code, out, _) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "-"])
+        .stdin(MESSY.as_bytes())
+        .run()
+        .parts();
     assert_eq!((code, out.as_str()), (0, MESSY_FORMATTED));
     // CRLF in, LF out.
     let crlf = MESSY.replace('\n', "\r\n");
-    let (code, out, _) = run_in(tmp.path(), &["fmt", "-"], crlf.as_bytes());
+    let (code, out, _) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "-"])
+        .stdin(crlf.as_bytes())
+        .run()
+        .parts();
     assert_eq!((code, out.as_str()), (0, MESSY_FORMATTED));
-    let (code, out, _) = run_in(tmp.path(), &["fmt", "--check", "-"], MESSY.as_bytes());
+    let (code, out, _) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "--check", "-"])
+        .stdin(MESSY.as_bytes())
+        .run()
+        .parts();
     assert_eq!(code, 1);
     assert!(out.contains("<stdin>"), "{out}");
-    let (code, out, _) = run_in(
-        tmp.path(),
-        &["fmt", "--check", "-"],
-        MESSY_FORMATTED.as_bytes(),
-    );
+    let (code, out, _) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "--check", "-"])
+        .stdin(MESSY_FORMATTED.as_bytes())
+        .run()
+        .parts();
     assert_eq!(code, 0, "{out}");
-    let (code, out, err) = run_in(tmp.path(), &["fmt", "-"], b"name {");
+    let (code, out, err) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["fmt", "-"])
+        .stdin(b"name {")
+        .run()
+        .parts();
     assert_eq!((code, out.as_str()), (1, ""));
     assert!(err.contains("<stdin>:1:"), "{err}");
 }
@@ -728,11 +781,11 @@ fn standard_input_goes_to_standard_output() {
 
 #[test]
 fn convert_to_json_prints_tritons_form() {
-    let (code, out, err) = run_in(
-        &fmt_dir(),
-        &["convert", "--to", "json", "layout.pbtxt"],
-        b"",
-    );
+    let (code, out, err) = tritonctl()
+        .current_dir(fmt_dir())
+        .args(["convert", "--to", "json", "layout.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 0, "{err}");
     let v: Json = serde_json::from_str(&out).expect("JSON output");
     assert_eq!(v["name"], "layout");
@@ -754,11 +807,11 @@ fn convert_to_json_prints_tritons_form() {
     assert_eq!(v["batch_input"], serde_json::json!([]));
     assert!(v.get("sequence_batching").is_none());
     // 64-bit values beyond 2^53 stay exact.
-    let (code, out, err) = run_in(
-        &fmt_dir(),
-        &["convert", "--to", "json", "numbers.pbtxt"],
-        b"",
-    );
+    let (code, out, err) = tritonctl()
+        .current_dir(fmt_dir())
+        .args(["convert", "--to", "json", "numbers.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains("\"max_sequence_idle_microseconds\": 18446744073709551615"),
@@ -770,28 +823,31 @@ fn convert_to_json_prints_tritons_form() {
 fn convert_json_back_to_pbtxt() {
     let json = "{\n  \"name\": \"m\",\n  \"max_batch_size\": 8,\n  \"input\": [{\"name\": \"x\", \"data_type\": \"TYPE_FP32\", \"dims\": [\"1\", 2]}],\n  \"dynamic_batching\": {\"max_queue_delay_microseconds\": \"100\"}\n}\n";
     let tmp = tempfile::tempdir().unwrap();
-    let (code, out, err) = run_in(
-        tmp.path(),
-        &["convert", "--to", "pbtxt", "-"],
-        json.as_bytes(),
-    );
+    let (code, out, err) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["convert", "--to", "pbtxt", "-"])
+        .stdin(json.as_bytes())
+        .run()
+        .parts();
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         out,
         "name: \"m\"\nmax_batch_size: 8\ninput [\n  {\n    name: \"x\"\n    data_type: TYPE_FP32\n    dims: [ 1, 2 ]\n  }\n]\ndynamic_batching {\n  max_queue_delay_microseconds: 100\n}\n"
     );
     // And to JSON again: the same message.
-    let (code, back, _) = run_in(
-        tmp.path(),
-        &["convert", "--to", "json", "-"],
-        out.as_bytes(),
-    );
+    let (code, back, _) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["convert", "--to", "json", "-"])
+        .stdin(out.as_bytes())
+        .run()
+        .parts();
     assert_eq!(code, 0);
-    let (code, again, _) = run_in(
-        tmp.path(),
-        &["convert", "--to", "json", "-"],
-        json.as_bytes(),
-    );
+    let (code, again, _) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["convert", "--to", "json", "-"])
+        .stdin(json.as_bytes())
+        .run()
+        .parts();
     assert_eq!(code, 0);
     assert_eq!(back, again);
 }
@@ -799,30 +855,40 @@ fn convert_json_back_to_pbtxt() {
 #[test]
 fn convert_reports_bad_inputs() {
     let tmp = tempfile::tempdir().unwrap();
-    let (code, _, err) = run_in(
-        tmp.path(),
-        &["convert", "--to", "pbtxt", "-"],
-        b"{\n  \"name\": \"m\",\n  \"max_batch_sise\": 8\n}\n",
-    );
+    let (code, _, err) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["convert", "--to", "pbtxt", "-"])
+        .stdin(b"{\n  \"name\": \"m\",\n  \"max_batch_sise\": 8\n}\n")
+        .run()
+        .parts();
     assert_eq!(code, 1);
     assert!(
         err.contains("<stdin>:3:") && err.contains("max_batch_sise"),
         "{err}"
     );
-    let (code, _, err) = run_in(
-        tmp.path(),
-        &["convert", "--to", "json", "-"],
-        b"name: \"m\"\nmax_batch_sise: 8\n",
-    );
+    let (code, _, err) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["convert", "--to", "json", "-"])
+        .stdin(b"name: \"m\"\nmax_batch_sise: 8\n")
+        .run()
+        .parts();
     assert_eq!(code, 1);
     assert!(
         err.contains("error[E0101]") && err.contains("<stdin>:2:1"),
         "{err}"
     );
-    let (code, _, err) = run_in(tmp.path(), &["convert", "--to", "json", "nope.pbtxt"], b"");
+    let (code, _, err) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["convert", "--to", "json", "nope.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 2);
     assert!(err.contains("nope.pbtxt"), "{err}");
-    let (code, _, _) = run_in(tmp.path(), &["convert", "nope.pbtxt"], b"");
+    let (code, _, _) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["convert", "nope.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 2, "--to is required");
 }
 
@@ -831,7 +897,11 @@ fn convert_takes_a_model_directory() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir(tmp.path().join("m")).unwrap();
     std::fs::write(tmp.path().join("m/config.pbtxt"), MESSY).unwrap();
-    let (code, out, err) = run_in(tmp.path(), &["convert", "--to", "pbtxt", "m"], b"");
+    let (code, out, err) = tritonctl()
+        .current_dir(tmp.path())
+        .args(["convert", "--to", "pbtxt", "m"])
+        .run()
+        .parts();
     assert_eq!(code, 0, "{err}");
     // Comments are not part of the message.
     assert_eq!(out, MESSY_FORMATTED.replace(" # batch", ""));

@@ -12,33 +12,10 @@ fn data_dir() -> PathBuf {
     crate_root().join("testdata").join("cli")
 }
 
-/// `tritonctl ARGS` run in testdata/cli/; returns (exit code, stdout, stderr).
-fn run(args: &[&str]) -> (i32, String, String) {
-    run_with(args, |_| {})
-}
-
-fn run_with(args: &[&str], setup: impl FnOnce(&mut assert_cmd::Command)) -> (i32, String, String) {
-    let mut c = tritonctl();
-    c.current_dir(data_dir()).args(args);
-    setup(&mut c);
-    let out = c.output().expect("tritonctl runs");
-    let code = out.status.code().expect("exited, not killed by a signal");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        !stderr.contains("panicked") && !stderr.contains("internal error"),
-        "tritonctl {args:?} panicked:\n{stderr}"
-    );
-    (
-        code,
-        String::from_utf8(out.stdout).expect("stdout is UTF-8"),
-        stderr,
-    )
-}
-
 fn json_of(args: &[&str]) -> (i32, Value) {
     let mut a = vec!["validate", "--format", "json"];
     a.extend_from_slice(args);
-    let (code, out, err) = run(&a);
+    let (code, out, err) = tritonctl().current_dir(data_dir()).args(&a).run().parts();
     let v = serde_json::from_str(&out)
         .unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}\nstderr:\n{err}"));
     (code, v)
@@ -196,18 +173,21 @@ fn json_summary_counts_every_file() {
 
 #[test]
 fn format_comes_from_the_environment() {
-    let (_, out, _) = run_with(&["validate", "unknown_field.pbtxt"], |c| {
-        c.env("TRITONCTL_FORMAT", "json");
-    });
+    let (_, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "unknown_field.pbtxt"])
+        .env("TRITONCTL_FORMAT", "json")
+        .run()
+        .parts();
     let doc: Value = serde_json::from_str(&out).expect("TRITONCTL_FORMAT=json gives JSON");
     assert_eq!(doc["summary"]["errors"], 1);
     // The flag wins over the environment.
-    let (_, out, _) = run_with(
-        &["validate", "--format", "github", "unknown_field.pbtxt"],
-        |c| {
-            c.env("TRITONCTL_FORMAT", "json");
-        },
-    );
+    let (_, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "--format", "github", "unknown_field.pbtxt"])
+        .env("TRITONCTL_FORMAT", "json")
+        .run()
+        .parts();
     assert!(out.starts_with("::error "), "{out}");
 }
 
@@ -215,7 +195,11 @@ fn format_comes_from_the_environment() {
 
 #[test]
 fn human_output_shows_code_location_source_and_caret() {
-    let (code, out, _) = run(&["validate", "--color", "never", "unknown_field.pbtxt"]);
+    let (code, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "--color", "never", "unknown_field.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 1);
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines[0].starts_with("error[E0101]: "), "{out}");
@@ -248,7 +232,11 @@ fn human_output_shows_code_location_source_and_caret() {
 
 #[test]
 fn human_caret_columns_follow_the_span() {
-    let (_, out, _) = run(&["validate", "two_errors.pbtxt"]);
+    let (_, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "two_errors.pbtxt"])
+        .run()
+        .parts();
     // `TYPE_FP33` starts at column 16 of line 7.
     assert!(out.contains("--> two_errors.pbtxt:7:16"), "{out}");
     let lines: Vec<&str> = out.lines().collect();
@@ -265,7 +253,11 @@ fn human_caret_columns_follow_the_span() {
 
 #[test]
 fn human_multi_line_span_is_shown_on_its_first_line() {
-    let (code, out, _) = run(&["validate", "multiline.pbtxt"]);
+    let (code, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "multiline.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 1);
     assert!(out.contains("--> multiline.pbtxt:2:17"), "{out}");
     assert!(
@@ -280,7 +272,11 @@ fn human_multi_line_span_is_shown_on_its_first_line() {
 
 #[test]
 fn human_summary_for_clean_input_and_quiet() {
-    let (code, out, _) = run(&["validate", "clean.pbtxt"]);
+    let (code, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "clean.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("error["), "{out}");
     assert_eq!(
@@ -289,14 +285,22 @@ fn human_summary_for_clean_input_and_quiet() {
         "{out}"
     );
 
-    let (code, out, _) = run(&["validate", "-q", "clean.pbtxt"]);
+    let (code, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "-q", "clean.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 0);
     assert!(
         !out.contains("All checks passed"),
         "-q drops the summary: {out}"
     );
 
-    let (code, out, _) = run(&["validate", "--quiet", "unknown_field.pbtxt"]);
+    let (code, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "--quiet", "unknown_field.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 1);
     assert!(out.starts_with("error[E0101]"), "{out}");
     assert!(!out.contains("Found "), "{out}");
@@ -304,7 +308,11 @@ fn human_summary_for_clean_input_and_quiet() {
 
 #[test]
 fn verbose_lists_checked_files_on_stderr() {
-    let (_, out, err) = run(&["validate", "-v", "clean.pbtxt", "unknown_field.pbtxt"]);
+    let (_, out, err) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "-v", "clean.pbtxt", "unknown_field.pbtxt"])
+        .run()
+        .parts();
     assert!(
         err.contains("clean.pbtxt") && err.contains("unknown_field.pbtxt"),
         "{err}"
@@ -315,46 +323,63 @@ fn verbose_lists_checked_files_on_stderr() {
 #[test]
 fn colour_follows_flag_and_no_color() {
     const ESC: &str = "\x1b[";
-    let (_, out, _) = run(&["validate", "--color", "always", "unknown_field.pbtxt"]);
+    let (_, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "--color", "always", "unknown_field.pbtxt"])
+        .run()
+        .parts();
     assert!(out.contains(ESC), "--color always colours");
-    let (_, out, _) = run(&["validate", "--color", "never", "unknown_field.pbtxt"]);
+    let (_, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "--color", "never", "unknown_field.pbtxt"])
+        .run()
+        .parts();
     assert!(!out.contains(ESC));
     // auto: stdout is a pipe here, so no colour.
-    let (_, out, _) = run(&["validate", "unknown_field.pbtxt"]);
+    let (_, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "unknown_field.pbtxt"])
+        .run()
+        .parts();
     assert!(!out.contains(ESC));
-    let (_, out, _) = run_with(
-        &["validate", "--color", "auto", "unknown_field.pbtxt"],
-        |c| {
-            c.env("NO_COLOR", "1").env("CLICOLOR_FORCE", "1");
-        },
-    );
+    let (_, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "--color", "auto", "unknown_field.pbtxt"])
+        .env("NO_COLOR", "1")
+        .env("CLICOLOR_FORCE", "1")
+        .run()
+        .parts();
     assert!(!out.contains(ESC), "NO_COLOR turns auto off");
-    let (_, out, _) = run_with(
-        &["validate", "--color", "auto", "unknown_field.pbtxt"],
-        |c| {
-            c.env("CLICOLOR_FORCE", "1");
-        },
-    );
+    let (_, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "--color", "auto", "unknown_field.pbtxt"])
+        .env("CLICOLOR_FORCE", "1")
+        .run()
+        .parts();
     assert!(out.contains(ESC), "CLICOLOR_FORCE turns auto on");
-    let (_, out, _) = run_with(
-        &["validate", "--color", "always", "unknown_field.pbtxt"],
-        |c| {
-            c.env("NO_COLOR", "1");
-        },
-    );
+    let (_, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "--color", "always", "unknown_field.pbtxt"])
+        .env("NO_COLOR", "1")
+        .run()
+        .parts();
     assert!(
         out.contains(ESC),
         "an explicit --color always wins over NO_COLOR"
     );
     // Machine formats are never coloured.
-    let (_, out, _) = run(&[
-        "validate",
-        "--color",
-        "always",
-        "--format",
-        "json",
-        "unknown_field.pbtxt",
-    ]);
+    let (_, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args([
+            "validate",
+            "--color",
+            "always",
+            "--format",
+            "json",
+            "unknown_field.pbtxt",
+        ])
+        .run()
+        .parts();
     assert!(!out.contains(ESC));
     serde_json::from_str::<Value>(&out).unwrap();
 }
@@ -363,13 +388,17 @@ fn colour_follows_flag_and_no_color() {
 
 #[test]
 fn github_annotations() {
-    let (code, out, _) = run(&[
-        "validate",
-        "--format",
-        "github",
-        "unknown_field.pbtxt",
-        "multiline.pbtxt",
-    ]);
+    let (code, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args([
+            "validate",
+            "--format",
+            "github",
+            "unknown_field.pbtxt",
+            "multiline.pbtxt",
+        ])
+        .run()
+        .parts();
     assert_eq!(code, 1);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 2, "one line per finding, nothing else:\n{out}");
@@ -398,9 +427,8 @@ fn github_escapes_properties() {
     let out = tritonctl()
         .current_dir(tmp.path())
         .args(["validate", "--format", "github", "a,b:c.pbtxt"])
-        .output()
-        .unwrap();
-    let out = String::from_utf8(out.stdout).unwrap();
+        .run();
+    let out = out.stdout;
     assert!(
         out.starts_with("::error file=a%2Cb%3Ac.pbtxt,line=2,"),
         "{out}"
@@ -413,9 +441,8 @@ fn github_file_level_findings_have_no_line() {
     let out = tritonctl()
         .current_dir(tmp.path())
         .args(["validate", "--format", "github", "--deny", "N0701", "."])
-        .output()
-        .unwrap();
-    let out = String::from_utf8(out.stdout).unwrap();
+        .run();
+    let out = out.stdout;
     let line = out
         .lines()
         .find(|l| l.contains("title=N0701::"))
@@ -430,13 +457,17 @@ fn github_file_level_findings_have_no_line() {
 
 #[test]
 fn sarif_lists_every_rule_once_and_points_at_regions() {
-    let (code, out, _) = run(&[
-        "validate",
-        "--format",
-        "sarif",
-        "unknown_field.pbtxt",
-        "repo",
-    ]);
+    let (code, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args([
+            "validate",
+            "--format",
+            "sarif",
+            "unknown_field.pbtxt",
+            "repo",
+        ])
+        .run()
+        .parts();
     assert_eq!(code, 1);
     let doc: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(doc["version"], "2.1.0");
@@ -522,7 +553,11 @@ fn sarif_lists_every_rule_once_and_points_at_regions() {
 
 /// Codes from `tritonctl explain --all`.
 fn run_list() -> (i32, Vec<String>, String) {
-    let (code, out, err) = run(&["explain", "--all"]);
+    let (code, out, err) = tritonctl()
+        .current_dir(data_dir())
+        .args(["explain", "--all"])
+        .run()
+        .parts();
     let codes = out
         .lines()
         .skip(1)
@@ -535,14 +570,18 @@ fn run_list() -> (i32, Vec<String>, String) {
 
 #[test]
 fn junit_has_one_testcase_per_file_and_failures_for_errors() {
-    let (code, out, _) = run(&[
-        "validate",
-        "--format",
-        "junit",
-        "clean.pbtxt",
-        "unknown_field.pbtxt",
-        "two_errors.pbtxt",
-    ]);
+    let (code, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args([
+            "validate",
+            "--format",
+            "junit",
+            "clean.pbtxt",
+            "unknown_field.pbtxt",
+            "two_errors.pbtxt",
+        ])
+        .run()
+        .parts();
     assert_eq!(code, 1);
     let mut reader = quick_xml::Reader::from_str(&out);
     let mut cases = Vec::new();
@@ -587,30 +626,83 @@ fn junit_has_one_testcase_per_file_and_failures_for_errors() {
 
 #[test]
 fn exit_codes() {
-    assert_eq!(run(&["validate", "clean.pbtxt"]).0, 0);
-    assert_eq!(run(&["validate", "unknown_field.pbtxt"]).0, 1);
-    assert_eq!(run(&["validate", "syntax_error.pbtxt"]).0, 1);
     assert_eq!(
-        run(&["validate", "--exit-zero", "unknown_field.pbtxt"]).0,
+        tritonctl()
+            .current_dir(data_dir())
+            .args(["validate", "clean.pbtxt"])
+            .run()
+            .parts()
+            .0,
         0
     );
-    let (code, _, err) = run(&["validate", "--format", "xml", "clean.pbtxt"]);
+    assert_eq!(
+        tritonctl()
+            .current_dir(data_dir())
+            .args(["validate", "unknown_field.pbtxt"])
+            .run()
+            .parts()
+            .0,
+        1
+    );
+    assert_eq!(
+        tritonctl()
+            .current_dir(data_dir())
+            .args(["validate", "syntax_error.pbtxt"])
+            .run()
+            .parts()
+            .0,
+        1
+    );
+    assert_eq!(
+        tritonctl()
+            .current_dir(data_dir())
+            .args(["validate", "--exit-zero", "unknown_field.pbtxt"])
+            .run()
+            .parts()
+            .0,
+        0
+    );
+    let (code, _, err) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "--format", "xml", "clean.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 2, "{err}");
-    let (code, _, err) = run(&["validate", "--no-such-flag"]);
+    let (code, _, err) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "--no-such-flag"])
+        .run()
+        .parts();
     assert_eq!(code, 2, "{err}");
-    let (code, _, _) = run(&["no-such-command"]);
+    let (code, _, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["no-such-command"])
+        .run()
+        .parts();
     assert_eq!(code, 2);
-    let (code, out, _) = run(&["--help"]);
+    let (code, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["--help"])
+        .run()
+        .parts();
     assert_eq!(code, 0);
     assert!(out.contains("validate"));
-    let (code, out, _) = run(&["--version"]);
+    let (code, out, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["--version"])
+        .run()
+        .parts();
     assert_eq!(code, 0);
     assert!(out.starts_with("tritonctl "));
 }
 
 #[test]
 fn unreadable_path_is_exit_2_naming_the_file() {
-    let (code, out, err) = run(&["validate", "no/such/config.pbtxt"]);
+    let (code, out, err) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "no/such/config.pbtxt"])
+        .run()
+        .parts();
     assert_eq!(code, 2);
     assert!(err.contains("no/such/config.pbtxt"), "{err}");
     assert!(!out.contains("error["), "{out}");
@@ -625,34 +717,20 @@ fn stdin_is_read_for_dash() {
     let src = std::fs::read(data_dir().join("unknown_field.pbtxt")).unwrap();
     let out = tritonctl()
         .args(["validate", "--format", "json", "-"])
-        .write_stdin(src)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .stdin(src)
+        .run();
+    assert_eq!(out.code, 1);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(doc["files"][0]["path"], "<stdin>");
     assert_eq!(codes(&doc), ["E0101"]);
     assert_eq!(doc["files"][0]["diagnostics"][0]["line"], 2);
 
     let clean = std::fs::read(data_dir().join("clean.pbtxt")).unwrap();
-    let out = tritonctl()
-        .args(["validate", "-"])
-        .write_stdin(clean)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let out = tritonctl().args(["validate", "-"]).stdin(clean).run();
+    assert_eq!(out.code, 0, "{}", out.stdout);
 
-    let out = tritonctl()
-        .args(["validate", "-", "-"])
-        .write_stdin("")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "stdin twice is a usage error");
+    let out = tritonctl().args(["validate", "-", "-"]).stdin("").run();
+    assert_eq!(out.code, 2, "stdin twice is a usage error");
 }
 
 #[test]
@@ -692,12 +770,20 @@ fn allow_and_deny_change_findings() {
 #[test]
 fn unknown_rule_codes_are_usage_errors() {
     for flag in ["--allow", "--deny"] {
-        let (code, out, err) = run(&["validate", flag, "E9999", "clean.pbtxt"]);
+        let (code, out, err) = tritonctl()
+            .current_dir(data_dir())
+            .args(["validate", flag, "E9999", "clean.pbtxt"])
+            .run()
+            .parts();
         assert_eq!(code, 2, "{flag}");
         assert!(err.contains("E9999"), "{err}");
         assert!(out.is_empty(), "nothing validated: {out}");
     }
-    let (_, _, err) = run(&["validate", "--allow", "unknown-feild", "clean.pbtxt"]);
+    let (_, _, err) = tritonctl()
+        .current_dir(data_dir())
+        .args(["validate", "--allow", "unknown-feild", "clean.pbtxt"])
+        .run()
+        .parts();
     assert!(
         err.contains("unknown-field"),
         "suggests the near name: {err}"
@@ -735,8 +821,8 @@ fn broken_pipe_exits_quietly() {
         paths.push(p);
     }
     for format in ["human", "json", "sarif", "github", "junit"] {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tritonctl"))
-            .env_clear()
+        let mut child = tritonctl()
+            .command()
             .arg("validate")
             .args(["--format", format])
             .args(&paths)
@@ -760,7 +846,11 @@ fn broken_pipe_exits_quietly() {
 #[test]
 fn explain_prints_rule_docs() {
     for arg in ["E0101", "unknown-field", "e0101"] {
-        let (code, out, _) = run(&["explain", arg]);
+        let (code, out, _) = tritonctl()
+            .current_dir(data_dir())
+            .args(["explain", arg])
+            .run()
+            .parts();
         assert_eq!(code, 0, "{arg}");
         assert!(out.starts_with("E0101 (unknown-field)"), "{out}");
         assert!(out.contains("schema") && out.contains("error"), "{out}");
@@ -777,14 +867,22 @@ fn explain_prints_rule_docs() {
 
 #[test]
 fn explain_unknown_code_suggests() {
-    let (code, out, err) = run(&["explain", "unknown-feild"]);
+    let (code, out, err) = tritonctl()
+        .current_dir(data_dir())
+        .args(["explain", "unknown-feild"])
+        .run()
+        .parts();
     assert_eq!(code, 2);
     assert!(out.is_empty());
     assert!(
         err.contains("unknown-feild") && err.contains("unknown-field"),
         "{err}"
     );
-    let (code, _, _) = run(&["explain"]);
+    let (code, _, _) = tritonctl()
+        .current_dir(data_dir())
+        .args(["explain"])
+        .run()
+        .parts();
     assert_eq!(code, 2, "a code or --all is required");
 }
 

@@ -95,7 +95,7 @@ fn every_shell_and_subcommand_is_covered() {
         );
     }
     // The `completions` subcommand prints the same script as committed.
-    let out = tritonctl().args(["completions", "bash"]).output().unwrap();
-    assert!(out.status.success());
-    assert_eq!(out.stdout, comp["completions/tritonctl.bash"]);
+    let out = tritonctl().args(["completions", "bash"]).run();
+    assert!(out.success());
+    assert_eq!(out.stdout.as_bytes(), comp["completions/tritonctl.bash"]);
 }

@@ -28,3 +28,4 @@ mod rule_docs;
 mod rules;
 mod run;
 mod simulate;
+mod snapshots;

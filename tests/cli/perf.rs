@@ -401,27 +401,13 @@ fn triton_like() -> Behaviour {
     }
 }
 
-/// Runs `tritonctl perf ARGS` (killed after 60 s: a hang is a failure).
-fn perf(args: &[&str]) -> (i32, String, String) {
-    let mut c = tritonctl();
-    c.arg("perf").args(args).timeout(Duration::from_secs(60));
-    let started = Instant::now();
-    let out = c.output().expect("tritonctl runs");
-    let code = out.status.code().unwrap_or_else(|| {
-        panic!(
-            "tritonctl perf {args:?} killed after {:?} (hang?)",
-            started.elapsed()
-        )
-    });
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    (code, String::from_utf8(out.stdout).unwrap(), stderr)
-}
+/// A `tritonctl perf` run killed after this long fails as a hang.
+const HANG: Duration = Duration::from_secs(60);
 
 fn perf_json(args: &[&str]) -> (i32, Value) {
     let mut a = args.to_vec();
     a.extend(["--format", "json"]);
-    let (code, out, err) = perf(&a);
+    let (code, out, err) = tritonctl().arg("perf").args(&a).timeout(HANG).run().parts();
     let v: Value = serde_json::from_str(&out)
         .unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}\nstderr:\n{err}"));
     assert_matches_schema(&v);
@@ -520,18 +506,23 @@ fn table_and_csv() {
     let r = Responder::start(triton_like());
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
-    let (code, out, err) = perf(&[
-        "-m",
-        "m",
-        "-u",
-        &r.url(),
-        "--concurrency-range",
-        "1:2",
-        "--duration",
-        "0.3",
-        "-f",
-        csv.to_str().unwrap(),
-    ]);
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &r.url(),
+            "--concurrency-range",
+            "1:2",
+            "--duration",
+            "0.3",
+            "-f",
+            csv.to_str().unwrap(),
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains("concurrency") && out.contains("p99 µs"),
@@ -721,14 +712,19 @@ fn unreachable_server_is_exit_2() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let (code, out, err) = perf(&[
-        "-m",
-        "m",
-        "-u",
-        &format!("127.0.0.1:{port}"),
-        "--timeout",
-        "2000",
-    ]);
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &format!("127.0.0.1:{port}"),
+            "--timeout",
+            "2000",
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 2, "{out}{err}");
     assert!(
         err.contains("cannot connect") && err.contains(&port.to_string()),
@@ -737,7 +733,12 @@ fn unreachable_server_is_exit_2() {
     assert!(out.is_empty());
 
     let r = Responder::start(triton_like());
-    let (code, _, err) = perf(&["-m", "nope", "-u", &r.url()]);
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", "nope", "-u", &r.url()])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 2);
     assert!(err.contains("'nope'") && err.contains("400"), "{err}");
 }
@@ -843,7 +844,12 @@ fn decoupled_models_are_refused_before_any_load() {
         decoupled: true,
         ..triton_like()
     });
-    let (code, _, err) = perf(&["-m", "m", "-u", &r.url(), "--request-count", "5"]);
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", "m", "-u", &r.url(), "--request-count", "5"])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("model 'm' is decoupled"), "{err}");
     assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0);
@@ -884,23 +890,33 @@ fn without_config_endpoint_shapes_come_from_flags() {
         ..Behaviour::default()
     });
     let url = r.url();
-    let (code, _, err) = perf(&["-m", "m", "-u", &url, "--request-count", "5"]);
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", "m", "-u", &url, "--request-count", "5"])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 2);
     assert!(err.contains("--shape X:"), "{err}");
     // the leading -1 may be a batch dim
     assert!(err.contains("--batched --shape X:N"), "{err}");
-    let (code, _, err) = perf(&[
-        "-m",
-        "m",
-        "-u",
-        &url,
-        "--shape",
-        "X:4",
-        "-b",
-        "2",
-        "--request-count",
-        "5",
-    ]);
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &url,
+            "--shape",
+            "X:4",
+            "-b",
+            "2",
+            "--request-count",
+            "5",
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 2, "no batch dim known without --batched");
     assert!(err.contains("--batched"), "{err}");
     let (code, doc) = perf_json(&[
@@ -952,7 +968,12 @@ fn config_source_is_reported() {
     let (code, doc) = perf_json(&["-m", "m", "-u", &with.url(), "--request-count", "3"]);
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(doc["model_config_source"], "config");
-    let (code, out, err) = perf(&["-m", "m", "-u", &with.url(), "--request-count", "3"]);
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", "m", "-u", &with.url(), "--request-count", "3"])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 0, "{out}{err}");
     assert!(!out.contains("no config endpoint"), "{out}");
     assert!(!err.contains("no model config endpoint"), "{err}");
@@ -965,7 +986,12 @@ fn config_source_is_reported() {
     let (code, doc) = perf_json(&args);
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(doc["model_config_source"], "metadata");
-    let (code, out, err) = perf(&args);
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args(args)
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("no config endpoint"), "{out}");
     assert!(
@@ -983,16 +1009,21 @@ fn json_tensors_when_the_server_lacks_binary_tensor_data() {
         ..triton_like()
     });
     let url = r.url();
-    let (code, out, err) = perf(&[
-        "-m",
-        "m",
-        "-u",
-        &url,
-        "--request-count",
-        "4",
-        "--format",
-        "json",
-    ]);
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &url,
+            "--request-count",
+            "4",
+            "--format",
+            "json",
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 0, "{out}{err}");
     let doc: Value = serde_json::from_str(&out).unwrap();
     assert_matches_schema(&doc);
@@ -1007,18 +1038,23 @@ fn json_tensors_when_the_server_lacks_binary_tensor_data() {
     assert_eq!(r.counters.json.load(Ordering::SeqCst), 4);
 
     // given explicitly: kept, with a warning
-    let (code, out, err) = perf(&[
-        "-m",
-        "m",
-        "-u",
-        &url,
-        "--request-count",
-        "4",
-        "--input-tensor-format",
-        "binary",
-        "--format",
-        "json",
-    ]);
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &url,
+            "--request-count",
+            "4",
+            "--input-tensor-format",
+            "binary",
+            "--format",
+            "json",
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 0, "{out}{err}");
     let doc: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(doc["input_tensor_format"], "binary");
@@ -1034,16 +1070,21 @@ fn json_tensors_when_the_server_lacks_binary_tensor_data() {
         extensions: Some(vec!["classification", "binary_tensor_data"]),
         ..triton_like()
     });
-    let (code, out, err) = perf(&[
-        "-m",
-        "m",
-        "-u",
-        &t.url(),
-        "--request-count",
-        "4",
-        "--format",
-        "json",
-    ]);
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &t.url(),
+            "--request-count",
+            "4",
+            "--format",
+            "json",
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 0, "{out}{err}");
     let doc: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(doc["input_tensor_format"], "binary");
@@ -1073,7 +1114,12 @@ fn usage_errors_are_exit_2() {
             "2",
         ],
     ] {
-        let (code, _, err) = perf(&args);
+        let (code, _, err) = tritonctl()
+            .arg("perf")
+            .args(&args)
+            .timeout(HANG)
+            .run()
+            .parts();
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.starts_with("error:"), "{args:?}: {err}");
     }
@@ -1170,7 +1216,12 @@ fn sequences_closed_loop() {
     let seq = &l["sequence_latency_us"];
     assert!(u(&seq["p50"]) >= u(&l["latency_us"]["p50"]), "{l:#}");
 
-    let (code, _, err) = perf(&["-m", "m", "-u", &r.url(), "-b", "2"]);
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", "m", "-u", &r.url(), "-b", "2"])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 2);
     assert!(err.contains("-b 1"), "{err}");
 }
@@ -1292,16 +1343,21 @@ fn load_is_spread_over_several_servers() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let (code, _, err) = perf(&[
-        "-m",
-        "m",
-        "-u",
-        &a.url(),
-        "-u",
-        &format!("127.0.0.1:{port}"),
-        "--request-count",
-        "5",
-    ]);
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &a.url(),
+            "-u",
+            &format!("127.0.0.1:{port}"),
+            "--request-count",
+            "5",
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 2, "{err}");
     assert!(err.contains(&port.to_string()), "{err}");
 }
@@ -1348,14 +1404,19 @@ fn request_intervals_file_is_replayed() {
 
     let bad = dir.path().join("bad.txt");
     std::fs::write(&bad, "100\nsoon\n").unwrap();
-    let (code, _, err) = perf(&[
-        "-m",
-        "m",
-        "-u",
-        &r.url(),
-        "--request-intervals",
-        bad.to_str().unwrap(),
-    ]);
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &r.url(),
+            "--request-intervals",
+            bad.to_str().unwrap(),
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 2);
     assert!(err.contains("bad.txt:2"), "{err}");
 }
@@ -1417,43 +1478,58 @@ fn input_data_file_values_are_sent_in_order() {
     // errors name the file and the entry
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, r#"{"data": [{"X": [1, 2, 3, 4]}, {"X": [1, 2, 3]}]}"#).unwrap();
-    let (code, _, err) = perf(&[
-        "-m",
-        "m",
-        "-u",
-        &r.url(),
-        "--input-data",
-        bad.to_str().unwrap(),
-        "--request-count",
-        "2",
-    ]);
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &r.url(),
+            "--input-data",
+            bad.to_str().unwrap(),
+            "--request-count",
+            "2",
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("bad.json: data[1]") && err.contains("3 values"),
         "{err}"
     );
     std::fs::write(&bad, r#"{"data": [{"Q": [1, 2, 3, 4]}]}"#).unwrap();
-    let (code, _, err) = perf(&[
-        "-m",
-        "m",
-        "-u",
-        &r.url(),
-        "--input-data",
-        bad.to_str().unwrap(),
-        "--request-count",
-        "2",
-    ]);
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &r.url(),
+            "--input-data",
+            bad.to_str().unwrap(),
+            "--request-count",
+            "2",
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("data[0]") && err.contains("'Q'"), "{err}");
     std::fs::write(&bad, r#"{"inputs": []}"#).unwrap();
-    let (code, _, err) = perf(&[
-        "-m",
-        "m",
-        "-u",
-        &r.url(),
-        "--input-data",
-        bad.to_str().unwrap(),
-    ]);
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &r.url(),
+            "--input-data",
+            bad.to_str().unwrap(),
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("bad.json") && err.contains("\"data\""),
@@ -1605,18 +1681,23 @@ fn stability_windows() {
         slowdown: Some(Duration::from_micros(300)),
         ..triton_like()
     });
-    let (code, out, err) = perf(&[
-        "-m",
-        "m",
-        "-u",
-        &r.url(),
-        "-p",
-        "150",
-        "--max-trials",
-        "4",
-        "--format",
-        "json",
-    ]);
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &r.url(),
+            "-p",
+            "150",
+            "--max-trials",
+            "4",
+            "--format",
+            "json",
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 0, "{err}");
     let doc: Value = serde_json::from_str(&out).unwrap();
     assert_matches_schema(&doc);
@@ -1646,7 +1727,12 @@ fn progress_bar_only_on_a_terminal_or_when_forced() {
         "0.4",
     ];
     // standard error is a pipe here
-    let (code, _, err) = perf(&args);
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args(args)
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 0);
     assert!(!err.contains("level 1/2"), "{err}");
     let mut a = args.to_vec();
@@ -1654,7 +1740,12 @@ fn progress_bar_only_on_a_terminal_or_when_forced() {
     let (code, doc) = perf_json(&a);
     assert_eq!(code, 0);
     assert_eq!(doc["levels"].as_array().unwrap().len(), 2);
-    let (_, out, err) = perf(&[a.as_slice(), &["--format", "json"]].concat());
+    let (_, out, err) = tritonctl()
+        .arg("perf")
+        .args([a.as_slice(), &["--format", "json"]].concat())
+        .timeout(HANG)
+        .run()
+        .parts();
     assert!(
         out.trim_start().starts_with('{') && !out.contains("level 1/2"),
         "{out}"

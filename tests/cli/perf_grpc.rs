@@ -404,27 +404,13 @@ impl Server {
     }
 }
 
-/// Runs `tritonctl perf ARGS` (killed after 60 s: a hang is a failure).
-fn perf(args: &[&str]) -> (i32, String, String) {
-    let mut c = tritonctl();
-    c.arg("perf").args(args).timeout(Duration::from_secs(60));
-    let started = Instant::now();
-    let out = c.output().expect("tritonctl runs");
-    let code = out.status.code().unwrap_or_else(|| {
-        panic!(
-            "tritonctl perf {args:?} killed after {:?} (hang?)",
-            started.elapsed()
-        )
-    });
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    (code, String::from_utf8(out.stdout).unwrap(), stderr)
-}
+/// A `tritonctl perf` run killed after this long fails as a hang.
+const HANG: Duration = Duration::from_secs(60);
 
 fn perf_json(args: &[&str]) -> (i32, Value) {
     let mut a = args.to_vec();
     a.extend(["--format", "json"]);
-    let (code, out, err) = perf(&a);
+    let (code, out, err) = tritonctl().arg("perf").args(&a).timeout(HANG).run().parts();
     let v: Value = serde_json::from_str(&out)
         .unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}\nstderr:\n{err}"));
     crate::perf::assert_matches_schema(&v);
@@ -626,7 +612,12 @@ fn refused_and_unknown_model_are_exit_2() {
         l.local_addr().unwrap().port()
     };
     let url = format!("127.0.0.1:{port}");
-    let (code, out, err) = perf(&["-m", "m", "-u", &url, "-i", "grpc", "--timeout", "2000"]);
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", "m", "-u", &url, "-i", "grpc", "--timeout", "2000"])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 2, "{out}{err}");
     assert!(
         err.contains("cannot connect") && err.contains(&port.to_string()),
@@ -634,7 +625,12 @@ fn refused_and_unknown_model_are_exit_2() {
     );
 
     let s = Server::start(Behaviour::default());
-    let (code, _, err) = perf(&["-m", "nope", "-u", &s.url(), "-i", "grpc"]);
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", "nope", "-u", &s.url(), "-i", "grpc"])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 2);
     assert!(err.contains("'nope'") && err.contains("NOT_FOUND"), "{err}");
 }
@@ -644,17 +640,32 @@ fn grpc_without_url_goes_to_port_8001() {
     // refused, or (with a server running there) no such model: either
     // way the error names where perf went
     let model = "tritonctl-test-no-such-model";
-    let (code, out, err) = perf(&["-m", model, "-i", "grpc", "--timeout", "2000"]);
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", model, "-i", "grpc", "--timeout", "2000"])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains("localhost:8001"), "{err}");
-    let (code, out, err) = perf(&["-m", model, "--timeout", "2000"]);
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", model, "--timeout", "2000"])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains("localhost:8000"), "{err}");
 }
 
 #[test]
 fn streaming_needs_grpc() {
-    let (code, _, err) = perf(&["-m", "m", "-u", "127.0.0.1:1", "--streaming"]);
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", "m", "-u", "127.0.0.1:1", "--streaming"])
+        .timeout(HANG)
+        .run()
+        .parts();
     assert_eq!(code, 2);
     assert!(err.contains("--streaming") && err.contains("grpc"), "{err}");
 }

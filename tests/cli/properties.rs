@@ -96,26 +96,25 @@ fn binary_check(input: BinaryInput) -> Result<(), String> {
     cmd.args(["validate", "--format", "json"]);
     match input {
         BinaryInput::Stdin(bytes) => {
-            cmd.arg("-").write_stdin(bytes);
+            cmd.arg("-").stdin(bytes);
         }
         BinaryInput::Path(p) => {
             cmd.arg(p);
         }
     }
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run tritonctl: {e}"))?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    // A panic, a signal or non-UTF-8 output fail inside `run`.
+    let out = cmd.run();
+    let stderr = &out.stderr;
     if stderr.contains("panicked") || stderr.contains("internal error") {
         return Err(format!("tritonctl panicked:\n{stderr}"));
     }
-    let code = out.status.code();
+    let code = Some(out.code);
     match code {
         Some(0) | Some(1) => {
-            let json: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+            let json: serde_json::Value = serde_json::from_str(&out.stdout).map_err(|e| {
                 format!(
                     "exit {code:?} but stdout is not one JSON document ({e}): {:?}",
-                    String::from_utf8_lossy(&out.stdout[..out.stdout.len().min(300)])
+                    out.stdout.chars().take(300).collect::<String>()
                 )
             })?;
             let errors = json["summary"]["errors"]
@@ -127,7 +126,7 @@ fn binary_check(input: BinaryInput) -> Result<(), String> {
             Ok(())
         }
         Some(2) => Ok(()),
-        _ => Err(format!("exit status {:?}; stderr:\n{stderr}", out.status)),
+        _ => Err(format!("exit status {code:?}; stderr:\n{stderr}")),
     }
 }
 

@@ -99,7 +99,11 @@ fn bundled_model_repository_is_clean() {
         ]
     );
     assert!(found.values().all(Vec::is_empty), "{found:?}");
-    tritonctl().arg("validate").arg(&root).assert().success();
+    tritonctl()
+        .arg("validate")
+        .arg(&root)
+        .run()
+        .assert_success();
 }
 
 #[test]

@@ -65,9 +65,9 @@ fn one_page_per_rule_and_an_index_linking_them() {
     write_rule_docs(tmp.path()).unwrap();
     let pages = pages(tmp.path());
     let index = &pages["README.md"];
-    let listed = tritonctl().args(["explain", "--all"]).output().unwrap();
-    assert!(listed.status.success());
-    let listed = String::from_utf8(listed.stdout).unwrap();
+    let listed = tritonctl().args(["explain", "--all"]).run();
+    assert!(listed.success());
+    let listed = listed.stdout;
     let codes: Vec<&str> = listed
         .lines()
         .skip(1)
@@ -100,9 +100,9 @@ fn one_page_per_rule_and_an_index_linking_them() {
 fn explain_prints_the_page_body() {
     let page = std::fs::read_to_string(crate_root().join("docs/rules/E0101.md"))
         .expect("docs/rules/E0101.md is committed");
-    let out = tritonctl().args(["explain", "E0101"]).output().unwrap();
-    assert!(out.status.success());
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), body(&page));
+    let out = tritonctl().args(["explain", "E0101"]).run();
+    assert!(out.success());
+    assert_eq!(out.stdout, body(&page));
     // The page is Markdown: a heading and the docs' example as a code block.
     let body = body(&page);
     assert!(

@@ -8,7 +8,7 @@
 
 #[cfg(feature = "run")]
 use crate::common::ort_library;
-use crate::common::{crate_root, require_ort, tritonctl};
+use crate::common::{crate_root, require_ort, tritonctl, Output, Tritonctl};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -28,36 +28,17 @@ fn model(name: &str) -> PathBuf {
     crate_root().join("testdata").join("run").join(name)
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    fn lines(&self) -> Vec<Value> {
-        self.stdout
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-            .collect()
-    }
-}
-
-fn run(lib: &Path, model_dir: &Path, input: &Path, extra: &[&str]) -> Out {
+/// `tritonctl run MODEL_DIR --input INPUT --format json` with ONNX Runtime
+/// at `lib`.
+fn run_json(lib: &Path, model_dir: &Path, input: &Path) -> Tritonctl {
     let mut c = tritonctl();
     c.env("ORT_DYLIB_PATH", lib)
         .arg("run")
         .arg(model_dir)
         .arg("--input")
         .arg(input)
-        .args(["--format", "json"])
-        .args(extra);
-    let o = c.output().expect("tritonctl runs");
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+        .args(["--format", "json"]);
+    c
 }
 
 fn write_lines(dir: &Path, name: &str, lines: &[Value]) -> PathBuf {
@@ -164,9 +145,9 @@ fn expected_stateful(requests: &[Value]) -> Vec<Vec<f64>> {
         .collect()
 }
 
-fn assert_outputs(out: &Out, requests: &[Value], expected: &[Vec<f64>], shape: &[i64]) {
+fn assert_outputs(out: &Output, requests: &[Value], expected: &[Vec<f64>], shape: &[i64]) {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    let lines = out.lines();
+    let lines = out.json_lines();
     assert_eq!(lines.len(), requests.len());
     for ((line, req), want) in lines.iter().zip(requests).zip(expected) {
         assert_eq!(line["id"], req["id"]);
@@ -205,7 +186,7 @@ fn reference_available() -> bool {
     ok
 }
 
-fn assert_same_as_reference(model_dir: &Path, input: &Path, ours: &Out) {
+fn assert_same_as_reference(model_dir: &Path, input: &Path, ours: &Output) {
     if !reference_available() {
         return;
     }
@@ -221,7 +202,7 @@ fn assert_same_as_reference(model_dir: &Path, input: &Path, ours: &Out) {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(ours.lines(), reference);
+    assert_eq!(ours.json_lines(), reference);
 }
 
 fn sequences_case(model_name: &str, seed: u64, width: usize, stateful: bool) {
@@ -229,7 +210,9 @@ fn sequences_case(model_name: &str, seed: u64, width: usize, stateful: bool) {
     let dir = tempfile::tempdir().unwrap();
     let requests = interleaved(seed, 64, 6, width);
     let input = write_lines(dir.path(), "in.jsonl", &requests);
-    let out = run(&lib, &model(model_name), &input, &["--sequence"]);
+    let out = run_json(&lib, &model(model_name), &input)
+        .args(["--sequence"])
+        .run();
     if stateful {
         assert_outputs(
             &out,
@@ -277,7 +260,9 @@ fn more_sequences_than_slots_wait_in_the_backlog() {
         }
     }
     let input = write_lines(dir.path(), "in.jsonl", &requests);
-    let out = run(&lib, &model("accumulate_implicit"), &input, &["--sequence"]);
+    let out = run_json(&lib, &model("accumulate_implicit"), &input)
+        .args(["--sequence"])
+        .run();
     assert_outputs(&out, &requests, &expected_rowsum(&requests), &[1, 4]);
 }
 
@@ -318,9 +303,9 @@ fn an_idle_sequence_is_released_and_its_next_request_fails() {
         json!({"id": "a1", "arrival_us": 1000000, "sequence_id": 1, "end": true, "inputs": {"Input": [1, 0, 0, 0]}}),
     ];
     let input = write_lines(dir.path(), "in.jsonl", &requests);
-    let out = run(&lib, &m, &input, &["--sequence"]);
+    let out = run_json(&lib, &m, &input).args(["--sequence"]).run();
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    let lines = out.lines();
+    let lines = out.json_lines();
     let a1 = &lines[5];
     assert_eq!(a1["status"], "error");
     assert_eq!(
@@ -348,9 +333,11 @@ fn a_request_of_an_unknown_sequence_without_start_fails_with_tritons_message() {
         json!({"id": "y", "sequence_id": 43, "start": true, "end": true, "inputs": {"Input": [1, 2, 3, 4]}}),
     ];
     let input = write_lines(dir.path(), "in.jsonl", &requests);
-    let out = run(&lib, &model("accumulate_implicit"), &input, &["--sequence"]);
+    let out = run_json(&lib, &model("accumulate_implicit"), &input)
+        .args(["--sequence"])
+        .run();
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    let lines = out.lines();
+    let lines = out.json_lines();
     assert_eq!(lines[0]["status"], "error");
     assert_eq!(
         lines[0]["error"],
@@ -377,9 +364,9 @@ fn scheduler_messages_name_the_request_by_its_own_id() {
         json!({"id": "last", "inputs": {"Input": [[1, 0, 0, 0]]}}),
     ];
     let input = write_lines(dir.path(), "in.jsonl", &requests);
-    let out = run(&lib, &model("preprocess"), &input, &[]);
+    let out = run_json(&lib, &model("preprocess"), &input).run();
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    let lines = out.lines();
+    let lines = out.json_lines();
     assert_eq!(lines.len(), 3, "{}", out.stdout);
     assert_eq!(
         lines[1]["error"],
@@ -417,9 +404,9 @@ fn sequences_never_see_each_others_state() {
     }
     let input = write_lines(dir.path(), "in.jsonl", &requests);
     for m in ["accumulate_implicit", "accumulate_direct"] {
-        let out = run(&lib, &model(m), &input, &["--sequence"]);
+        let out = run_json(&lib, &model(m), &input).args(["--sequence"]).run();
         assert_eq!(out.code, 0, "{m}: {}{}", out.stdout, out.stderr);
-        for (line, req) in out.lines().iter().zip(&requests) {
+        for (line, req) in out.json_lines().iter().zip(&requests) {
             let seq = req["sequence_id"].as_u64().unwrap();
             let step: f64 = req["id"].as_str().unwrap()[3..].parse().unwrap();
             let v = if seq == 1 { 1_000_000.0 } else { 1.0 };
@@ -434,8 +421,8 @@ fn sequences_never_see_each_others_state() {
 }
 
 /// The single result line of `out`, which must be an error.
-fn sole_error(out: &Out) -> String {
-    let lines = out.lines();
+fn sole_error(out: &Output) -> String {
+    let lines = out.json_lines();
     assert_eq!(lines.len(), 1, "{}", out.stdout);
     assert_eq!(lines[0]["status"], "error", "{}", out.stdout);
     lines[0]["error"].as_str().unwrap().to_string()
@@ -451,7 +438,7 @@ fn bad_inputs_and_models_are_reported_with_exit_2() {
         "shape.jsonl",
         &[json!({"id": "r7", "inputs": {"Input": [1, 2, 3]}})],
     );
-    let out = run(&lib, &model("preprocess"), &wrong_shape, &[]);
+    let out = run_json(&lib, &model("preprocess"), &wrong_shape).run();
     assert_eq!(out.code, 1, "{}", out.stderr);
     let e = sole_error(&out);
     assert!(
@@ -464,7 +451,7 @@ fn bad_inputs_and_models_are_reported_with_exit_2() {
         "unknown.jsonl",
         &[json!({"id": "r8", "inputs": {"Inptu": [1, 2, 3, 4]}})],
     );
-    let out = run(&lib, &model("preprocess"), &unknown, &[]);
+    let out = run_json(&lib, &model("preprocess"), &unknown).run();
     assert_eq!(out.code, 1, "{}", out.stderr);
     let e = sole_error(&out);
     assert!(
@@ -479,7 +466,7 @@ fn bad_inputs_and_models_are_reported_with_exit_2() {
         "{\"id\": \"r1\", \"inputs\": {\"Input\": [1, 2, 3, 4]}}\n{\"id\": \"r2\", \"inputs\": {\n",
     )
     .unwrap();
-    let out = run(&lib, &model("preprocess"), &broken, &[]);
+    let out = run_json(&lib, &model("preprocess"), &broken).run();
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("broken.jsonl:2:") && out.stderr.contains("malformed JSON"),
@@ -494,7 +481,7 @@ fn bad_inputs_and_models_are_reported_with_exit_2() {
         &[json!({"id": "r9", "inputs": {"Input": [1, 2, 3, 4]}})],
     );
     let bad = crate_root().join("testdata").join("run-bad");
-    let out = run(&lib, &bad.join("broken"), &ok, &[]);
+    let out = run_json(&lib, &bad.join("broken"), &ok).run();
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("model.onnx") && out.stderr.contains("failed"),
@@ -508,7 +495,7 @@ fn bad_inputs_and_models_are_reported_with_exit_2() {
         "mismatch.jsonl",
         &[json!({"id": "r9", "inputs": {"Inptu": [1, 2, 3, 4]}})],
     );
-    let out = run(&lib, &bad.join("input_mismatch"), &mismatch, &[]);
+    let out = run_json(&lib, &bad.join("input_mismatch"), &mismatch).run();
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr
@@ -518,7 +505,7 @@ fn bad_inputs_and_models_are_reported_with_exit_2() {
     );
 
     let missing = dir.path().join("missing.jsonl");
-    let out = run(&lib, &model("preprocess"), &missing, &[]);
+    let out = run_json(&lib, &model("preprocess"), &missing).run();
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("missing.jsonl"), "{}", out.stderr);
 }
@@ -534,10 +521,10 @@ fn cuda_without_a_driver_is_a_clear_error() {
             .arg("--input")
             .arg(model("preprocess.json"))
             .args(["--device", "cuda"]);
-        c.output().unwrap()
+        c.run()
     };
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = &out.stderr;
+    assert_eq!(out.code, 2, "{stderr}");
     assert!(stderr.contains("cannot run on cuda"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
@@ -551,10 +538,9 @@ fn without_onnx_runtime_the_run_stops_with_exit_2_and_an_install_hint() {
         .arg("--input")
         .arg(model("preprocess.json"))
         .args(["--device", "cpu"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+        .run();
+    let stderr = &out.stderr;
+    assert_eq!(out.code, 2, "{stderr}");
     assert!(
         stderr.contains("onnxruntime") || stderr.contains("`run` feature"),
         "{stderr}"
@@ -567,13 +553,15 @@ fn the_ensemble_gives_what_its_steps_give_by_hand() {
     let dir = tempfile::tempdir().unwrap();
     let requests = interleaved(9, 6, 4, 4);
     let input = write_lines(dir.path(), "in.jsonl", &requests);
-    let pipeline = run(&lib, &model("pipeline"), &input, &["--sequence"]);
+    let pipeline = run_json(&lib, &model("pipeline"), &input)
+        .args(["--sequence"])
+        .run();
     assert_eq!(pipeline.code, 0, "{}", pipeline.stderr);
-    let first = run(&lib, &model("preprocess"), &input, &[]);
+    let first = run_json(&lib, &model("preprocess"), &input).run();
     assert_eq!(first.code, 0, "{}", first.stderr);
     let second_in: Vec<Value> = requests
         .iter()
-        .zip(first.lines())
+        .zip(first.json_lines())
         .map(|(r, o)| {
             let mut r = r.clone();
             r["inputs"]["Input"] = o["outputs"]["Output"]["data"].clone();
@@ -581,14 +569,11 @@ fn the_ensemble_gives_what_its_steps_give_by_hand() {
         })
         .collect();
     let second_in = write_lines(dir.path(), "second.jsonl", &second_in);
-    let second = run(
-        &lib,
-        &model("accumulate_implicit"),
-        &second_in,
-        &["--sequence"],
-    );
+    let second = run_json(&lib, &model("accumulate_implicit"), &second_in)
+        .args(["--sequence"])
+        .run();
     assert_eq!(second.code, 0, "{}", second.stderr);
-    assert_eq!(pipeline.lines(), second.lines());
+    assert_eq!(pipeline.json_lines(), second.json_lines());
     // And both are the running sums of the preprocessed values (2x + 1).
     let scaled: Vec<Value> = requests
         .iter()
@@ -610,12 +595,9 @@ fn profile_writes_a_latency_file_simulate_accepts() {
     let Some(lib) = ort() else { return };
     let dir = tempfile::tempdir().unwrap();
     let lat = dir.path().join("lat.txt");
-    let out = run(
-        &lib,
-        &model("preprocess"),
-        &model("preprocess.json"),
-        &["--profile", lat.to_str().unwrap()],
-    );
+    let out = run_json(&lib, &model("preprocess"), &model("preprocess.json"))
+        .args(["--profile", lat.to_str().unwrap()])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let spec = std::fs::read_to_string(&lat).unwrap();
     let parsed = tritonctl::batching::Latency::parse(spec.trim()).expect("a latency spec");
@@ -656,10 +638,12 @@ fn an_onnx_runtime_error_fails_its_request_alone_and_other_sequences_keep_runnin
         }));
     }
     let input = write_lines(dir.path(), "in.jsonl", &requests);
-    let out = run(&lib, &model("lookup"), &input, &["--sequence"]);
+    let out = run_json(&lib, &model("lookup"), &input)
+        .args(["--sequence"])
+        .run();
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
-    let lines = out.lines();
+    let lines = out.json_lines();
     assert_eq!(lines.len(), requests.len());
     let mut sums = std::collections::HashMap::new();
     let mut failed = Vec::new();
@@ -740,10 +724,10 @@ fn wrong_types_and_missing_inputs_name_the_request_and_the_tensor() {
         let id = req["id"].as_str().unwrap().to_string();
         let input = write_lines(dir.path(), &format!("case{k}.jsonl"), &[ok, req]);
         let extra: &[&str] = if m == "lookup" { &["--sequence"] } else { &[] };
-        let out = run(&lib, &model(m), &input, extra);
+        let out = run_json(&lib, &model(m), &input).args(extra).run();
         // The bad request fails alone; the good one runs.
         assert_eq!(out.code, 1, "{id}: {}{}", out.stdout, out.stderr);
-        let lines = out.lines();
+        let lines = out.json_lines();
         assert_eq!(lines.len(), 2, "{}", out.stdout);
         assert_eq!(lines[0]["id"], "fine");
         assert_eq!(lines[0]["status"], "ok", "{}", lines[0]);
@@ -790,10 +774,12 @@ fn a_bad_step_fails_the_rest_of_its_sequence_and_the_others_keep_running() {
         .collect();
     let input = dir.path().join("seq.json");
     std::fs::write(&input, json!({ "data": seqs }).to_string()).unwrap();
-    let out = run(&lib, &model("accumulate_implicit"), &input, &["--sequence"]);
+    let out = run_json(&lib, &model("accumulate_implicit"), &input)
+        .args(["--sequence"])
+        .run();
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
-    let lines = out.lines();
+    let lines = out.json_lines();
     assert_eq!(lines.len(), 20, "{}", out.stdout);
     for s in 0..4 {
         // state += sum(Input); Output = Input + state.
@@ -891,9 +877,9 @@ fn the_stateful_backend_holds_fewer_sequences_than_triton_admits() {
         }
     }
     let input = write_lines(dir.path(), "in.jsonl", &requests);
-    let out = run(&lib, &m, &input, &["--sequence"]);
+    let out = run_json(&lib, &m, &input).args(["--sequence"]).run();
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    let lines = out.lines();
+    let lines = out.json_lines();
     let too_many: Vec<&Value> = lines.iter().filter(|l| l["status"] == "error").collect();
     assert_eq!(too_many.len(), 1, "{}", out.stdout);
     let failed = too_many[0]["id"].as_str().unwrap().to_string();
@@ -920,7 +906,9 @@ fn the_stateful_backend_holds_fewer_sequences_than_triton_admits() {
         assert_eq!(&data(&line["outputs"]["Output"]["data"]), w, "{line}");
     }
     // With the committed ratio 1.0 all eight fit.
-    let out = run(&lib, &model("accumulate"), &input, &["--sequence"]);
+    let out = run_json(&lib, &model("accumulate"), &input)
+        .args(["--sequence"])
+        .run();
     assert_outputs(
         &out,
         &requests,
@@ -949,9 +937,9 @@ fn infer_end_requests_0_answers_end_requests_without_running_them() {
         }
     }
     let input = write_lines(dir.path(), "in.jsonl", &requests);
-    let out = run(&lib, &m, &input, &["--sequence"]);
+    let out = run_json(&lib, &m, &input).args(["--sequence"]).run();
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    let lines = out.lines();
+    let lines = out.json_lines();
     let want = expected_stateful(&requests);
     for (k, line) in lines.iter().enumerate() {
         assert_eq!(line["status"], "ok", "{line}");
@@ -966,7 +954,9 @@ fn infer_end_requests_0_answers_end_requests_without_running_them() {
         }
     }
     // The default (infer_end_requests 1) runs them.
-    let out = run(&lib, &model("accumulate"), &input, &["--sequence"]);
+    let out = run_json(&lib, &model("accumulate"), &input)
+        .args(["--sequence"])
+        .run();
     assert_outputs(&out, &requests, &want, &[1, 4, 1, 5]);
 }
 
@@ -981,9 +971,11 @@ fn a_string_correlation_id_for_a_numeric_corrid_fails_with_the_backends_message(
         accumulate_request("t1", json!("abc"), false, true, 150.0),
     ];
     let input = write_lines(dir.path(), "in.jsonl", &requests);
-    let out = run(&lib, &model("accumulate"), &input, &["--sequence"]);
+    let out = run_json(&lib, &model("accumulate"), &input)
+        .args(["--sequence"])
+        .run();
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    let lines = out.lines();
+    let lines = out.json_lines();
     for k in [1, 3] {
         let id = requests[k]["id"].as_str().unwrap();
         assert_eq!(
@@ -1006,9 +998,9 @@ fn a_string_correlation_id_for_a_numeric_corrid_fails_with_the_backends_message(
             "kind: CONTROL_SEQUENCE_CORRID\n          data_type: TYPE_STRING",
         )
     });
-    let out = run(&lib, &m, &input, &["--sequence"]);
+    let out = run_json(&lib, &m, &input).args(["--sequence"]).run();
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    let lines = out.lines();
+    let lines = out.json_lines();
     assert_eq!(
         lines[0]["error"],
         "request n0: correlation ID in request is not a string"
@@ -1042,13 +1034,13 @@ fn warmup_samples_run_at_load_and_a_failing_one_stops_the_run() {
             cfg + &warmup
         })
     };
-    let good = run(&lib, &variant("good", sample("w", 8, "")), &input, &[]);
+    let good = run_json(&lib, &variant("good", sample("w", 8, "")), &input).run();
     assert_eq!(good.code, 0, "{}", good.stderr);
     assert_eq!(
-        data(&good.lines()[0]["outputs"]["Output"]["data"]),
+        data(&good.json_lines()[0]["outputs"]["Output"]["data"]),
         vec![3.0, 5.0, 7.0, 9.0]
     );
-    let big = run(&lib, &variant("big", sample("big", 9, "")), &input, &[]);
+    let big = run_json(&lib, &variant("big", sample("big", 9, "")), &input).run();
     assert_eq!(big.code, 2, "{}", big.stderr);
     let refusal = "batch size 9 for 'preprocess', max allowed is 8; ";
     assert!(
@@ -1061,7 +1053,7 @@ fn warmup_samples_run_at_load_and_a_failing_one_stops_the_run() {
     assert!(big.stdout.is_empty(), "{}", big.stdout);
     let extra =
         "inputs { key: \"Extra\" value { data_type: TYPE_FP32 dims: [ 1 ] zero_data: true } }";
-    let odd = run(&lib, &variant("odd", sample("odd", 1, extra)), &input, &[]);
+    let odd = run_json(&lib, &variant("odd", sample("odd", 1, extra)), &input).run();
     assert_eq!(odd.code, 2, "{}", odd.stderr);
     assert!(
         odd.stderr.contains("failed to run warmup sample 'odd': ")
@@ -1079,7 +1071,7 @@ fn warmup_samples_run_at_load_and_a_failing_one_stops_the_run() {
         "seq.jsonl",
         &[accumulate_request("s", json!(1), true, true, 1.0)],
     );
-    let out = run(&lib, &stateful, &seq, &["--sequence"]);
+    let out = run_json(&lib, &stateful, &seq).args(["--sequence"]).run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr
@@ -1131,10 +1123,10 @@ fn the_onnxruntime_backends_session_settings_keep_the_outputs_and_a_bad_value_st
         ),
     ];
     for (label, settings) in good {
-        let out = run(&lib, &variant(label, &settings), &input, &[]);
+        let out = run_json(&lib, &variant(label, &settings), &input).run();
         assert_eq!(out.code, 0, "{label}: {}", out.stderr);
         let got: Vec<Vec<f64>> = out
-            .lines()
+            .json_lines()
             .iter()
             .map(|l| data(&l["outputs"]["Output"]["data"]))
             .collect();
@@ -1160,7 +1152,7 @@ fn the_onnxruntime_backends_session_settings_keep_the_outputs_and_a_bad_value_st
         ),
     ];
     for (i, (settings, message)) in bad.iter().enumerate() {
-        let out = run(&lib, &variant(&format!("bad{i}"), settings), &input, &[]);
+        let out = run_json(&lib, &variant(&format!("bad{i}"), settings), &input).run();
         assert_eq!(out.code, 2, "{settings}: {}", out.stderr);
         assert!(
             out.stderr.contains("model 'preprocess'") && out.stderr.contains(message),
@@ -1228,16 +1220,20 @@ fn the_stateful_backend_warms_up_at_load_and_a_model_that_cannot_run_its_max_bat
         .collect();
     let input = write_lines(dir.path(), "in.jsonl", &requests);
 
-    let fits = run(&lib, &two_row_model(dir.path(), 2), &input, &["--sequence"]);
+    let fits = run_json(&lib, &two_row_model(dir.path(), 2), &input)
+        .args(["--sequence"])
+        .run();
     assert_eq!(fits.code, 0, "{}{}", fits.stdout, fits.stderr);
     let sums: Vec<Vec<f64>> = fits
-        .lines()
+        .json_lines()
         .iter()
         .map(|l| data(&l["outputs"]["OUTPUT"]["data"]))
         .collect();
     assert_eq!(sums, [vec![6.0], vec![13.0], vec![21.0]]);
 
-    let too_big = run(&lib, &two_row_model(dir.path(), 4), &input, &["--sequence"]);
+    let too_big = run_json(&lib, &two_row_model(dir.path(), 4), &input)
+        .args(["--sequence"])
+        .run();
     assert_eq!(too_big.code, 2, "{}{}", too_big.stdout, too_big.stderr);
     assert!(too_big.stdout.is_empty(), "{}", too_big.stdout);
     assert!(

@@ -1,6 +1,6 @@
 //! `tritonctl simulate` and `tritonctl trace generate`, through the binary.
 
-use crate::common::{crate_root, tritonctl};
+use crate::common::{crate_root, tritonctl, Output, Tritonctl};
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -9,18 +9,9 @@ fn traces() -> PathBuf {
 }
 
 fn generate(args: &[&str]) -> String {
-    let out = tritonctl()
-        .arg("trace")
-        .arg("generate")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    let out = tritonctl().arg("trace").arg("generate").args(args).run();
+    assert!(out.success(), "{}", out.stderr);
+    out.stdout
 }
 
 fn parse_lines(text: &str) -> Vec<Value> {
@@ -37,27 +28,21 @@ fn arrivals(lines: &[Value]) -> Vec<u64> {
 }
 
 /// Runs simulate with a trace given on standard input.
-fn simulate_stdin(config: &str, trace: &str, extra: &[&str]) -> std::process::Output {
+fn simulate_stdin(config: &str, trace: &str, extra: &[&str]) -> Output {
     tritonctl()
         .arg("simulate")
         .arg("--config")
         .arg(traces().join(config))
         .args(["--trace", "-", "--latency", "1000"])
         .args(extra)
-        .write_stdin(trace.to_string())
-        .output()
-        .unwrap()
+        .stdin(trace.to_string())
+        .run()
 }
 
 fn simulate_json(config: &str, trace: &str) -> Value {
     let out = simulate_stdin(config, trace, &["--format", "json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap()
 }
 
 #[test]
@@ -175,9 +160,8 @@ fn generator_writes_a_file() {
     let out = tritonctl()
         .args(["trace", "generate", "--rate", "10", "--requests", "3", "-o"])
         .arg(&path)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+        .run();
+    assert!(out.success());
     assert!(out.stdout.is_empty());
     let text = std::fs::read_to_string(&path).unwrap();
     assert_eq!(arrivals(&parse_lines(&text)), [0, 100_000, 200_000]);
@@ -197,12 +181,8 @@ fn generator_rejects_bad_options() {
             "150",
         ][..],
     ] {
-        let out = tritonctl()
-            .args(["trace", "generate"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let out = tritonctl().args(["trace", "generate"]).args(args).run();
+        assert_eq!(out.code, 2, "{args:?}");
         assert!(out.stdout.is_empty());
     }
 }
@@ -254,8 +234,8 @@ fn bad_traces_name_the_line() {
     )]);
     for (trace, location, words) in cases {
         let out = simulate_stdin("dynamic.pbtxt", &trace, &[]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{trace}: {err}");
+        let err = &out.stderr;
+        assert_eq!(out.code, 2, "{trace}: {err}");
         assert!(err.contains(location), "{trace}: {err}");
         assert!(err.contains(words), "{trace}: {err}");
         assert!(!err.contains("internal error"), "{err}");
@@ -275,10 +255,9 @@ fn bad_trace_file_errors_carry_the_file_name() {
         .arg("--trace")
         .arg(&path)
         .args(["--latency", "1000"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+        .run();
+    assert_eq!(out.code, 2);
+    let err = &out.stderr;
     assert!(err.contains("trace.jsonl:2: "), "{err}");
 }
 
@@ -289,8 +268,8 @@ fn unknown_trace_fields_are_warnings() {
         "{\"arrival_us\": 0, \"priorty\": 1}\n",
         &["--format", "json"],
     );
-    assert_eq!(out.status.code(), Some(0));
-    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.code, 0);
+    let err = &out.stderr;
     assert!(err.contains("<stdin>:1:"), "{err}");
     assert!(err.contains("priorty"), "{err}");
 }
@@ -305,18 +284,17 @@ fn bad_config_and_latency() {
         .arg("--config")
         .arg(dir.path())
         .args(["--trace", "-", "--latency", "1000"])
-        .write_stdin("{\"arrival_us\": 0}\n")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("bogus"));
+        .stdin("{\"arrival_us\": 0}\n")
+        .run();
+    assert_eq!(out.code, 1);
+    assert!(&out.stderr.contains("bogus"));
 
     let out = simulate_stdin(
         "dynamic.pbtxt",
         "{\"arrival_us\": 0}\n",
         &["--latency", "fast"],
     );
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.code, 2);
 }
 
 /// Expected batches derived by hand from schedulers.md §2.1/§2.4/§2.6
@@ -345,15 +323,9 @@ fn dynamic_batching_end_to_end() {
         .arg("--trace")
         .arg(traces().join("dynamic.jsonl"))
         .args(["--latency", "1000+100*b", "--format", "json"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
     let expected: [(&[&str], u64, u64, u64); 5] = [
         (&["r0", "r1", "r2", "r3"], 300, 1700, 4),
         (&["r4", "r5"], 1700, 2900, 2),
@@ -410,10 +382,9 @@ fn human_summary_shows_the_tables() {
         .arg("--trace")
         .arg(traces().join("dynamic.jsonl"))
         .args(["--latency", "1:1100,2:1200"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let text = String::from_utf8(out.stdout).unwrap();
+        .run();
+    assert_eq!(out.code, 0);
+    let text = out.stdout;
     for word in [
         "throughput",
         "p50",
@@ -513,11 +484,8 @@ fn odd_traces_never_panic() {
     for config in ["dynamic.pbtxt", "direct.pbtxt"] {
         for line in lines {
             let out = simulate_stdin(config, &format!("{line}\n"), &["--format", "json"]);
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert!(
-                matches!(out.status.code(), Some(0 | 2)),
-                "{config} {line:?}: {err}"
-            );
+            let err = &out.stderr;
+            assert!(matches!(out.code, 0 | 2), "{config} {line:?}: {err}");
             assert!(!err.contains("internal error"), "{config} {line:?}: {err}");
         }
     }
@@ -532,10 +500,9 @@ fn human_summary_lists_rejections_with_reasons() {
         .arg("--trace")
         .arg(traces().join("direct.jsonl"))
         .args(["--latency", "1000"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let text = String::from_utf8(out.stdout).unwrap();
+        .run();
+    assert_eq!(out.code, 0);
+    let text = out.stdout;
     assert!(text.contains("rejected"), "{text}");
     assert!(text.contains("START flag"), "{text}");
 }
@@ -561,16 +528,7 @@ fn every_100us() -> String {
         .collect()
 }
 
-fn run_ok(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
-    let out = cmd.output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn simulate_files(config: &std::path::Path, trace: &std::path::Path) -> assert_cmd::Command {
+fn simulate_files(config: &std::path::Path, trace: &std::path::Path) -> Tritonctl {
     let mut c = tritonctl();
     c.arg("simulate")
         .arg("--config")
@@ -600,14 +558,17 @@ fn sweep_bigger_queue_delay_gives_bigger_batches() {
     std::fs::write(&cfg, delay_config(0)).unwrap();
     let trace = dir.path().join("t.jsonl");
     std::fs::write(&trace, every_100us()).unwrap();
-    let (code, out, err) = run_ok(simulate_files(&cfg, &trace).args([
-        "--latency",
-        "100",
-        "--format",
-        "json",
-        "--sweep",
-        "dynamic_batching.max_queue_delay_microseconds=0,350,10000",
-    ]));
+    let (code, out, err) = simulate_files(&cfg, &trace)
+        .args([
+            "--latency",
+            "100",
+            "--format",
+            "json",
+            "--sweep",
+            "dynamic_batching.max_queue_delay_microseconds=0,350,10000",
+        ])
+        .run()
+        .parts();
     assert_eq!(code, 0, "{err}");
     let rows: Value = serde_json::from_str(&out).unwrap();
     let rows = rows.as_array().unwrap();
@@ -630,8 +591,10 @@ fn sweep_bigger_queue_delay_gives_bigger_batches() {
     for (row, delay) in rows.iter().zip([0, 350, 10000]) {
         let one = dir.path().join(format!("d{delay}.pbtxt"));
         std::fs::write(&one, delay_config(delay)).unwrap();
-        let (code, out, err) =
-            run_ok(simulate_files(&one, &trace).args(["--latency", "100", "--format", "json"]));
+        let (code, out, err) = simulate_files(&one, &trace)
+            .args(["--latency", "100", "--format", "json"])
+            .run()
+            .parts();
         assert_eq!(code, 0, "{err}");
         let doc: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(doc["summary"], row["summary"], "delay {delay}");
@@ -656,7 +619,7 @@ fn sweep_runs_the_cross_product() {
             "--sweep",
             "instance_group[0].count=1,2,3",
         ]);
-    let (code, out, err) = run_ok(&mut cmd);
+    let (code, out, err) = cmd.run().parts();
     assert_eq!(code, 0, "{err}");
     let rows: Value = serde_json::from_str(&out).unwrap();
     let rows = rows.as_array().unwrap();
@@ -700,7 +663,7 @@ fn sweep_runs_the_cross_product() {
             "--sweep",
             "instance_group[0].count=1,2,3",
         ]);
-    let (code, out, err) = run_ok(&mut cmd);
+    let (code, out, err) = cmd.run().parts();
     assert_eq!(code, 0, "{err}");
     let lines: Vec<&str> = out.lines().filter(|l| l.contains('┆')).collect();
     assert_eq!(lines.len(), 1 + 6, "{out}");
@@ -735,7 +698,7 @@ fn sweep_reports_settings_triton_would_refuse() {
             "--sweep",
             "max_batch_size=2,8",
         ]);
-    let (code, out, err) = run_ok(&mut cmd);
+    let (code, out, err) = cmd.run().parts();
     assert_eq!(code, 1, "{err}");
     let rows: Value = serde_json::from_str(&out).unwrap();
     let rows = rows.as_array().unwrap();
@@ -759,13 +722,8 @@ fn sweep_reads_a_trace_from_stdin_once() {
             "dynamic_batching.preferred_batch_size=[2],[4],[2,4]",
         ],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let rows: Value = serde_json::from_str(&out.stdout).unwrap();
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 3);
     assert_eq!(
@@ -811,8 +769,8 @@ fn bad_sweeps_are_usage_errors() {
         let mut args = vec!["--sweep"];
         args.extend_from_slice(sweep);
         let out = simulate_stdin("dynamic.pbtxt", "{\"arrival_us\": 0}\n", &args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{sweep:?}: {err}");
+        let err = &out.stderr;
+        assert_eq!(out.code, 2, "{sweep:?}: {err}");
         assert!(out.stdout.is_empty(), "{sweep:?}");
         for w in *words {
             assert!(err.contains(w), "{sweep:?}: '{w}' not in {err}");
@@ -961,12 +919,12 @@ fn draw(config: &str, trace: &str, extra: &[&str]) -> (String, String) {
     let t = dir.path().join("t.jsonl");
     std::fs::write(&t, trace).unwrap();
     let svg = dir.path().join("run.svg");
-    let (code, out, err) = run_ok(
-        simulate_files(&cfg, &t)
-            .args(["--latency", "1000", "--timeline"])
-            .arg(&svg)
-            .args(extra),
-    );
+    let (code, out, err) = simulate_files(&cfg, &t)
+        .args(["--latency", "1000", "--timeline"])
+        .arg(&svg)
+        .args(extra)
+        .run()
+        .parts();
     assert_eq!(code, 0, "{err}");
     (std::fs::read_to_string(&svg).unwrap(), out)
 }
@@ -1053,13 +1011,13 @@ fn timeline_of_the_dynamic_batcher_has_one_box_per_batch() {
     let trace_path = dir.path().join("t.jsonl");
     std::fs::write(&trace_path, &trace).unwrap();
     let run = |extra: &[&str]| {
-        let (code, out, err) = run_ok(
-            simulate_files(&cfg_path, &trace_path)
-                .args(latency)
-                .arg("--timeline")
-                .arg(&svg_path)
-                .args(extra),
-        );
+        let (code, out, err) = simulate_files(&cfg_path, &trace_path)
+            .args(latency)
+            .arg("--timeline")
+            .arg(&svg_path)
+            .args(extra)
+            .run()
+            .parts();
         assert_eq!(code, 0, "{err}");
         (std::fs::read_to_string(&svg_path).unwrap(), out)
     };
@@ -1134,8 +1092,8 @@ fn timeline_option_errors() {
     for extra in cases {
         let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
         let out = simulate_stdin("dynamic.pbtxt", "{\"arrival_us\": 0}\n", &extra);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        let err = &out.stderr;
+        assert_eq!(out.code, 2, "{extra:?}: {err}");
         assert!(!err.contains("internal error"), "{err}");
     }
     assert!(!missing.exists());
@@ -1152,14 +1110,17 @@ fn sweep_refuses_only_what_the_setting_breaks() {
         .replace("KIND_CPU", "KIND_GPU");
     assert!(text.contains("KIND_GPU"));
     std::fs::write(&cfg, text).unwrap();
-    let (code, out, err) = run_ok(simulate_files(&cfg, &traces().join("dynamic.jsonl")).args([
-        "--latency",
-        "1000",
-        "--format",
-        "json",
-        "--sweep",
-        "max_batch_size=4,8",
-    ]));
+    let (code, out, err) = simulate_files(&cfg, &traces().join("dynamic.jsonl"))
+        .args([
+            "--latency",
+            "1000",
+            "--format",
+            "json",
+            "--sweep",
+            "max_batch_size=4,8",
+        ])
+        .run()
+        .parts();
     assert_eq!(code, 0, "{err}");
     let rows: Value = serde_json::from_str(&out).unwrap();
     for r in rows.as_array().unwrap() {
@@ -1203,16 +1164,10 @@ sequence_batching {
         .arg("--config")
         .arg(&config)
         .args(["--trace", "-", "--latency", "1000", "--format", "json"])
-        .write_stdin(trace)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .stdin(trace)
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
     let batches = doc["batches"].as_array().unwrap();
     assert_eq!(batches.len(), 1, "{doc}");
     assert_eq!(batches[0]["requests"], serde_json::json!(["a", "b"]));
@@ -1246,16 +1201,10 @@ sequence_batching {
         .arg("--config")
         .arg(&plain)
         .args(["--trace", "-", "--latency", "1000", "--format", "json"])
-        .write_stdin("{\"id\": \"a\", \"arrival_us\": 0, \"sequence_id\": 7, \"start\": true}\n")
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .stdin("{\"id\": \"a\", \"arrival_us\": 0, \"sequence_id\": 7, \"start\": true}\n")
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
     let batches = doc["batches"].as_array().unwrap();
     assert_eq!(batches.len(), 1);
     assert!(batches[0]["slots"].is_array());
