@@ -12,6 +12,7 @@ pub mod config;
 pub mod convert;
 pub mod diagnostics;
 pub mod files;
+pub mod inputs;
 pub mod lint;
 pub mod onnx;
 pub mod pbtxt;
