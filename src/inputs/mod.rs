@@ -9,9 +9,9 @@
 //! - [`data_file`]: perf_analyzer's input-data JSON (`run --input`,
 //!   `perf --input-data`).
 //!
-//! What is about a command stays with it: the trace reader in
-//! [`crate::trace`], the requests of a run in [`crate::run::input`], the
-//! request bodies of a load in `crate::perf::inputs`. Nothing here needs
+//! What is about a command stays with it, in the modules above this one:
+//! the trace reader in `trace`, the requests of a run in `run::input`, the
+//! request bodies of a load in `perf::inputs`. Nothing here needs
 //! ONNX Runtime or a network, so `simulate` and trace reading work without
 //! the `run` and `perf` features.
 

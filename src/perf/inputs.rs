@@ -325,10 +325,12 @@ fn entry_body(
         // arrays are taken flat, as perf_analyzer does.
         let dims = match values.shape {
             Some(s) => s,
-            None if input.dims.iter().any(|d| *d < 0) => return Err(format!(
+            None if input.dims.iter().any(|d| *d < 0) => {
+                return Err(format!(
                 "{what} has a variable dimension ({:?}): give \"shape\" in the entry or --shape",
                 input.dims
-            )),
+            ))
+            }
             None => input.dims.clone(),
         };
         let want = crate::tensor::element_count(&dims)

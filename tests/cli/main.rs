@@ -4,6 +4,7 @@
 mod autoconfig;
 mod bls;
 mod ci_lint;
+mod codec;
 mod common;
 mod conformance;
 mod corpus;
