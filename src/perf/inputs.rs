@@ -496,4 +496,49 @@ mod tests {
         let z = build(&info(DataType::F32), o).unwrap();
         assert!(z.bytes[z.header_len.unwrap()..].iter().all(|b| *b == 0));
     }
+
+    /// The raw bytes of input X in the binary body of one data entry.
+    fn entry_bytes(dt: DataType, value: &str) -> Result<Vec<u8>, String> {
+        let file = DataFile::parse("d.json", &format!(r#"{{"data": [{{"X": {value}}}]}}"#))?;
+        let mut m = info(dt);
+        m.max_batch_size = 0;
+        let (bodies, _) = file.bodies(&m, 1, true, true)?;
+        let b = &bodies[0];
+        Ok(b.bytes[b.header_len.unwrap()..].to_vec())
+    }
+
+    #[test]
+    fn data_file_values_are_encoded_as_run_encodes_them() {
+        let halves = |raw: Vec<u8>| -> Vec<u16> {
+            raw.chunks(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect()
+        };
+        // BF16 rounds to nearest even (it used to truncate: 0x3f80).
+        let x = 1.0 + 2f64.powi(-8) + 2f64.powi(-40);
+        assert_eq!(
+            halves(entry_bytes(DataType::Bf16, &format!("[{x:?}, 1, -2]")).unwrap()),
+            [0x3f81, 0x3f80, 0xc000]
+        );
+        // FP16 rounds once from the JSON number (it used to give 0x3c00).
+        assert_eq!(
+            halves(entry_bytes(DataType::F16, "[1.0004882812509095, 0.5, 65504]").unwrap()),
+            [0x3c01, 0x3800, 0x7bff]
+        );
+        // Values beyond the type are refused, naming value and type.
+        let e = entry_bytes(DataType::F16, "[1, 2, 70000]").unwrap_err();
+        assert!(
+            e.contains("d.json: data[0]: input 'X': at [2]: 70000 does not fit FP16"),
+            "{e}"
+        );
+        let e = entry_bytes(DataType::Bf16, "[1, 2, 1e39]").unwrap_err();
+        assert!(e.contains("at [2]: 1e+39 does not fit BF16"), "{e}");
+        let e = entry_bytes(DataType::F32, "[1, 2, 1e40]").unwrap_err();
+        assert!(e.contains("at [2]: 1e+40 does not fit FP32"), "{e}");
+        // Integral floats are integers, as for run.
+        assert_eq!(
+            entry_bytes(DataType::I32, "[1, 3.0, -2]").unwrap(),
+            [1, 0, 0, 0, 3, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff]
+        );
+    }
 }
