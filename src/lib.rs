@@ -13,6 +13,7 @@ pub mod convert;
 pub mod diagnostics;
 pub mod files;
 pub mod format;
+pub mod inputs;
 pub mod lint;
 pub mod onnx;
 pub mod pbtxt;

@@ -5,6 +5,9 @@
 
 use super::model::ModelInfo;
 use super::rng::Rng;
+use crate::inputs::codec::{encode_le, f64_to_bf16};
+use crate::inputs::data_file;
+use crate::inputs::json::{json_values, values_from_json};
 use crate::tensor::DataType;
 use serde_json::{json, Map, Value};
 
@@ -139,7 +142,8 @@ fn generate(dt: DataType, n: usize, data: InputData, rng: &mut Rng) -> (Vec<u8>,
                 js.push(Value::Null);
             }
             DataType::Bf16 => {
-                let bits = ((unit as f32).to_bits() >> 16) as u16;
+                // In [0, 1): never beyond the range.
+                let bits = f64_to_bf16(unit).unwrap_or_default();
                 raw.extend_from_slice(&bits.to_le_bytes());
                 js.push(Value::Null);
             }
@@ -232,9 +236,8 @@ pub fn build(info: &ModelInfo, opt: BodyOptions) -> Result<Body, String> {
 pub struct DataFile {
     /// The file, as named on the command line (for messages).
     pub name: String,
-    /// `data` was a list of lists.
-    nested: bool,
-    streams: Vec<Vec<Map<String, Value>>>,
+    /// Per stream, its entries with their JSON paths (`data[1][0]`).
+    streams: Vec<Vec<(String, Map<String, Value>)>>,
 }
 
 impl DataFile {
@@ -243,47 +246,14 @@ impl DataFile {
     pub fn parse(name: &str, text: &str) -> Result<Self, String> {
         let doc: Value =
             serde_json::from_str(text).map_err(|e| format!("{name}: not JSON: {e}"))?;
-        let data = doc
-            .get("data")
-            .and_then(Value::as_array)
-            .ok_or_else(|| format!("{name}: no \"data\" array at the top level"))?;
-        if data.is_empty() {
-            return Err(format!("{name}: \"data\" is empty"));
-        }
-        let nested = data[0].is_array();
-        let entry = |v: &Value, at: String| -> Result<Map<String, Value>, String> {
-            v.as_object()
-                .cloned()
-                .ok_or_else(|| format!("{name}: {at}: an entry must be an object of inputs"))
-        };
-        let mut streams = Vec::new();
-        if nested {
-            for (s, stream) in data.iter().enumerate() {
-                let steps = stream.as_array().ok_or_else(|| {
-                    format!("{name}: data[{s}]: not a list of steps (data[0] is one)")
-                })?;
-                if steps.is_empty() {
-                    return Err(format!("{name}: data[{s}]: an empty stream"));
-                }
-                streams.push(
-                    steps
-                        .iter()
-                        .enumerate()
-                        .map(|(j, v)| entry(v, format!("data[{s}][{j}]")))
-                        .collect::<Result<_, _>>()?,
-                );
-            }
-        } else {
-            streams.push(
-                data.iter()
-                    .enumerate()
-                    .map(|(j, v)| entry(v, format!("data[{j}]")))
-                    .collect::<Result<_, _>>()?,
-            );
-        }
+        let data = data_file::read(&doc).map_err(|e| format!("{name}: {e}"))?;
+        let streams = data
+            .streams
+            .into_iter()
+            .map(|s| s.into_iter().map(|e| (e.path, e.tensors.clone())).collect())
+            .collect();
         Ok(DataFile {
             name: name.to_string(),
-            nested,
             streams,
         })
     }
@@ -304,14 +274,10 @@ impl DataFile {
     ) -> Result<(Vec<Body>, Vec<Vec<usize>>), String> {
         let mut bodies = Vec::new();
         let mut index = Vec::new();
-        for (s, stream) in self.streams.iter().enumerate() {
+        for stream in &self.streams {
             let mut ids = Vec::new();
-            for (j, e) in stream.iter().enumerate() {
-                let at = if self.nested {
-                    format!("{}: data[{s}][{j}]", self.name)
-                } else {
-                    format!("{}: data[{j}]", self.name)
-                };
+            for (path, e) in stream {
+                let at = format!("{}: {path}", self.name);
                 let body = entry_body(info, e, batch, binary_inputs, binary_outputs)
                     .map_err(|m| format!("{at}: {m}"))?;
                 ids.push(bodies.len());
@@ -344,50 +310,20 @@ fn entry_body(
             .get(&input.name)
             .ok_or_else(|| format!("input '{}' is missing", input.name))?;
         let what = format!("input '{}'", input.name);
-        let (content, shape) = match v {
-            Value::Object(o) if o.contains_key("content") => {
-                let shape = match o.get("shape") {
-                    None => None,
-                    Some(s) => Some(
-                        s.as_array()
-                            .and_then(|a| {
-                                a.iter()
-                                    .map(|d| d.as_i64().filter(|d| *d >= 0))
-                                    .collect::<Option<Vec<i64>>>()
-                            })
-                            .ok_or_else(|| {
-                                format!("{what}: \"shape\" must be a list of dims >= 0")
-                            })?,
-                    ),
-                };
-                (&o["content"], shape)
+        let values = values_from_json(v, input.datatype).map_err(|e| {
+            if e.path.is_empty() {
+                format!("{what}: {}", e.message)
+            } else {
+                format!(
+                    "{what}: at {}: {}",
+                    e.path.trim_start_matches('.'),
+                    e.message
+                )
             }
-            other => (other, None),
-        };
-        let raw = match content {
-            Value::Object(o) if o.contains_key("b64") => {
-                let text = o["b64"]
-                    .as_str()
-                    .ok_or_else(|| format!("{what}: \"b64\" must be a string"))?;
-                crate::run::codec::b64_decode(text).map_err(|e| format!("{what}: \"b64\": {e}"))?
-            }
-            Value::Array(_) => {
-                let mut flat = Vec::new();
-                flatten(content, &mut flat);
-                let mut raw = Vec::new();
-                for (k, x) in flat.iter().enumerate() {
-                    encode(input.datatype, x, &mut raw)
-                        .map_err(|m| format!("{what}: value {k} ({x}): {m}"))?;
-                }
-                raw
-            }
-            other => {
-                return Err(format!(
-                    "{what}: {other} is not a list of values, {{\"content\": .., \"shape\": ..}} or {{\"b64\": ..}}"
-                ))
-            }
-        };
-        let dims = match shape {
+        })?;
+        // The entry's shape, else the model's (after --shape); nested
+        // arrays are taken flat, as perf_analyzer does.
+        let dims = match values.shape {
             Some(s) => s,
             None if input.dims.iter().any(|d| *d < 0) => {
                 return Err(format!(
@@ -399,45 +335,51 @@ fn entry_body(
         };
         let want = crate::tensor::element_count(&dims)
             .ok_or_else(|| format!("{what}: shape {dims:?} is too large"))?;
-        let got = count_elements(input.datatype, &raw).ok_or_else(|| {
-            format!(
-                "{what}: {} bytes are not whole {} elements",
-                raw.len(),
-                input.datatype.wire_name()
-            )
-        })?;
+        let got = values.data.len();
         if got != want {
             return Err(format!(
                 "{what} has {got} values, its shape {dims:?} needs {want}"
             ));
         }
+        let data = values.data;
         let mut shape = Vec::new();
         if info.max_batch_size > 0 {
             shape.push(batch as i64);
         }
         shape.extend_from_slice(&dims);
-        // the same values for every element of the batch
-        let raw = raw.repeat(batch.max(1) as usize);
-        tensors.push((input, shape, raw));
+        tensors.push((input, shape, data));
     }
     let mut inputs = Vec::new();
     let mut chunks: Vec<Vec<u8>> = Vec::new();
-    for (input, shape, raw) in tensors {
+    // The same values for every element of the batch.
+    let copies = batch.max(1) as usize;
+    for (input, shape, data) in tensors {
         let mut t = Map::new();
         t.insert("name".into(), json!(input.name));
         t.insert("shape".into(), json!(shape));
         t.insert("datatype".into(), json!(input.datatype.wire_name()));
         if binary_inputs {
+            let raw = encode_le(&data).repeat(copies);
             t.insert("parameters".into(), json!({"binary_data_size": raw.len()}));
             chunks.push(raw);
         } else {
-            let values = decode(input.datatype, &raw).ok_or_else(|| {
+            let values = json_values(&data).ok_or_else(|| {
                 format!(
                     "input '{}' is {}, which JSON cannot carry; use --input-tensor-format binary",
                     input.name, input.datatype
                 )
             })?;
-            t.insert("data".into(), Value::Array(values));
+            t.insert(
+                "data".into(),
+                Value::Array(
+                    values
+                        .iter()
+                        .cycle()
+                        .take(values.len() * copies)
+                        .cloned()
+                        .collect(),
+                ),
+            );
         }
         inputs.push(Value::Object(t));
     }
@@ -465,139 +407,6 @@ fn entry_body(
         bytes,
         header_len,
         header: req,
-    })
-}
-
-fn flatten(v: &Value, out: &mut Vec<Value>) {
-    match v {
-        Value::Array(a) => a.iter().for_each(|x| flatten(x, out)),
-        other => out.push(other.clone()),
-    }
-}
-
-/// Appends one JSON value as a little-endian element of `dt`.
-fn encode(dt: DataType, v: &Value, raw: &mut Vec<u8>) -> Result<(), String> {
-    let int = |lo: i128, hi: i128| -> Result<i128, String> {
-        let n = v
-            .as_i64()
-            .map(i128::from)
-            .or_else(|| v.as_u64().map(i128::from))
-            .ok_or("not an integer")?;
-        if n < lo || n > hi {
-            return Err(format!("out of range for {}", dt.wire_name()));
-        }
-        Ok(n)
-    };
-    let float = || v.as_f64().ok_or("not a number");
-    match dt {
-        DataType::Bool => {
-            let b = match v {
-                Value::Bool(b) => *b,
-                _ => int(0, 1)? == 1,
-            };
-            raw.push(b as u8);
-        }
-        DataType::U8 => raw.push(int(0, u8::MAX as i128)? as u8),
-        DataType::I8 => raw.push(int(i8::MIN as i128, i8::MAX as i128)? as i8 as u8),
-        DataType::U16 => raw.extend_from_slice(&(int(0, u16::MAX as i128)? as u16).to_le_bytes()),
-        DataType::I16 => {
-            raw.extend_from_slice(&(int(i16::MIN as i128, i16::MAX as i128)? as i16).to_le_bytes())
-        }
-        DataType::U32 => raw.extend_from_slice(&(int(0, u32::MAX as i128)? as u32).to_le_bytes()),
-        DataType::I32 => {
-            raw.extend_from_slice(&(int(i32::MIN as i128, i32::MAX as i128)? as i32).to_le_bytes())
-        }
-        DataType::U64 => raw.extend_from_slice(&(int(0, u64::MAX as i128)? as u64).to_le_bytes()),
-        DataType::I64 => {
-            raw.extend_from_slice(&(int(i64::MIN as i128, i64::MAX as i128)? as i64).to_le_bytes())
-        }
-        DataType::F32 => raw.extend_from_slice(&(float()? as f32).to_le_bytes()),
-        DataType::F64 => raw.extend_from_slice(&float()?.to_le_bytes()),
-        DataType::F16 => {
-            raw.extend_from_slice(&crate::run::codec::f32_to_f16(float()? as f32).to_le_bytes())
-        }
-        DataType::Bf16 => {
-            raw.extend_from_slice(&(((float()? as f32).to_bits() >> 16) as u16).to_le_bytes())
-        }
-        DataType::Bytes => {
-            let s = v.as_str().ok_or("not a string")?;
-            raw.extend_from_slice(&(s.len() as u32).to_le_bytes());
-            raw.extend_from_slice(s.as_bytes());
-        }
-    }
-    Ok(())
-}
-
-/// The number of elements in raw tensor bytes (`None`: a partial one).
-fn count_elements(dt: DataType, raw: &[u8]) -> Option<usize> {
-    match dt.element_size() {
-        Some(n) => raw.len().is_multiple_of(n).then(|| raw.len() / n),
-        None => {
-            let mut k = 0;
-            let mut rest = raw;
-            while !rest.is_empty() {
-                let len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
-                rest = rest.get(4 + len..)?;
-                k += 1;
-            }
-            Some(k)
-        }
-    }
-}
-
-/// Raw little-endian elements as JSON values (`None` for F16/BF16, which
-/// JSON cannot carry, and for bytes that are not whole elements).
-fn decode(dt: DataType, raw: &[u8]) -> Option<Vec<Value>> {
-    fn le<const N: usize>(c: &[u8]) -> [u8; N] {
-        c.try_into().expect("chunk size")
-    }
-    let size = dt.element_size();
-    if let Some(n) = size {
-        if !raw.len().is_multiple_of(n) {
-            return None;
-        }
-    }
-    let chunks = |n: usize| raw.chunks_exact(n);
-    Some(match dt {
-        DataType::Bool => raw.iter().map(|b| Value::Bool(*b != 0)).collect(),
-        DataType::U8 => raw.iter().map(|b| json!(b)).collect(),
-        DataType::I8 => raw.iter().map(|b| json!(*b as i8)).collect(),
-        DataType::U16 => chunks(2)
-            .map(|c| json!(u16::from_le_bytes(le(c))))
-            .collect(),
-        DataType::I16 => chunks(2)
-            .map(|c| json!(i16::from_le_bytes(le(c))))
-            .collect(),
-        DataType::U32 => chunks(4)
-            .map(|c| json!(u32::from_le_bytes(le(c))))
-            .collect(),
-        DataType::I32 => chunks(4)
-            .map(|c| json!(i32::from_le_bytes(le(c))))
-            .collect(),
-        DataType::U64 => chunks(8)
-            .map(|c| json!(u64::from_le_bytes(le(c))))
-            .collect(),
-        DataType::I64 => chunks(8)
-            .map(|c| json!(i64::from_le_bytes(le(c))))
-            .collect(),
-        DataType::F32 => chunks(4)
-            .map(|c| json!(f32::from_le_bytes(le(c))))
-            .collect(),
-        DataType::F64 => chunks(8)
-            .map(|c| json!(f64::from_le_bytes(le(c))))
-            .collect(),
-        DataType::F16 | DataType::Bf16 => return None,
-        DataType::Bytes => {
-            let mut out = Vec::new();
-            let mut rest = raw;
-            while !rest.is_empty() {
-                let len = u32::from_le_bytes(le(rest.get(..4)?)) as usize;
-                let s = rest.get(4..4 + len)?;
-                out.push(Value::String(String::from_utf8_lossy(s).into_owned()));
-                rest = &rest[4 + len..];
-            }
-            out
-        }
     })
 }
 
@@ -686,5 +495,50 @@ mod tests {
         o.data = InputData::Zero;
         let z = build(&info(DataType::F32), o).unwrap();
         assert!(z.bytes[z.header_len.unwrap()..].iter().all(|b| *b == 0));
+    }
+
+    /// The raw bytes of input X in the binary body of one data entry.
+    fn entry_bytes(dt: DataType, value: &str) -> Result<Vec<u8>, String> {
+        let file = DataFile::parse("d.json", &format!(r#"{{"data": [{{"X": {value}}}]}}"#))?;
+        let mut m = info(dt);
+        m.max_batch_size = 0;
+        let (bodies, _) = file.bodies(&m, 1, true, true)?;
+        let b = &bodies[0];
+        Ok(b.bytes[b.header_len.unwrap()..].to_vec())
+    }
+
+    #[test]
+    fn data_file_values_are_encoded_as_run_encodes_them() {
+        let halves = |raw: Vec<u8>| -> Vec<u16> {
+            raw.chunks(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect()
+        };
+        // BF16 rounds to nearest even (it used to truncate: 0x3f80).
+        let x = 1.0 + 2f64.powi(-8) + 2f64.powi(-40);
+        assert_eq!(
+            halves(entry_bytes(DataType::Bf16, &format!("[{x:?}, 1, -2]")).unwrap()),
+            [0x3f81, 0x3f80, 0xc000]
+        );
+        // FP16 rounds once from the JSON number (it used to give 0x3c00).
+        assert_eq!(
+            halves(entry_bytes(DataType::F16, "[1.0004882812509095, 0.5, 65504]").unwrap()),
+            [0x3c01, 0x3800, 0x7bff]
+        );
+        // Values beyond the type are refused, naming value and type.
+        let e = entry_bytes(DataType::F16, "[1, 2, 70000]").unwrap_err();
+        assert!(
+            e.contains("d.json: data[0]: input 'X': at [2]: 70000 does not fit FP16"),
+            "{e}"
+        );
+        let e = entry_bytes(DataType::Bf16, "[1, 2, 1e39]").unwrap_err();
+        assert!(e.contains("at [2]: 1e+39 does not fit BF16"), "{e}");
+        let e = entry_bytes(DataType::F32, "[1, 2, 1e40]").unwrap_err();
+        assert!(e.contains("at [2]: 1e+40 does not fit FP32"), "{e}");
+        // Integral floats are integers, as for run.
+        assert_eq!(
+            entry_bytes(DataType::I32, "[1, 3.0, -2]").unwrap(),
+            [1, 0, 0, 0, 3, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff]
+        );
     }
 }

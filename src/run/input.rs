@@ -26,41 +26,20 @@
 //! shape) fails alone (`ParsedInput::failed`), and so does the rest of its
 //! sequence, whose state would be wrong.
 
-use super::codec::{b64_decode, decode_le, f32_to_bf16, f32_to_f16};
 use super::state::stateful_pairs;
 use crate::batching::CorrId;
+use crate::inputs::data_file;
+use crate::inputs::json::json_member;
+pub use crate::inputs::json::{tensor_from_json, InputSpec, ValueError};
+pub use crate::inputs::request::MAX_TIME_US;
+use crate::inputs::request::{self, ArrivalOrder, LineError, Reader};
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::model_sequence_batching::control::Kind as ControlKind;
 use crate::schema::inference::ModelConfig;
-use crate::tensor::{element_count, DataType, NamedTensors, Tensor, TensorData};
+use crate::tensor::{DataType, NamedTensors};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
-
-/// The fields a JSON Lines request may carry.
-pub const REQUEST_FIELDS: &[&str] = &[
-    "id",
-    "arrival_us",
-    "sequence_id",
-    "start",
-    "end",
-    "priority",
-    "timeout_us",
-    "inputs",
-];
-
-/// The largest `arrival_us`/`timeout_us` accepted (as the trace reader).
-pub const MAX_TIME_US: u64 = crate::trace::MAX_TIME_US;
-
-/// One input the client supplies, from the config.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InputSpec {
-    pub name: String,
-    pub dtype: DataType,
-    /// Config dims, without the batch dimension.
-    pub dims: Vec<i64>,
-    pub optional: bool,
-}
 
 /// The inputs a model takes from the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -357,23 +336,6 @@ impl InputError {
     }
 }
 
-/// A problem inside one tensor value: `path` is relative to the value
-/// (`[3]`, `.content[1][0]`, `.shape`), empty for the value itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ValueError {
-    pub path: String,
-    pub message: String,
-}
-
-impl ValueError {
-    fn at(path: impl Into<String>, message: impl Into<String>) -> Self {
-        ValueError {
-            path: path.into(),
-            message: message.into(),
-        }
-    }
-}
-
 /// Reads an input file, telling the two formats apart: a JSON object with
 /// a `data` member is perf_analyzer's format, anything else JSON Lines.
 pub fn parse_input(
@@ -422,10 +384,6 @@ pub fn parse_input(
     parse_json_lines(body, file, schema)
 }
 
-/// One perf_analyzer entry: its JSON path, its sequence (id, START, END)
-/// and its tensors.
-type Step<'a> = (String, Option<(u64, bool, bool)>, &'a Map<String, Value>);
-
 /// perf_analyzer's input-data JSON, already parsed.
 pub fn parse_perf_analyzer(
     doc: &Value,
@@ -433,127 +391,67 @@ pub fn parse_perf_analyzer(
     schema: &InputSchema,
     opts: &ParseOptions,
 ) -> Result<ParsedInput, Box<InputError>> {
-    let at = |path: String, message: String| {
+    let at = |path: Option<String>, message: String| {
         let mut e = InputError::new(file, message);
-        e.path = Some(path);
+        e.path = path;
         e
     };
-    let Value::Object(top) = doc else {
-        return Err(InputError::new(
-            file,
-            format!(
-                "expected perf_analyzer's {{\"data\": [...]}}, found {}",
-                kind(doc)
-            ),
-        ));
-    };
-    let mut warnings = Vec::new();
-    for key in top.keys() {
-        match key.as_str() {
-            "data" => {}
-            "validation_data" => warnings.push(format!(
+    let data = data_file::read(doc).map_err(|e| at(e.path, e.message))?;
+    let warnings = data
+        .ignored
+        .iter()
+        .map(|key| match *key {
+            "validation_data" => format!(
                 "{file}: \"validation_data\" is ignored: tritonctl run does not check outputs"
-            )),
-            other => warnings.push(format!("{file}: unknown member \"{other}\" is ignored")),
-        }
-    }
-    let data = match top.get("data") {
-        Some(Value::Array(a)) => a,
-        Some(v) => {
-            return Err(at(
-                "data".into(),
-                format!("expected an array of requests, found {}", kind(v)),
-            ))
-        }
-        None => return Err(InputError::new(file, "missing member \"data\"")),
-    };
-    if data.is_empty() {
-        return Err(at("data".into(), "holds no requests".into()));
-    }
-    let streams = data[0].is_array();
-    for (i, e) in data.iter().enumerate() {
-        let ok = if streams { e.is_array() } else { e.is_object() };
-        if !ok {
-            return Err(at(
-                format!("data[{i}]"),
-                format!(
-                    "expected {} like data[0], found {}; entries are either all requests \
-                     (objects) or all sequences (arrays of requests)",
-                    if streams {
-                        "an array of steps"
-                    } else {
-                        "an object"
-                    },
-                    kind(e)
-                ),
-            ));
-        }
-    }
-    if streams && !opts.sequence {
+            ),
+            other => format!("{file}: unknown member \"{other}\" is ignored"),
+        })
+        .collect();
+    if data.sequences && !opts.sequence {
         return Err(at(
-            "data[0]".into(),
+            Some("data[0]".into()),
             "the data holds sequences (arrays of steps); run with --sequence".into(),
         ));
     }
-    let mut steps: Vec<Step> = Vec::new();
-    if streams {
-        for (s, stream) in data.iter().enumerate() {
-            let Value::Array(items) = stream else {
-                unreachable!("checked above")
+    let mut requests = Vec::with_capacity(data.len());
+    for (s, stream) in data.streams.iter().enumerate() {
+        for (k, entry) in stream.iter().enumerate() {
+            let index = requests.len();
+            // A bad tensor fails this request only.
+            let (inputs, bad) = match inputs_from_object(entry.tensors, schema) {
+                Ok(inputs) => (inputs, None),
+                Err(e) => {
+                    let mut err = at(Some(format!("{}{}", entry.path, e.path)), e.message);
+                    err.request = Some(index.to_string());
+                    err.input = e.input;
+                    (NamedTensors::new(), Some(err))
+                }
             };
-            if items.is_empty() {
-                return Err(at(format!("data[{s}]"), "is an empty sequence".into()));
-            }
-            for (k, item) in items.iter().enumerate() {
-                let Value::Object(obj) = item else {
-                    return Err(at(
-                        format!("data[{s}][{k}]"),
-                        format!("expected a request (an object), found {}", kind(item)),
-                    ));
-                };
-                let flags = (s as u64 + 1, k == 0, k + 1 == items.len());
-                steps.push((format!("data[{s}][{k}]"), Some(flags), obj));
-            }
-        }
-    } else {
-        let n = data.len();
-        for (k, item) in data.iter().enumerate() {
-            let Value::Object(obj) = item else {
-                unreachable!("checked above")
+            // Each sequence gets ids 1, 2, ...; a flat list with
+            // --sequence is one sequence.
+            let (sequence_id, start, end) = if opts.sequence {
+                (
+                    Some(CorrId::Int(s as u64 + 1)),
+                    k == 0,
+                    k + 1 == stream.len(),
+                )
+            } else {
+                (None, false, false)
             };
-            let flags = opts.sequence.then_some((1, k == 0, k + 1 == n));
-            steps.push((format!("data[{k}]"), flags, obj));
+            let req = RunRequest {
+                id: index.to_string(),
+                index,
+                origin: entry.path.clone(),
+                arrival_us: None,
+                sequence_id,
+                start,
+                end,
+                priority: 0,
+                timeout_us: 0,
+                inputs,
+            };
+            requests.push((req, bad));
         }
-    }
-    let mut requests = Vec::with_capacity(steps.len());
-    for (index, (path, flags, obj)) in steps.into_iter().enumerate() {
-        // A bad tensor fails this request only.
-        let (inputs, bad) = match inputs_from_object(obj, schema) {
-            Ok(inputs) => (inputs, None),
-            Err(e) => {
-                let mut err = at(format!("{path}{}", e.path), e.message);
-                err.request = Some(index.to_string());
-                err.input = e.input;
-                (NamedTensors::new(), Some(err))
-            }
-        };
-        let (sequence_id, start, end) = match flags {
-            Some((id, start, end)) => (Some(CorrId::Int(id)), start, end),
-            None => (None, false, false),
-        };
-        let req = RunRequest {
-            id: index.to_string(),
-            index,
-            origin: path,
-            arrival_us: None,
-            sequence_id,
-            start,
-            end,
-            priority: 0,
-            timeout_us: 0,
-            inputs,
-        };
-        requests.push((req, bad));
     }
     Ok(finish(InputFormat::PerfAnalyzer, file, requests, warnings))
 }
@@ -567,7 +465,7 @@ pub fn parse_json_lines(
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut requests: Vec<Parsed> = Vec::new();
     let mut warnings = Vec::new();
-    let mut last_arrival: Option<(u64, usize)> = None;
+    let mut order = ArrivalOrder::default();
     let mut ids = HashSet::new();
     for (n, line) in text.lines().enumerate() {
         let line_no = n + 1;
@@ -577,21 +475,12 @@ pub fn parse_json_lines(
             continue;
         };
         if let Some(t) = req.arrival_us {
-            if let Some((prev, prev_line)) = last_arrival {
-                if t < prev {
-                    let mut e = InputError::new(
-                        file,
-                        format!(
-                            "arrival_us {t} is earlier than {prev} on line {prev_line}; \
-                             requests must be in arrival order"
-                        ),
-                    );
-                    e.line = Some(line_no);
-                    e.request = Some(request_label(&req));
-                    return Err(e);
-                }
+            if let Err(message) = order.check(t, line_no) {
+                let mut e = InputError::new(file, message);
+                e.line = Some(line_no);
+                e.request = Some(request_label(&req));
+                return Err(e);
             }
-            last_arrival = Some((t, line_no));
         }
         if !ids.insert(req.id.clone()) {
             warnings.push(format!(
@@ -628,132 +517,45 @@ pub fn parse_request_line(
     schema: &InputSchema,
     warnings: &mut Vec<String>,
 ) -> Result<Option<Parsed>, Box<InputError>> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Ok(None);
-    }
-    let err = |message: String| {
-        let mut e = InputError::new(file, message);
-        e.line = Some(line);
-        e
+    let line_error = |e: LineError| {
+        let mut x = InputError::new(file, e.message);
+        x.line = Some(e.line);
+        x.column = e.column;
+        x
     };
-    let value: Value = serde_json::from_str(text).map_err(|e| {
-        let mut x = err(format!("malformed JSON: {e}"));
-        x.column = Some(e.column());
+    let Some(obj) = request::parse_line(text, line).map_err(line_error)? else {
+        return Ok(None);
+    };
+    for w in request::unknown_fields(&obj, Reader::Run) {
+        warnings.push(format!("{file}:{line}: {w}"));
+    }
+    // The request's label: its id when it has one, else its index.
+    let given_id = match obj.get("id") {
+        Some(Value::String(s)) => Some(format!("'{s}'")),
+        Some(Value::Number(n)) if n.is_u64() => Some(format!("'{n}'")),
+        _ => None,
+    };
+    let fields = request::read_fields(&obj, Reader::Run, line).map_err(|e| {
+        let bad_id = e.field == Some("id");
+        let mut x = line_error(e);
+        // A bad id leaves the request without a name.
+        if bad_id {
+            return x;
+        }
+        x.request = Some(given_id.clone().unwrap_or_else(|| index.to_string()));
         x
     })?;
-    let Value::Object(obj) = value else {
-        return Err(err(format!(
-            "expected a JSON object (one request per line), found {}",
-            kind(&value)
-        )));
-    };
-    for key in obj.keys() {
-        if !REQUEST_FIELDS.contains(&key.as_str()) {
-            let near = crate::text::suggestions(key, REQUEST_FIELDS.iter().copied());
-            let hint = match near.first() {
-                Some(s) => format!("; did you mean '{s}'?"),
-                None if key == "batch_size" => {
-                    "; the batch size is the first dimension of the inputs".to_string()
-                }
-                None => String::new(),
-            };
-            warnings.push(format!(
-                "{file}:{line}: unknown field '{key}' is ignored{hint}"
-            ));
-        }
-    }
-    let id = match obj.get("id") {
-        None | Some(Value::Null) => index.to_string(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) if n.is_u64() => n.to_string(),
-        Some(v) => {
-            return Err(err(format!(
-                "field 'id' must be a string or a non-negative integer, found {}",
-                kind(v)
-            )))
-        }
-    };
-    let label = if obj.get("id").is_some_and(|v| !v.is_null()) {
-        format!("'{id}'")
-    } else {
-        id.clone()
-    };
-    let with_request = |mut e: Box<InputError>| {
-        e.request = Some(label.clone());
-        e
-    };
-    let time = |field: &str| -> Result<Option<u64>, Box<InputError>> {
-        match obj.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) if n.as_u64().is_some() => {
-                let u = n.as_u64().unwrap_or_default();
-                if u > MAX_TIME_US {
-                    return Err(with_request(err(format!(
-                        "field '{field}' is too large: {u} (at most {MAX_TIME_US})"
-                    ))));
-                }
-                Ok(Some(u))
-            }
-            Some(v) => Err(with_request(err(format!(
-                "field '{field}' must be a non-negative integer number of microseconds, found {}",
-                kind(v)
-            )))),
-        }
-    };
-    let flag = |field: &str| -> Result<bool, Box<InputError>> {
-        match obj.get(field) {
-            None | Some(Value::Null) => Ok(false),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(v) => Err(with_request(err(format!(
-                "field '{field}' must be true or false, found {}",
-                kind(v)
-            )))),
-        }
-    };
-    let arrival_us = time("arrival_us")?;
-    let timeout_us = time("timeout_us")?.unwrap_or(0);
-    let start = flag("start")?;
-    let end = flag("end")?;
-    let sequence_id = match obj.get("sequence_id") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(CorrId::Str(s.clone())),
-        Some(Value::Number(n)) if n.is_u64() => n.as_u64().map(CorrId::Int),
-        Some(v) => {
-            return Err(with_request(err(format!(
-                "field 'sequence_id' must be a non-negative integer or a string, found {}",
-                kind(v)
-            ))))
-        }
-    };
-    let priority = match obj.get("priority") {
-        None | Some(Value::Null) => 0,
-        Some(Value::Number(n)) if n.as_u64().is_some_and(|p| p <= u64::from(u32::MAX)) => {
-            n.as_u64().unwrap_or_default() as u32
-        }
-        Some(v) => {
-            return Err(with_request(err(format!(
-                "field 'priority' must be a non-negative 32-bit integer, found {}",
-                kind(v)
-            ))))
-        }
-    };
+    let id = fields.id.unwrap_or_else(|| index.to_string());
+    let label = given_id.unwrap_or_else(|| id.clone());
     let empty = Map::new();
-    let inputs_obj = match obj.get("inputs") {
-        None | Some(Value::Null) => &empty,
-        Some(Value::Object(o)) => o,
-        Some(v) => {
-            return Err(with_request(err(format!(
-                "field 'inputs' must be an object of named tensors, found {}",
-                kind(v)
-            ))))
-        }
-    };
+    let inputs_obj = fields.inputs.unwrap_or(&empty);
     // A bad tensor fails this request only: the line itself is sound.
     let (inputs, bad) = match inputs_from_object(inputs_obj, schema) {
         Ok(inputs) => (inputs, None),
         Err(e) => {
-            let mut x = with_request(err(e.message));
+            let mut x = InputError::new(file, e.message);
+            x.line = Some(line);
+            x.request = Some(label);
             x.path = Some(format!("inputs{}", e.path));
             x.input = e.input;
             (NamedTensors::new(), Some(x))
@@ -763,12 +565,12 @@ pub fn parse_request_line(
         id,
         index,
         origin: format!("line {line}"),
-        arrival_us,
-        sequence_id,
-        start,
-        end,
-        priority,
-        timeout_us,
+        arrival_us: fields.arrival_us,
+        sequence_id: fields.sequence_id,
+        start: fields.start,
+        end: fields.end,
+        priority: fields.priority,
+        timeout_us: fields.timeout_us,
         inputs,
     };
     Ok(Some((req, bad)))
@@ -854,395 +656,11 @@ fn inputs_from_object(
     Ok(out)
 }
 
-/// `.name`, or `["name"]` when the name is not a plain identifier.
-fn json_member(name: &str) -> String {
-    let plain = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == ':');
-    if plain {
-        format!(".{name}")
-    } else {
-        format!("[{}]", Value::String(name.to_string()))
-    }
-}
-
-/// Converts one JSON tensor value to the input's data type and shape (see
-/// the module documentation for the accepted forms).
-pub fn tensor_from_json(
-    value: &Value,
-    spec: &InputSpec,
-    max_batch_size: i64,
-) -> Result<Tensor, ValueError> {
-    let (content, given, prefix) = match value {
-        Value::Object(o) if o.contains_key("content") => {
-            if let Some(k) = o.keys().find(|k| *k != "content" && *k != "shape") {
-                return Err(ValueError::at(
-                    "",
-                    format!("unknown member \"{k}\" (expected \"content\" and \"shape\")"),
-                ));
-            }
-            let shape = o
-                .get("shape")
-                .map(|s| parse_shape(s).map_err(|m| ValueError::at(".shape", m)))
-                .transpose()?;
-            (&o["content"], shape, ".content")
-        }
-        other => (other, None, ""),
-    };
-    let (data, nested) = match content {
-        Value::Object(o) => {
-            let b64 = match (o.get("b64"), o.len()) {
-                (Some(Value::String(s)), 1) => s,
-                _ => {
-                    return Err(ValueError::at(
-                        prefix,
-                        "expected an array of values, {\"b64\": \"...\"} or \
-                         {\"content\": ..., \"shape\": [...]}",
-                    ))
-                }
-            };
-            let bytes = b64_decode(b64).map_err(|m| ValueError::at(format!("{prefix}.b64"), m))?;
-            let data = decode_le(spec.dtype, &bytes)
-                .map_err(|m| ValueError::at(format!("{prefix}.b64"), m))?;
-            (data, None)
-        }
-        _ => {
-            let mut data = TensorData::empty(spec.dtype);
-            let shape = flatten(content, spec.dtype, &mut data)
-                .map_err(|e| ValueError::at(format!("{prefix}{}", e.path), e.message))?;
-            // Nested arrays give the shape; a flat list is reshaped.
-            (data, shape.filter(|s| s.len() > 1))
-        }
-    };
-    let shape = resolve_shape(data.len(), given.or(nested), spec, max_batch_size)
-        .map_err(|m| ValueError::at("", m))?;
-    Tensor::new(shape, data).map_err(|e| ValueError::at("", e.to_string()))
-}
-
-fn parse_shape(v: &Value) -> Result<Vec<i64>, String> {
-    let Value::Array(items) = v else {
-        return Err(format!(
-            "expected an array of dimensions, found {}",
-            kind(v)
-        ));
-    };
-    items
-        .iter()
-        .map(|d| match d.as_u64().and_then(|u| i64::try_from(u).ok()) {
-            Some(u) => Ok(u),
-            None => Err(format!(
-                "dimensions must be non-negative integers, found {}",
-                kind(d)
-            )),
-        })
-        .collect()
-}
-
-/// Appends the scalars of a (possibly nested) JSON array to `data`;
-/// returns the nesting shape (`None` for a lone scalar).
-fn flatten(
-    v: &Value,
-    dtype: DataType,
-    data: &mut TensorData,
-) -> Result<Option<Vec<i64>>, ValueError> {
-    if !v.is_array() {
-        push_scalar(data, v, dtype).map_err(|m| ValueError::at("", m))?;
-        return Ok(None);
-    }
-    // The shape from the first element at every depth.
-    let mut shape = Vec::new();
-    let mut probe = v;
-    while let Value::Array(items) = probe {
-        shape.push(items.len() as i64);
-        match items.first() {
-            Some(first) => probe = first,
-            None => break,
-        }
-    }
-    let mut path = String::new();
-    walk(v, 0, &shape, dtype, data, &mut path)?;
-    Ok(Some(shape))
-}
-
-fn walk(
-    v: &Value,
-    depth: usize,
-    shape: &[i64],
-    dtype: DataType,
-    data: &mut TensorData,
-    path: &mut String,
-) -> Result<(), ValueError> {
-    match v {
-        Value::Array(items) => {
-            if depth >= shape.len() || items.len() as i64 != shape[depth] {
-                return Err(ValueError::at(
-                    path.clone(),
-                    format!(
-                        "nested arrays are not rectangular: expected {}, found an array of {}",
-                        if depth >= shape.len() {
-                            "a value".to_string()
-                        } else {
-                            format!("{} elements", shape[depth])
-                        },
-                        items.len()
-                    ),
-                ));
-            }
-            for (i, item) in items.iter().enumerate() {
-                let len = path.len();
-                path.push_str(&format!("[{i}]"));
-                walk(item, depth + 1, shape, dtype, data, path)?;
-                path.truncate(len);
-            }
-            Ok(())
-        }
-        scalar => {
-            if depth != shape.len() {
-                return Err(ValueError::at(
-                    path.clone(),
-                    format!(
-                        "nested arrays are not rectangular: expected an array of {} elements, \
-                         found {}",
-                        shape[depth],
-                        kind(scalar)
-                    ),
-                ));
-            }
-            push_scalar(data, scalar, dtype).map_err(|m| ValueError::at(path.clone(), m))
-        }
-    }
-}
-
-/// Converts one JSON scalar to `dtype` and appends it.
-fn push_scalar(data: &mut TensorData, v: &Value, dtype: DataType) -> Result<(), String> {
-    macro_rules! int {
-        ($vec:expr, $t:ty) => {{
-            let i = integer(v, dtype)?;
-            let x = <$t>::try_from(i).map_err(|_| {
-                format!("{i} does not fit {dtype} ({} to {})", <$t>::MIN, <$t>::MAX)
-            })?;
-            $vec.push(x);
-        }};
-    }
-    match data {
-        TensorData::Bool(vec) => vec.push(match v {
-            Value::Bool(b) => *b,
-            Value::Number(n) if n.as_u64() == Some(0) => false,
-            Value::Number(n) if n.as_u64() == Some(1) => true,
-            other => {
-                return Err(format!(
-                    "expected true or false for BOOL, found {}",
-                    kind(other)
-                ))
-            }
-        }),
-        TensorData::U8(vec) => int!(vec, u8),
-        TensorData::U16(vec) => int!(vec, u16),
-        TensorData::U32(vec) => int!(vec, u32),
-        TensorData::U64(vec) => int!(vec, u64),
-        TensorData::I8(vec) => int!(vec, i8),
-        TensorData::I16(vec) => int!(vec, i16),
-        TensorData::I32(vec) => int!(vec, i32),
-        TensorData::I64(vec) => int!(vec, i64),
-        TensorData::F64(vec) => vec.push(float(v, dtype)?),
-        TensorData::F32(vec) => vec.push(narrow(v, float(v, dtype)?, dtype)?),
-        TensorData::F16(vec) => {
-            let x = float(v, dtype)?;
-            let h = f32_to_f16(x as f32);
-            if x.is_finite() && h & 0x7fff == 0x7c00 {
-                return Err(format!(
-                    "{v} does not fit FP16 (largest finite value 65504)"
-                ));
-            }
-            vec.push(h);
-        }
-        TensorData::Bf16(vec) => {
-            let x = narrow(v, float(v, dtype)?, dtype)?;
-            let b = f32_to_bf16(x);
-            if x.is_finite() && b & 0x7fff == 0x7f80 {
-                return Err(format!("{v} does not fit BF16"));
-            }
-            vec.push(b);
-        }
-        TensorData::Bytes(vec) => vec.push(match v {
-            Value::String(s) => s.as_bytes().to_vec(),
-            Value::Object(o) if o.len() == 1 && o.get("b64").is_some_and(Value::is_string) => {
-                b64_decode(o["b64"].as_str().unwrap_or_default())?
-            }
-            other => {
-                return Err(format!(
-                    "expected a string (or {{\"b64\": \"...\"}}) for BYTES, found {}",
-                    kind(other)
-                ))
-            }
-        }),
-    }
-    Ok(())
-}
-
-fn integer(v: &Value, dtype: DataType) -> Result<i128, String> {
-    let Value::Number(n) = v else {
-        return Err(format!(
-            "expected an integer for {dtype}, found {}",
-            kind(v)
-        ));
-    };
-    if let Some(i) = n.as_i64() {
-        return Ok(i128::from(i));
-    }
-    if let Some(u) = n.as_u64() {
-        return Ok(i128::from(u));
-    }
-    match n.as_f64() {
-        Some(f) if f.fract() == 0.0 && f.abs() < 1e38 => Ok(f as i128),
-        _ => Err(format!("{n} is not an integer ({dtype})")),
-    }
-}
-
-fn float(v: &Value, dtype: DataType) -> Result<f64, String> {
-    match v {
-        Value::Number(n) => n
-            .as_f64()
-            .ok_or_else(|| format!("{n} is not a number ({dtype})")),
-        Value::String(s) => match s.to_ascii_lowercase().as_str() {
-            "nan" => Ok(f64::NAN),
-            "inf" | "+inf" | "infinity" | "+infinity" => Ok(f64::INFINITY),
-            "-inf" | "-infinity" => Ok(f64::NEG_INFINITY),
-            _ => Err(format!(
-                "expected a number for {dtype}, found the string {s:?} \
-                 (\"nan\", \"inf\" and \"-inf\" are accepted as strings)"
-            )),
-        },
-        other => Err(format!(
-            "expected a number for {dtype}, found {}",
-            kind(other)
-        )),
-    }
-}
-
-/// `x` (the value of `v`) as an f32, refusing finite values beyond its
-/// range.
-fn narrow(v: &Value, x: f64, dtype: DataType) -> Result<f32, String> {
-    let f = x as f32;
-    if x.is_finite() && f.is_infinite() {
-        return Err(format!("{v} does not fit {dtype}"));
-    }
-    Ok(f)
-}
-
-/// The request tensor's shape for `count` values: `given` (from "shape" or
-/// nested arrays) checked against the dims, or the dims with one `-1`
-/// resolved; a batching model's batch dimension of 1 prepended unless
-/// `given` has it.
-fn resolve_shape(
-    count: usize,
-    given: Option<Vec<i64>>,
-    spec: &InputSpec,
-    max_batch_size: i64,
-) -> Result<Vec<i64>, String> {
-    let dims = &spec.dims;
-    let batching = max_batch_size > 0;
-    let shape = match given {
-        None => {
-            let mut shape = dims.clone();
-            let unknown: Vec<usize> = (0..dims.len()).filter(|&i| dims[i] < 0).collect();
-            match unknown.as_slice() {
-                [] => {}
-                [u] => {
-                    let known = element_count(
-                        &dims
-                            .iter()
-                            .filter(|&&d| d >= 0)
-                            .copied()
-                            .collect::<Vec<_>>(),
-                    )
-                    .unwrap_or(0);
-                    if known == 0 || !count.is_multiple_of(known) {
-                        return Err(format!(
-                            "{count} values cannot fill dims {dims:?}{}; give the shape as \
-                             {{\"content\": [...], \"shape\": [...]}} or as nested arrays",
-                            if known == 0 {
-                                String::new()
-                            } else {
-                                format!(" ({count} is not a multiple of {known})")
-                            }
-                        ));
-                    }
-                    shape[*u] = (count / known) as i64;
-                }
-                _ => {
-                    return Err(format!(
-                        "dims {dims:?} have {} variable dimensions, so a flat list of {count} \
-                         values has no unique shape; give the shape as {{\"content\": [...], \
-                         \"shape\": [...]}} or as nested arrays",
-                        unknown.len()
-                    ))
-                }
-            }
-            if batching {
-                shape.insert(0, 1);
-            }
-            shape
-        }
-        Some(s) => {
-            let (body, with_batch) = if s.len() == dims.len() {
-                (&s[..], false)
-            } else if batching && s.len() == dims.len() + 1 {
-                (&s[1..], true)
-            } else {
-                return Err(format!(
-                    "shape {s:?} does not match dims {dims:?}{}",
-                    if batching {
-                        " (with or without a leading batch dimension)"
-                    } else {
-                        ""
-                    }
-                ));
-            };
-            for (i, (&g, &d)) in body.iter().zip(dims).enumerate() {
-                if d >= 0 && g != d {
-                    return Err(format!(
-                        "shape {s:?} does not match dims {dims:?}: dimension {} is {g}, \
-                         expected {d}",
-                        i + usize::from(with_batch)
-                    ));
-                }
-            }
-            if with_batch && s[0] == 0 {
-                return Err(format!("shape {s:?} has a batch dimension of 0"));
-            }
-            let mut shape = s.clone();
-            if batching && !with_batch {
-                shape.insert(0, 1);
-            }
-            shape
-        }
-    };
-    let need = element_count(&shape).ok_or_else(|| format!("shape {shape:?} is too large"))?;
-    if need != count {
-        return Err(format!(
-            "expected {need} values for shape {shape:?}, found {count}"
-        ));
-    }
-    Ok(shape)
-}
-
-fn kind(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => format!("the number {n}"),
-        Value::String(s) => format!("the string {s:?}"),
-        Value::Array(_) => "an array".into(),
-        Value::Object(_) => "an object".into(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::ParsedConfig;
+    use crate::tensor::{Tensor, TensorData};
 
     fn config(text: &str) -> ModelConfig {
         ParsedConfig::parse(text.to_string())
@@ -1449,7 +867,7 @@ mod tests {
             .iter()
             .flat_map(|f| f.to_le_bytes())
             .collect();
-        let b64 = super::super::codec::b64_encode(&bytes);
+        let b64 = crate::inputs::codec::b64_encode(&bytes);
         let text = format!(
             r#"{{"data": [{{"INPUT0": {{"b64": "{b64}"}}}}, {{"INPUT0": {{"content": {{"b64": "{b64}"}}, "shape": [4]}}}}]}}"#
         );
@@ -1461,7 +879,7 @@ mod tests {
             );
         }
         // Three floats do not fill [4].
-        let short = super::super::codec::b64_encode(&bytes[..12]);
+        let short = crate::inputs::codec::b64_encode(&bytes[..12]);
         let e = err(
             &format!(r#"{{"data": [{{"INPUT0": {{"b64": "{short}"}}}}]}}"#),
             &schema(),
@@ -1472,7 +890,7 @@ mod tests {
             "{e}"
         );
         // BYTES elements carry their length prefixes.
-        let words = super::super::codec::b64_encode(&[2, 0, 0, 0, b'h', b'i', 0, 0, 0, 0]);
+        let words = crate::inputs::codec::b64_encode(&[2, 0, 0, 0, b'h', b'i', 0, 0, 0, 0]);
         let t = convert(
             &format!(r#"{{"b64": "{words}"}}"#),
             DataType::Bytes,
@@ -1586,154 +1004,6 @@ mod tests {
             let got = err(text, &s, true);
             assert!(got.contains(want), "{got}\n  does not contain\n{want}");
         }
-    }
-
-    #[test]
-    fn values_must_fit_the_data_type() {
-        let bad = [
-            ("[300]", DataType::U8, "300 does not fit UINT8 (0 to 255)"),
-            ("[-1]", DataType::U32, "-1 does not fit UINT32"),
-            ("[1.5]", DataType::I32, "1.5 is not an integer (INT32)"),
-            (
-                "[\"7\"]",
-                DataType::I64,
-                "expected an integer for INT64, found the string \"7\"",
-            ),
-            (
-                "[\"abc\"]",
-                DataType::F32,
-                "expected a number for FP32, found the string \"abc\"",
-            ),
-            (
-                "[true]",
-                DataType::F64,
-                "expected a number for FP64, found true",
-            ),
-            ("[2]", DataType::Bool, "expected true or false for BOOL"),
-            ("[70000]", DataType::F16, "70000 does not fit FP16"),
-            ("[1e39]", DataType::Bf16, "does not fit BF16"),
-            ("[3]", DataType::Bytes, "expected a string"),
-            ("[128]", DataType::I8, "128 does not fit INT8 (-128 to 127)"),
-        ];
-        for (v, dtype, want) in bad {
-            let e = convert(v, dtype, &[1], 0).unwrap_err();
-            assert!(e.message.contains(want), "{v} as {dtype}: {}", e.message);
-            assert_eq!(e.path, "[0]");
-        }
-        let ok = [
-            ("[255]", DataType::U8, TensorData::U8(vec![255])),
-            ("[-128]", DataType::I8, TensorData::I8(vec![-128])),
-            (
-                "[18446744073709551615]",
-                DataType::U64,
-                TensorData::U64(vec![u64::MAX]),
-            ),
-            ("[3.0]", DataType::I32, TensorData::I32(vec![3])),
-            ("[1]", DataType::Bool, TensorData::Bool(vec![true])),
-            ("[1.0]", DataType::F16, TensorData::F16(vec![0x3c00])),
-            ("[-2]", DataType::Bf16, TensorData::Bf16(vec![0xc000])),
-            (
-                "[\"-inf\"]",
-                DataType::F32,
-                TensorData::F32(vec![f32::NEG_INFINITY]),
-            ),
-            ("[0.1]", DataType::F64, TensorData::F64(vec![0.1])),
-            (
-                "[\"héllo\"]",
-                DataType::Bytes,
-                TensorData::Bytes(vec!["héllo".as_bytes().to_vec()]),
-            ),
-            (
-                "[{\"b64\": \"AP8=\"}]",
-                DataType::Bytes,
-                TensorData::Bytes(vec![vec![0, 255]]),
-            ),
-        ];
-        for (v, dtype, want) in ok {
-            assert_eq!(
-                convert(v, dtype, &[1], 0).unwrap().data,
-                want,
-                "{v} as {dtype}"
-            );
-        }
-        assert!(matches!(
-            convert("[\"nan\"]", DataType::F32, &[1], 0).unwrap().data,
-            TensorData::F32(ref v) if v[0].is_nan()
-        ));
-    }
-
-    #[test]
-    fn shapes_follow_the_dims() {
-        let shape =
-            |v: &str, dims: &[i64], mbs: i64| convert(v, DataType::I32, dims, mbs).map(|t| t.shape);
-        assert_eq!(shape("[1, 2, 3, 4, 5, 6]", &[2, 3], 0).unwrap(), vec![2, 3]);
-        assert_eq!(
-            shape("[1, 2, 3, 4, 5, 6]", &[2, 3], 4).unwrap(),
-            vec![1, 2, 3]
-        );
-        // One -1 is resolved from the element count.
-        assert_eq!(
-            shape("[1, 2, 3, 4, 5, 6]", &[-1, 3], 4).unwrap(),
-            vec![1, 2, 3]
-        );
-        assert_eq!(
-            shape("[1, 2, 3, 4, 5, 6]", &[2, -1], 0).unwrap(),
-            vec![2, 3]
-        );
-        // The stateful backend's stacking axis in the middle.
-        let v: Vec<String> = (0..20).map(|i| i.to_string()).collect();
-        assert_eq!(
-            shape(&format!("[{}]", v.join(",")), &[4, -1, 5], 16).unwrap(),
-            vec![1, 4, 1, 5]
-        );
-        // Nested arrays give the shape, with or without the batch dimension.
-        assert_eq!(
-            shape("[[1, 2, 3], [4, 5, 6]]", &[-1, 3], 4).unwrap(),
-            vec![1, 2, 3]
-        );
-        assert_eq!(
-            shape("[[1, 2, 3], [4, 5, 6]]", &[3], 4).unwrap(),
-            vec![2, 3]
-        );
-        assert_eq!(
-            shape("[[[1, 2, 3]], [[4, 5, 6]]]", &[-1, 3], 4).unwrap(),
-            vec![2, 1, 3]
-        );
-        // Errors: not a multiple, two unknowns, wrong fixed dim, wrong rank.
-        assert!(shape("[1, 2, 3, 4, 5]", &[-1, 3], 4)
-            .unwrap_err()
-            .message
-            .contains("not a multiple of 3"));
-        assert!(shape("[1, 2, 3, 4]", &[-1, -1], 0)
-            .unwrap_err()
-            .message
-            .contains("2 variable dimensions"));
-        assert!(shape("[[1, 2], [3, 4]]", &[2, 3], 0)
-            .unwrap_err()
-            .message
-            .contains("dimension 1 is 2, expected 3"));
-        assert!(shape("[[1, 2], [3, 4]]", &[4], 0)
-            .unwrap_err()
-            .message
-            .contains("does not match dims [4]"));
-        assert!(shape("[1, 2, 3]", &[2, 2], 0)
-            .unwrap_err()
-            .message
-            .contains("expected 4 values"));
-        // Content + shape; a zero batch is refused.
-        assert_eq!(
-            shape(
-                "{\"content\": [1, 2, 3, 4], \"shape\": [2, 2]}",
-                &[-1, -1],
-                4
-            )
-            .unwrap(),
-            vec![1, 2, 2]
-        );
-        assert!(shape("{\"content\": [], \"shape\": [0, 3]}", &[3], 4).is_err());
-        // A scalar is one value.
-        assert_eq!(shape("5", &[1], 0).unwrap(), vec![1]);
-        assert_eq!(shape("[]", &[0], 0).unwrap(), vec![0]);
     }
 
     #[test]

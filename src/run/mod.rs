@@ -6,7 +6,6 @@
 //! The runner itself (scheduler core on a real clock + ONNX Runtime
 //! sessions) is assembled from these in the `run` command.
 
-pub mod codec;
 #[cfg(feature = "run")]
 pub mod ensemble;
 pub mod input;

@@ -11,8 +11,8 @@
 //!   `{"b64": "..."}`.
 //! * human: a table (id, sequence, status, outputs abbreviated).
 
-use super::codec::{b64_encode, bf16_to_f32, f16_to_f32};
 use crate::batching::CorrId;
+use crate::inputs::codec::{b64_encode, bf16_to_f32, f16_to_f32};
 use crate::tensor::{Tensor, TensorData};
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
@@ -361,8 +361,8 @@ mod tests {
 
     #[test]
     fn every_data_type_prints_as_json() {
-        let h = |x: f32| super::super::codec::f32_to_f16(x);
-        let b = |x: f32| super::super::codec::f32_to_bf16(x);
+        let h = |x: f32| crate::inputs::codec::f32_to_f16(x);
+        let b = |x: f32| crate::inputs::codec::f32_to_bf16(x);
         let cases = [
             (TensorData::Bool(vec![true, false]), json!([true, false])),
             (TensorData::U8(vec![0, 255]), json!([0, 255])),

@@ -21,9 +21,9 @@
 //! [`StateStore::gather`] before a run, [`StateStore::scatter`] after it,
 //! [`StateStore::release`] at END or idle timeout.
 
-use super::codec::{decode_first, f16_to_f32, f32_to_f16, Shortfall};
 use super::stack::stack;
 use crate::batching::FxMap;
+use crate::inputs::codec::{decode_first, f16_to_f32, f32_to_f16, Shortfall};
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::model_sequence_batching::initial_state::StateData;
 use crate::schema::inference::ModelConfig;

@@ -26,7 +26,7 @@
 
 use std::path::Path;
 
-use super::codec::{decode_first, decode_le, Shortfall};
+use crate::inputs::codec::{decode_first, decode_le, Shortfall};
 use crate::runtime::ModelSession;
 use crate::schema::inference::model_warmup::input::InputDataType;
 use crate::schema::inference::ModelConfig;

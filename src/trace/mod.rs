@@ -12,26 +12,17 @@ mod generate;
 
 pub use generate::{generate, Distribution, GenerateError, GenerateOptions};
 
-use crate::batching::{CorrId, Request};
-use serde_json::{Map, Value};
+use crate::batching::Request;
+use crate::inputs::request::{self, ArrivalOrder, Reader};
 use std::fmt;
 use std::io::BufRead;
 
 /// The fields a trace line may carry.
-pub const FIELDS: &[&str] = &[
-    "id",
-    "arrival_us",
-    "sequence_id",
-    "start",
-    "end",
-    "batch_size",
-    "priority",
-    "timeout_us",
-];
+pub fn fields() -> impl Iterator<Item = &'static str> + Clone {
+    Reader::Trace.fields()
+}
 
-/// The largest time (µs, about 36 000 years) a trace may hold, so that the
-/// simulator's sums of times cannot overflow.
-pub const MAX_TIME_US: u64 = 1 << 60;
+pub use crate::inputs::request::MAX_TIME_US;
 
 /// At most this many warnings are kept; the rest are only counted.
 const MAX_WARNINGS: usize = 100;
@@ -64,8 +55,7 @@ pub struct TraceReader<R> {
     file: String,
     line: usize,
     buf: Vec<u8>,
-    /// Arrival time and line of the previous request.
-    last: Option<(u64, usize)>,
+    order: ArrivalOrder,
     failed: bool,
     warnings: Vec<String>,
     warning_count: usize,
@@ -79,7 +69,7 @@ impl<R: BufRead> TraceReader<R> {
             file: file.into(),
             line: 0,
             buf: Vec::new(),
-            last: None,
+            order: ArrivalOrder::default(),
             failed: false,
             warnings: Vec::new(),
             warning_count: 0,
@@ -148,141 +138,41 @@ impl<R: BufRead> TraceReader<R> {
             } else {
                 text
             };
-            let text = text.trim();
-            if text.is_empty() {
-                continue;
-            }
-            let value: Value = match serde_json::from_str(text) {
-                Ok(v) => v,
-                Err(e) => return Some(Err(self.err(format!("malformed JSON: {e}")))),
+            let obj = match request::parse_line(text, self.line) {
+                Ok(Some(obj)) => obj,
+                Ok(None) => continue,
+                Err(e) => return Some(Err(self.err(e.message))),
             };
-            return Some(self.request(value));
+            return Some(self.request(&obj));
         }
     }
 
-    fn request(&mut self, value: Value) -> Result<Request, TraceError> {
-        let Value::Object(obj) = value else {
-            return Err(self.err(format!(
-                "expected a JSON object (one request per line), found {}",
-                kind(&value)
-            )));
-        };
-        for key in obj.keys() {
-            if !FIELDS.contains(&key.as_str()) {
-                let near = crate::text::suggestions(key, FIELDS.iter().copied());
-                let hint = match near.first() {
-                    Some(s) => format!("; did you mean '{s}'?"),
-                    None => String::new(),
-                };
-                self.warn(format!("unknown field '{key}' is ignored{hint}"));
-            }
+    fn request(
+        &mut self,
+        obj: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Request, TraceError> {
+        for w in request::unknown_fields(obj, Reader::Trace) {
+            self.warn(w);
         }
-        let arrival_us = match obj.get("arrival_us") {
-            None => return Err(self.err("missing required field 'arrival_us'")),
-            Some(v) => self.uint(v, "arrival_us")?,
+        let f =
+            request::read_fields(obj, Reader::Trace, self.line).map_err(|e| self.err(e.message))?;
+        let Some(arrival_us) = f.arrival_us else {
+            return Err(self.err("missing required field 'arrival_us'"));
         };
-        let id = match obj.get("id") {
-            None | Some(Value::Null) => (self.line - 1).to_string(),
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Number(n)) if n.is_u64() => n.to_string(),
-            Some(v) => {
-                return Err(self.err(format!(
-                    "field 'id' must be a string or a non-negative integer, found {}",
-                    kind(v)
-                )))
-            }
-        };
-        let sequence_id = match obj.get("sequence_id") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(CorrId::Str(s.clone())),
-            Some(Value::Number(n)) if n.is_u64() => n.as_u64().map(CorrId::Int),
-            Some(v) => {
-                return Err(self.err(format!(
-                    "field 'sequence_id' must be a non-negative integer or a string, found {}",
-                    kind(v)
-                )))
-            }
-        };
-        let start = self.flag(&obj, "start")?;
-        let end = self.flag(&obj, "end")?;
-        let batch_size = self.small(&obj, "batch_size", 1)?;
-        let priority = self.small(&obj, "priority", 0)?;
-        let timeout_us = match obj.get("timeout_us") {
-            None | Some(Value::Null) => 0,
-            Some(v) => self.uint(v, "timeout_us")?,
-        };
-        if let Some((prev, line)) = self.last {
-            if arrival_us < prev {
-                return Err(self.err(format!(
-                    "arrival_us {arrival_us} is earlier than {prev} on line {line}; \
-                     the trace must be sorted by arrival time"
-                )));
-            }
-        }
-        self.last = Some((arrival_us, self.line));
+        self.order
+            .check(arrival_us, self.line)
+            .map_err(|m| self.err(m))?;
         // Built from `Request::new` so that fields the core adds later keep
         // their defaults.
+        let id = f.id.unwrap_or_else(|| (self.line - 1).to_string());
         let mut r = Request::new(id, arrival_us);
-        r.sequence_id = sequence_id;
-        r.start = start;
-        r.end = end;
-        r.batch_size = batch_size;
-        r.priority = priority;
-        r.timeout_us = timeout_us;
+        r.sequence_id = f.sequence_id;
+        r.start = f.start;
+        r.end = f.end;
+        r.batch_size = f.batch_size.unwrap_or(1);
+        r.priority = f.priority;
+        r.timeout_us = f.timeout_us;
         Ok(r)
-    }
-
-    fn uint(&self, v: &Value, field: &str) -> Result<u64, TraceError> {
-        match v {
-            Value::Number(n) => {
-                if let Some(u) = n.as_u64() {
-                    if u > MAX_TIME_US {
-                        return Err(self.err(format!(
-                            "field '{field}' is too large: {u} (at most {MAX_TIME_US})"
-                        )));
-                    }
-                    Ok(u)
-                } else if n.as_i64().is_some_and(|i| i < 0) || n.as_f64().is_some_and(|f| f < 0.0) {
-                    Err(self.err(format!("field '{field}' must not be negative, found {n}")))
-                } else if n.is_f64() {
-                    Err(self.err(format!(
-                        "field '{field}' must be an integer number of microseconds, found {n}"
-                    )))
-                } else {
-                    Err(self.err(format!("field '{field}' is out of range: {n}")))
-                }
-            }
-            other => Err(self.err(format!(
-                "field '{field}' must be a non-negative integer, found {}",
-                kind(other)
-            ))),
-        }
-    }
-
-    fn small(
-        &self,
-        obj: &Map<String, Value>,
-        field: &str,
-        default: u32,
-    ) -> Result<u32, TraceError> {
-        match obj.get(field) {
-            None | Some(Value::Null) => Ok(default),
-            Some(v) => {
-                let u = self.uint(v, field)?;
-                u32::try_from(u).map_err(|_| self.err(format!("field '{field}' is too large: {u}")))
-            }
-        }
-    }
-
-    fn flag(&self, obj: &Map<String, Value>, field: &str) -> Result<bool, TraceError> {
-        match obj.get(field) {
-            None | Some(Value::Null) => Ok(false),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(v) => Err(self.err(format!(
-                "field '{field}' must be true or false, found {}",
-                kind(v)
-            ))),
-        }
     }
 }
 
@@ -293,20 +183,10 @@ impl<R: BufRead> Iterator for TraceReader<R> {
     }
 }
 
-fn kind(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => format!("the number {n}"),
-        Value::String(s) => format!("the string {:?}", s),
-        Value::Array(_) => "an array".into(),
-        Value::Object(_) => "an object".into(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::batching::CorrId;
 
     fn read(text: &str) -> (Vec<Request>, Option<TraceError>, Vec<String>) {
         let mut r = TraceReader::new(text.as_bytes(), "t.jsonl");

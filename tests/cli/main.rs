@@ -8,6 +8,7 @@ mod architecture;
 mod autoconfig;
 mod bls;
 mod ci_lint;
+mod codec;
 mod common;
 mod conformance;
 mod corpus;

@@ -1,10 +1,12 @@
-//! Small encodings the runner needs without extra dependencies: base64
-//! (perf_analyzer's `{"b64": ...}` values and BYTES outputs) and the
-//! 16-bit float formats (FP16, BF16) kept as raw bit patterns in
-//! [`crate::tensor::TensorData`]; and raw little-endian tensor bytes
-//! (perf_analyzer's base64 contents, initial-state files).
+//! The encodings of tensor elements, one per data type, for `run` and
+//! `perf` alike: base64 (perf_analyzer's `{"b64": ...}` values and BYTES
+//! outputs), the 16-bit float formats (FP16, BF16) kept as raw bit patterns
+//! in [`crate::tensor::TensorData`] (rounded by the `half` crate), and raw
+//! little-endian tensor bytes (perf_analyzer's base64 contents,
+//! initial-state files, binary request bodies).
 
 use crate::tensor::{DataType, TensorData};
+use half::{bf16, f16};
 
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -78,73 +80,61 @@ pub fn b64_decode(text: &str) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-/// Rounds an `f32` to the nearest IEEE half-precision value (ties to
-/// even); too large magnitudes become infinities, NaN stays NaN.
+/// The FP16 bit pattern of `x`, rounded once to the nearest value (ties
+/// to even), as numpy's `astype(np.float16)`; `None` when a finite `x` is
+/// beyond the largest finite FP16 value (65504) and would become an
+/// infinity. Infinities and NaN stay what they are.
+pub fn f64_to_f16(x: f64) -> Option<u16> {
+    let h = f16::from_f32(f64_to_f32_odd(x));
+    (!x.is_finite() || h.is_finite()).then_some(h.to_bits())
+}
+
+/// The BF16 bit pattern of `x`, rounded once to the nearest value (ties to
+/// even); `None` when a finite `x` would become an infinity.
+pub fn f64_to_bf16(x: f64) -> Option<u16> {
+    let b = bf16::from_f32(f64_to_f32_odd(x));
+    (!x.is_finite() || b.is_finite()).then_some(b.to_bits())
+}
+
+/// `x` rounded to an `f32` "to odd": exact values stay, inexact ones take
+/// the neighbour toward zero with its last mantissa bit set. `half`'s own
+/// `from_f64` rounds twice (through `f32` where the CPU has F16C, else
+/// after dropping the low 32 mantissa bits), so 1.0004882812509095 would
+/// become 1.0; an `f32` rounded to odd keeps what decides the rounding to
+/// the 16-bit types (it has at least two more bits), so rounding it to
+/// nearest-even gives what rounding `x` once does.
+fn f64_to_f32_odd(x: f64) -> f32 {
+    let f = x as f32;
+    if !x.is_finite() || f64::from(f) == x {
+        return f;
+    }
+    let mut bits = f.to_bits();
+    if f64::from(f).abs() > x.abs() {
+        // Rounded away from zero (possibly to infinity): step back.
+        bits -= 1;
+    }
+    f32::from_bits(bits | 1)
+}
+
+/// Rounds an `f32` to the nearest FP16 value (ties to even); too large
+/// magnitudes become infinities, NaN stays NaN.
 pub fn f32_to_f16(x: f32) -> u16 {
-    let bits = x.to_bits();
-    let sign = ((bits >> 16) & 0x8000) as u16;
-    let exp = ((bits >> 23) & 0xff) as i32;
-    let man = bits & 0x7f_ffff;
-    if exp == 0xff {
-        let nan = if man != 0 {
-            0x0200 | (man >> 13) as u16
-        } else {
-            0
-        };
-        return sign | 0x7c00 | nan;
-    }
-    let e = exp - 127 + 15;
-    if e >= 0x1f {
-        return sign | 0x7c00;
-    }
-    if e <= 0 {
-        // Half subnormal (or zero): units of 2^-24.
-        let shift = (14 - e) as u32;
-        if shift > 24 {
-            return sign;
-        }
-        let m = man | 0x80_0000;
-        let r = m >> shift;
-        let rem = m & ((1 << shift) - 1);
-        let half = 1 << (shift - 1);
-        let up = rem > half || (rem == half && r & 1 == 1);
-        return sign | (r + u32::from(up)) as u16;
-    }
-    let base = ((e as u32) << 10) | (man >> 13);
-    let rem = man & 0x1fff;
-    let up = rem > 0x1000 || (rem == 0x1000 && base & 1 == 1);
-    // A carry out of the mantissa correctly bumps the exponent (up to inf).
-    sign | (base + u32::from(up)) as u16
+    f16::from_f32(x).to_bits()
 }
 
-/// The `f32` value of a half-precision bit pattern (exact).
+/// The `f32` value of an FP16 bit pattern (exact).
 pub fn f16_to_f32(h: u16) -> f32 {
-    let sign = u32::from(h & 0x8000) << 16;
-    let exp = u32::from((h >> 10) & 0x1f);
-    let man = u32::from(h & 0x3ff);
-    if exp == 0 {
-        let v = man as f32 * f32::from_bits(0x3380_0000); // 2^-24
-        return if sign != 0 { -v } else { v };
-    }
-    if exp == 0x1f {
-        return f32::from_bits(sign | 0x7f80_0000 | (man << 13));
-    }
-    f32::from_bits(sign | ((exp + 112) << 23) | (man << 13))
+    f16::from_bits(h).to_f32()
 }
 
-/// Rounds an `f32` to the nearest bfloat16 (ties to even).
+/// Rounds an `f32` to the nearest BF16 value (ties to even).
 pub fn f32_to_bf16(x: f32) -> u16 {
-    let bits = x.to_bits();
-    if x.is_nan() {
-        return ((bits >> 16) | 0x40) as u16;
-    }
-    let round = 0x7fff + ((bits >> 16) & 1);
-    (bits.wrapping_add(round) >> 16) as u16
+    bf16::from_f32(x).to_bits()
 }
 
-/// The `f32` value of a bfloat16 bit pattern (exact).
+/// The `f32` value of a BF16 bit pattern (exact).
 pub fn bf16_to_f32(b: u16) -> f32 {
-    f32::from_bits(u32::from(b) << 16)
+    bf16::from_bits(b).to_f32()
 }
 
 /// Decodes raw tensor bytes: little-endian elements for fixed-size types
@@ -205,6 +195,36 @@ pub fn decode_le(dtype: DataType, bytes: &[u8]) -> Result<TensorData, String> {
             TensorData::Bytes(out)
         }
     })
+}
+
+/// Raw little-endian bytes of tensor elements, laid out as [`decode_le`]
+/// reads them (BOOL: one byte each; BYTES: each element after its 4-byte
+/// little-endian length).
+pub fn encode_le(data: &TensorData) -> Vec<u8> {
+    fn fixed<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+        v.iter().flat_map(|x| f(*x)).collect()
+    }
+    match data {
+        TensorData::Bool(v) => v.iter().map(|&b| u8::from(b)).collect(),
+        TensorData::U8(v) => v.clone(),
+        TensorData::I8(v) => v.iter().map(|&x| x as u8).collect(),
+        TensorData::U16(v) | TensorData::F16(v) | TensorData::Bf16(v) => fixed(v, u16::to_le_bytes),
+        TensorData::I16(v) => fixed(v, i16::to_le_bytes),
+        TensorData::U32(v) => fixed(v, u32::to_le_bytes),
+        TensorData::I32(v) => fixed(v, i32::to_le_bytes),
+        TensorData::F32(v) => fixed(v, f32::to_le_bytes),
+        TensorData::U64(v) => fixed(v, u64::to_le_bytes),
+        TensorData::I64(v) => fixed(v, i64::to_le_bytes),
+        TensorData::F64(v) => fixed(v, f64::to_le_bytes),
+        TensorData::Bytes(v) => {
+            let mut out = Vec::with_capacity(v.iter().map(|b| b.len() + 4).sum());
+            for b in v {
+                out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                out.extend_from_slice(b);
+            }
+            out
+        }
+    }
 }
 
 /// Why raw bytes do not hold the elements asked of [`decode_first`].
@@ -379,6 +399,67 @@ mod tests {
                 assert_eq!(f32_to_bf16(f), b);
             }
         }
+    }
+
+    #[test]
+    fn encode_le_is_the_inverse_of_decode_le() {
+        let cases = [
+            TensorData::Bool(vec![true, false]),
+            TensorData::I8(vec![-1, 5]),
+            TensorData::I16(vec![-1, 0x0102]),
+            TensorData::F32(vec![1.5, -2.0]),
+            TensorData::F16(vec![0x3c00]),
+            TensorData::U64(vec![u64::MAX]),
+            TensorData::Bytes(vec![b"hi".to_vec(), Vec::new()]),
+        ];
+        for d in cases {
+            assert_eq!(decode_le(d.dtype(), &encode_le(&d)).unwrap(), d);
+        }
+        assert_eq!(
+            encode_le(&TensorData::Bytes(vec![b"hi".to_vec()])),
+            [2, 0, 0, 0, b'h', b'i']
+        );
+    }
+
+    #[test]
+    fn doubles_round_once_to_half_precision() {
+        // f64 -> f32 -> f16 would give 1.0: the value is just above the
+        // halfway point 1 + 2^-11, which the f32 rounding lands on.
+        let x = 1.000_488_281_250_909_5;
+        assert_eq!(f64_to_f16(x), Some(0x3c01));
+        assert_eq!(f16_to_f32(0x3c01), 1.000_976_6);
+        // Halfway cases go to the even neighbour.
+        assert_eq!(f64_to_f16(1.0 + 2f64.powi(-11)), Some(0x3c00));
+        assert_eq!(f64_to_f16(1.0 + 3.0 * 2f64.powi(-11)), Some(0x3c02));
+        assert_eq!(f64_to_f16(2f64.powi(-25)), Some(0x0000));
+        assert_eq!(f64_to_f16(-(2f64.powi(-25) * 3.0)), Some(0x8002));
+        // The largest finite value, the last value that rounds down to it,
+        // and the first that does not fit.
+        assert_eq!(f64_to_f16(65504.0), Some(0x7bff));
+        assert_eq!(f64_to_f16(65519.99), Some(0x7bff));
+        assert_eq!(f64_to_f16(65520.0), None);
+        assert_eq!(f64_to_f16(-1e6), None);
+        assert_eq!(f64_to_f16(f64::INFINITY), Some(0x7c00));
+        assert_eq!(f64_to_f16(f64::NEG_INFINITY), Some(0xfc00));
+        assert!(f16_to_f32(f64_to_f16(f64::NAN).unwrap()).is_nan());
+    }
+
+    #[test]
+    fn doubles_round_once_to_bfloat16() {
+        assert_eq!(f64_to_bf16(1.0), Some(0x3f80));
+        // Halfway between 1 and 1 + 2^-7: to even; just above: up (a
+        // truncation would give 0x3f80 for both).
+        assert_eq!(f64_to_bf16(1.0 + 2f64.powi(-8)), Some(0x3f80));
+        assert_eq!(
+            f64_to_bf16(1.0 + 2f64.powi(-8) + 2f64.powi(-40)),
+            Some(0x3f81)
+        );
+        assert_eq!(f64_to_bf16(1.0 + 3.0 * 2f64.powi(-8)), Some(0x3f82));
+        assert_eq!(f64_to_bf16(0.999_999), Some(0x3f80));
+        assert_eq!(f64_to_bf16(1e39), None);
+        assert_eq!(f64_to_bf16(-f64::MAX), None);
+        assert_eq!(f64_to_bf16(f64::INFINITY), Some(0x7f80));
+        assert!(bf16_to_f32(f64_to_bf16(f64::NAN).unwrap()).is_nan());
     }
 
     #[test]
