@@ -67,7 +67,7 @@ pub(super) fn core_failure(
     name: &str,
     dir: Option<&Path>,
     facts: &DirFacts,
-    opts: &lint::Options,
+    opts: &lint::ServerOptions,
 ) -> Option<Diagnostic> {
     let prepared = match crate::config::normalize::prepare(
         raw,

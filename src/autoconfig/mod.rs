@@ -7,7 +7,7 @@
 //!
 //! 1. core fill-in of the config as written (backend fields, normalization)
 //!    and core's checks of it (the lint rules, with auto-complete on);
-//! 2. instance-group normalization for the target server (`Options::gpus`,
+//! 2. instance-group normalization for the target server (`AutoconfigOptions::gpus`,
 //!    none by default: a CPU-only host);
 //! 3. the ORT backend's auto-complete (§2 skip rule, §5 max batch size and
 //!    dynamic batching, §6 inputs and outputs) on ORT's view of the graph
@@ -38,7 +38,7 @@
 //! * Sequence models (§10.1): by default the control tensors and state
 //!   inputs named in the partial config's `sequence_batching` are left out of
 //!   the completed `input` list (and state outputs out of `output`), with a
-//!   note; [`Options::triton_compatible`] lists them as Triton does, which
+//!   note; [`AutoconfigOptions::triton_compatible`] lists them as Triton does, which
 //!   then fails ORT's input count check exactly as Triton would.
 
 mod fill;
@@ -63,7 +63,7 @@ pub use shapes::{Fallback, OutputShapes};
 
 /// Settings the model file does not tell.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub struct AutoconfigOptions {
     /// Triton's `default-max-batch-size` backend setting (4 by default;
     /// negative values act as 0).
     pub default_max_batch_size: i64,
@@ -76,9 +76,9 @@ pub struct Options {
     pub triton_compatible: bool,
 }
 
-impl Default for Options {
-    fn default() -> Options {
-        Options {
+impl Default for AutoconfigOptions {
+    fn default() -> AutoconfigOptions {
+        AutoconfigOptions {
             default_max_batch_size: 4,
             gpus: Vec::new(),
             min_compute_capability: 6.0,
@@ -438,17 +438,17 @@ impl Target {
 pub fn complete(
     model: &Path,
     partial: Option<&ModelConfig>,
-    opts: &Options,
+    opts: &AutoconfigOptions,
 ) -> Result<Outcome, AutoconfigError> {
     let empty = ModelConfig::default();
     let raw = partial.unwrap_or(&empty);
     let target = Target::resolve(model, raw)?;
     let facts = target.facts();
-    let lint_opts = crate::lint::Options {
+    let lint_opts = crate::lint::ServerOptions {
         gpus: opts.gpus.clone(),
         min_compute_capability: opts.min_compute_capability,
         autocomplete: true,
-        ..crate::lint::Options::default()
+        ..crate::lint::ServerOptions::default()
     };
     let name = if raw.name.is_empty() {
         target.name.clone()
@@ -510,7 +510,7 @@ pub fn complete(
     }
 
     // Core's checks of the completed config, then ORT's instance checks.
-    let final_opts = crate::lint::Options {
+    let final_opts = crate::lint::ServerOptions {
         autocomplete: false,
         ..lint_opts
     };

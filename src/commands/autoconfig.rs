@@ -14,7 +14,7 @@
 //! usage error.
 
 use super::{CommandError, Context, ExitStatus};
-use crate::autoconfig::{self, AutoconfigError, LoadFailure, Note, NoteLevel, Options};
+use crate::autoconfig::{self, AutoconfigError, AutoconfigOptions, LoadFailure, Note, NoteLevel};
 use crate::cli::{AutoconfigArgs, ConfigFormat};
 use crate::config::ParsedConfig;
 use crate::diagnostics::{render, Severity};
@@ -42,11 +42,11 @@ pub fn run(
         },
         None => None,
     };
-    let opts = Options {
+    let opts = AutoconfigOptions {
         default_max_batch_size: args.max_batch_size,
         gpus: args.gpus.clone(),
         triton_compatible: args.triton_compatible,
-        ..Options::default()
+        ..AutoconfigOptions::default()
     };
     let outcome = match autoconfig::complete(&args.model, partial.as_ref(), &opts) {
         Ok(o) => o,

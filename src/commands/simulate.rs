@@ -1463,7 +1463,7 @@ fn config_errors(base: &Loaded, text: &str) -> BTreeSet<(String, String)> {
         base.name(),
         text.as_bytes().to_vec(),
         base.model_dir.as_deref(),
-        &crate::lint::Options::default(),
+        &crate::lint::ServerOptions::default(),
     );
     report
         .diagnostics

@@ -5,7 +5,7 @@ use crate::cli::{OutputFormat, ValidateArgs};
 use crate::diagnostics::render::{self, Format, RenderOptions, Summary};
 use crate::diagnostics::Report;
 use crate::lint::registry::{find_loose as find_rule, unknown_rule_message};
-use crate::lint::Options;
+use crate::lint::ServerOptions;
 use crate::validate::{
     validate_paths, validate_stdin, SettingsLookup, SeverityOverrides, ValidateOptions,
 };
@@ -135,7 +135,7 @@ pub fn options(args: &ValidateArgs) -> Result<ValidateOptions, CommandError> {
     Ok(ValidateOptions {
         settings: None,
         report_unused_suppressions: false,
-        lint: Options {
+        lint: ServerOptions {
             platform_default: args.platform_default.clone(),
             known_backends: args.known_backend.clone(),
             gpus: args.gpus.clone(),

@@ -13,7 +13,7 @@ use std::path::Path;
 
 /// Settings that the config alone does not tell.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub struct ServerOptions {
     /// Platform assumed when a config names neither platform nor backend and
     /// no model file reveals it (`--platform-default`).
     pub platform_default: Option<String>,
@@ -28,9 +28,9 @@ pub struct Options {
     pub autocomplete: bool,
 }
 
-impl Default for Options {
-    fn default() -> Options {
-        Options {
+impl Default for ServerOptions {
+    fn default() -> ServerOptions {
+        ServerOptions {
             platform_default: None,
             known_backends: Vec::new(),
             gpus: Vec::new(),
@@ -62,7 +62,7 @@ pub struct ModelCtx<'a> {
     pub cfg: &'a ModelConfig,
     /// The text and tree, for spans.
     pub file: &'a ParsedConfig,
-    pub options: &'a Options,
+    pub options: &'a ServerOptions,
 }
 
 impl ModelCtx<'_> {
@@ -119,7 +119,7 @@ pub fn check_prepared(
     parsed: &ParsedConfig,
     prepared: Result<Prepared, String>,
     dir: Option<&Path>,
-    opts: &Options,
+    opts: &ServerOptions,
     out: &mut Vec<Diagnostic>,
 ) -> Option<Prepared> {
     match prepared {

@@ -93,7 +93,7 @@ pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadE
                 crate::files::io_message(&e)
             ))
         })?;
-        let opts = crate::lint::Options::default();
+        let opts = crate::lint::ServerOptions::default();
         let report = crate::validate::check_config_file(
             config_path.display().to_string(),
             bytes.clone(),
@@ -125,7 +125,7 @@ pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadE
         (cfg, false)
     } else {
         let outcome =
-            crate::autoconfig::complete(dir, None, &crate::autoconfig::Options::default())
+            crate::autoconfig::complete(dir, None, &crate::autoconfig::AutoconfigOptions::default())
                 .map_err(|e| {
                     LoadError::Other(format!(
                         "{}: no config.pbtxt, and auto-complete failed: {e}",

@@ -8,7 +8,7 @@ use crate::diagnostics::{Diagnostic, Severity};
 pub use crate::diagnostics::{FileReport, Report};
 use crate::files::{dir_name_of, io_message};
 use crate::lint::registry::rule;
-use crate::lint::{self, Options};
+use crate::lint::{self, ServerOptions};
 use crate::repo;
 
 mod repository;
@@ -72,7 +72,7 @@ impl SeverityOverrides {
 
 #[derive(Debug, Clone, Default)]
 pub struct ValidateOptions {
-    pub lint: Options,
+    pub lint: ServerOptions,
     pub overrides: SeverityOverrides,
     /// The `tritonctl.toml` in effect, for its exclude patterns.
     pub settings: Option<std::sync::Arc<crate::settings::Settings>>,
@@ -249,7 +249,7 @@ pub fn check_config_file(
     path: String,
     bytes: Vec<u8>,
     model_dir: Option<&Path>,
-    opts: &Options,
+    opts: &ServerOptions,
 ) -> FileReport {
     let parsed = ParsedConfig::from_bytes(bytes);
     let mut diagnostics = parsed.diagnostics.clone();

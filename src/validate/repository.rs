@@ -6,7 +6,7 @@ use crate::config::ParsedConfig;
 use crate::diagnostics::{Diagnostic, FileReport, Severity};
 use crate::lint::registry::rule;
 use crate::lint::rules::bls;
-use crate::lint::{self, CheckedModel, Options};
+use crate::lint::{self, CheckedModel, ServerOptions};
 use crate::repo::ModelEntry;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -30,7 +30,7 @@ pub fn hidden_dir_report(dir: &Path) -> FileReport {
 }
 
 /// Reads, prepares and checks one model on its own.
-pub fn load_model(m: &ModelEntry, opts: &Options) -> (CheckedModel, FileReport) {
+pub fn load_model(m: &ModelEntry, opts: &ServerOptions) -> (CheckedModel, FileReport) {
     let mut diagnostics = Vec::new();
     let mut missing = false;
     let parsed = match std::fs::read(&m.config_path) {
@@ -141,7 +141,7 @@ fn repository_of(dir: &Path) -> Option<PathBuf> {
 /// ensembles use but that are not among `models` are looked up next to
 /// them in the repository (so a single ensemble directory can be
 /// validated), loaded for reference only and not reported on.
-pub fn validate_repository(models: &[ModelEntry], opts: &Options) -> Vec<FileReport> {
+pub fn validate_repository(models: &[ModelEntry], opts: &ServerOptions) -> Vec<FileReport> {
     let mut reports = Vec::new();
     let mut loaded = Vec::new();
     for m in models {
@@ -192,7 +192,7 @@ fn bls_reports(
     checked: &[CheckedModel],
     loaded: &[CheckedModel],
     roots: &[PathBuf],
-    opts: &Options,
+    opts: &ServerOptions,
 ) -> Vec<FileReport> {
     let mut extra: std::collections::HashMap<String, Option<bool>> = Default::default();
     let mut lookup = |name: &str| -> Option<bool> {

@@ -11,7 +11,7 @@ use tritonctl::config::normalize::DirFacts;
 use tritonctl::config::ParsedConfig;
 use tritonctl::diagnostics::Report;
 use tritonctl::diagnostics::Severity;
-use tritonctl::lint::Options;
+use tritonctl::lint::ServerOptions;
 use tritonctl::validate::{check_config_file, validate_paths, ValidateOptions};
 
 fn repos() -> PathBuf {
@@ -297,7 +297,7 @@ fn a_config_alone_without_backend_gets_a_note_not_an_error() {
         "cfg.pbtxt".into(),
         cfg.as_bytes().to_vec(),
         None,
-        &Options::default(),
+        &ServerOptions::default(),
     );
     let codes: Vec<&str> = report.diagnostics.iter().map(|d| d.code()).collect();
     assert!(codes.contains(&"N0703"), "{codes:?}");
@@ -326,9 +326,9 @@ fn the_default_platform_applies_only_when_nothing_else_tells() {
     let raw = ParsedConfig::parse("max_batch_size: 1".into())
         .config
         .unwrap();
-    let opts = Options {
+    let opts = ServerOptions {
         platform_default: Some("tensorrt_plan".into()),
-        ..Options::default()
+        ..ServerOptions::default()
     };
     let onnx_dir = DirFacts {
         has_subdir: true,

@@ -10,11 +10,11 @@
 use crate::common::{crate_root, shared_dir};
 use std::path::{Path, PathBuf};
 use tritonctl::diagnostics::Diagnostic;
-use tritonctl::lint::Options;
+use tritonctl::lint::ServerOptions;
 use tritonctl::validate::check_config_file;
 
 /// Diagnostics for one config text, validated without a model directory.
-fn diagnostics_of(path: &Path, opts: &Options) -> Vec<Diagnostic> {
+fn diagnostics_of(path: &Path, opts: &ServerOptions) -> Vec<Diagnostic> {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     check_config_file(path.display().to_string(), bytes, None, opts).diagnostics
 }
@@ -35,7 +35,7 @@ fn rule_fixtures() {
         eprintln!("no testdata/rules yet");
         return;
     }
-    let opts = Options::default();
+    let opts = ServerOptions::default();
     let mut checked = 0;
     let mut failures = Vec::new();
     for dir in sorted_entries(&root) {
@@ -154,9 +154,9 @@ fn noautofill_platform_conformance() {
         std::fs::write(&path, &config).unwrap();
         let mut problems = Vec::new();
         for autocomplete in [false, true] {
-            let opts = Options {
+            let opts = ServerOptions {
                 autocomplete,
-                ..Options::default()
+                ..ServerOptions::default()
             };
             let report = check_config_file(
                 path.display().to_string(),
@@ -214,7 +214,7 @@ fn noautofill_platform_conformance() {
 /// `config.pbtxt` with that directory known.
 mod model_dir_rules {
     use std::path::Path;
-    use tritonctl::lint::Options;
+    use tritonctl::lint::ServerOptions;
     use tritonctl::validate::check_config_file;
 
     /// Writes `files` (path relative to the model directory, bytes) and the
@@ -223,7 +223,7 @@ mod model_dir_rules {
         name: &str,
         config: &str,
         files: &[(&str, &[u8])],
-        opts: &Options,
+        opts: &ServerOptions,
     ) -> Vec<&'static str> {
         let tmp = tempfile::tempdir().expect("temporary directory");
         let dir = tmp.path().join(name);
@@ -245,7 +245,7 @@ mod model_dir_rules {
     }
 
     fn codes(name: &str, config: &str, files: &[(&str, &[u8])]) -> Vec<&'static str> {
-        codes_in_dir(name, config, files, &Options::default())
+        codes_in_dir(name, config, files, &ServerOptions::default())
     }
 
     const STATE_MODEL: &str = r#"
@@ -424,7 +424,7 @@ fn model_metrics_warning_conformance() {
             case.display().to_string(),
             text.into_bytes(),
             None,
-            &tritonctl::lint::Options::default(),
+            &tritonctl::lint::ServerOptions::default(),
         )
         .diagnostics
     };

@@ -976,14 +976,14 @@ pub fn check_composition(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lint::Options;
+    use crate::lint::ServerOptions;
 
     fn static_findings(src: &str) -> Vec<Diagnostic> {
         let parsed = ParsedConfig::parse(src.to_string());
         let raw = parsed.config.clone().expect("parses");
         let mut cfg = raw.clone();
         crate::config::normalize::normalize(&mut cfg);
-        let opts = Options::default();
+        let opts = ServerOptions::default();
         let ctx = ModelCtx {
             name: &cfg.name,
             dir: None,

@@ -23,7 +23,7 @@ use crate::diagnostics::Rule;
 use crate::diagnostics::{Category, Diagnostic, Severity};
 use crate::lint::registry::rule;
 use crate::lint::rules::ensemble::{self, StepModel};
-use crate::lint::{CheckedModel, ModelCtx, Options, STANDARD_BACKENDS};
+use crate::lint::{CheckedModel, ModelCtx, ServerOptions, STANDARD_BACKENDS};
 use crate::repo::versions::{scan_versions, IgnoredReason};
 use crate::schema::inference::ModelConfig;
 use std::collections::{HashMap, HashSet};
@@ -165,7 +165,7 @@ pub const RULES: &[Rule] = &[
 const BACKEND_DIR: &str = "/opt/tritonserver/backends";
 
 /// Whether the server is taken to have backend `b` installed.
-pub fn backend_known(b: &str, opts: &Options) -> bool {
+pub fn backend_known(b: &str, opts: &ServerOptions) -> bool {
     STANDARD_BACKENDS.contains(&b) || opts.known_backends.iter().any(|k| k == b)
 }
 
@@ -418,7 +418,7 @@ fn find_cycle(
 
 /// Cross-model rules; returns the findings per model, in `models` order.
 /// `CheckedModel::has_errors` tells which models fail on their own.
-pub fn check_repository(models: &[CheckedModel], opts: &Options) -> Vec<Vec<Diagnostic>> {
+pub fn check_repository(models: &[CheckedModel], opts: &ServerOptions) -> Vec<Vec<Diagnostic>> {
     let n = models.len();
     let mut out: Vec<Vec<Diagnostic>> = vec![Vec::new(); n];
     let by_name: HashMap<&str, usize> = models
@@ -535,7 +535,7 @@ pub fn check_repository(models: &[CheckedModel], opts: &Options) -> Vec<Vec<Diag
         models: &[CheckedModel],
         targets: &[Vec<Option<usize>>],
         is_ens: &[bool],
-        opts: &Options,
+        opts: &ServerOptions,
     ) {
         if ctx.state[e] != 0 {
             return;
