@@ -645,7 +645,6 @@ fn set_at(
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -777,7 +776,10 @@ mod tests {
         else {
             panic!("{err:?}");
         };
-        assert_eq!((at.as_str(), name.as_str()), ("dynamic_batching", "max_queue_delay"));
+        assert_eq!(
+            (at.as_str(), name.as_str()),
+            ("dynamic_batching", "max_queue_delay")
+        );
         assert_eq!(
             suggestion.as_deref(),
             Some("dynamic_batching.max_queue_delay_microseconds")
@@ -789,7 +791,10 @@ mod tests {
             "{m}"
         );
         let m = target("bogus").unwrap_err().to_string();
-        assert!(m.starts_with("the model config has no field 'bogus' Fields of the model config: "), "{m}");
+        assert!(
+            m.starts_with("the model config has no field 'bogus' Fields of the model config: "),
+            "{m}"
+        );
         assert!(m.contains("max_batch_size"), "{m}");
     }
 
@@ -816,7 +821,9 @@ mod tests {
         assert_eq!(edit("input[0].dims", "[3]").unwrap().input[0].dims, [3]);
         let cfg = edit("parameters{k}.string_value", "\"v\"").unwrap();
         assert_eq!(cfg.parameters["k"].string_value, "v");
-        let err = edit("instance_group[2].count", "1").unwrap_err().to_string();
+        let err = edit("instance_group[2].count", "1")
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "'instance_group[2]': the config has 2 instance_group entries (indices start at 0)"
@@ -825,6 +832,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("the config uses 'dynamic_batching'"), "{err}");
-        assert!(target("max_batch_size").unwrap().parse_value("eight").is_err());
+        assert!(target("max_batch_size")
+            .unwrap()
+            .parse_value("eight")
+            .is_err());
     }
 }

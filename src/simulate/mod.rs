@@ -19,6 +19,7 @@ pub mod load;
 pub mod replay;
 pub mod report;
 pub mod stats;
+pub mod svg;
 pub mod sweep;
 pub mod timeline;
 
@@ -83,11 +84,7 @@ pub struct Run {
 /// Streams the trace through the scheduler of `base`; warnings about the
 /// trace go to `warn`. With a timeline, its SVG file is written (through
 /// [`crate::files::write_atomic`]) before this returns.
-pub fn simulate(
-    base: &Loaded,
-    opts: &Options,
-    warn: &mut dyn FnMut(&str),
-) -> Result<Run, Error> {
+pub fn simulate(base: &Loaded, opts: &Options, warn: &mut dyn FnMut(&str)) -> Result<Run, Error> {
     let settings = base.settings(base.config())?;
     check_latency(opts.latency, &settings, None)?;
     let controls = match opts.format {

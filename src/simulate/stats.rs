@@ -353,5 +353,4 @@ mod tests {
         }
         assert_eq!(Distribution::bucket(4095), 4095);
     }
-
 }

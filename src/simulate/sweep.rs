@@ -321,11 +321,8 @@ pub fn run_sweep<'a>(
             Some(s) if refused.is_empty() => {
                 check_latency(latency, &s, Some(&label))?;
                 let mut stats = Stats::new(s.instances, false);
-                let first: Option<&mut dyn FnMut(&str)> = if warned {
-                    None
-                } else {
-                    Some(&mut *warn)
-                };
+                let first: Option<&mut dyn FnMut(&str)> =
+                    if warned { None } else { Some(&mut *warn) };
                 replay(&s, latency, &input, &mut stats, |_| {}, first)?;
                 warned = true;
                 Ok(stats.summary())
@@ -373,11 +370,7 @@ impl Sweep<'_> {
     }
 }
 
-fn write_sweep_json(
-    out: &mut dyn Write,
-    axes: &[Axis],
-    rows: &[SweepRow],
-) -> Result<(), Error> {
+fn write_sweep_json(out: &mut dyn Write, axes: &[Axis], rows: &[SweepRow]) -> Result<(), Error> {
     #[derive(Serialize)]
     struct RowOut<'a> {
         settings: serde_json::Map<String, serde_json::Value>,
@@ -487,7 +480,6 @@ fn write_sweep_human(
     writeln!(out, "{t}")?;
     Ok(())
 }
-
 
 #[cfg(test)]
 mod tests {
