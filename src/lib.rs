@@ -25,11 +25,11 @@ pub mod run;
 pub mod runtime;
 pub mod schema;
 pub mod settings;
+pub mod simulate;
 pub mod suppress;
 pub mod tensor;
 pub mod term;
 pub mod text;
-pub mod timeline;
 pub mod trace;
 pub mod validate;
 

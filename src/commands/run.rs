@@ -61,11 +61,11 @@ fn merge_failed(
 #[cfg(feature = "run")]
 pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitStatus, CommandError> {
     use crate::cli::SimulateFormat;
+    use crate::diagnostics::{FileReport, Report};
     use crate::run::input::{parse_input, InputSchema, ParseOptions};
     use crate::run::model::{load_model, LoadError};
     use crate::run::output::{render_table, write_json_line, TableOptions};
     use crate::run::runner::RunOptions;
-    use crate::validate::{FileReport, Report};
 
     // The model first: its config decides how the input is read.
     let model = match load_model(&args.model, args.model_version) {

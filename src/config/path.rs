@@ -1,13 +1,25 @@
-//! Field paths (`input[0].dims[1]`, `parameters{state_pairs}`) and their
-//! resolution to byte spans by walking the syntax tree.
+//! Field paths (`input[0].dims[1]`, `parameters{state_pairs}`): the one
+//! way the program names a place in a model config.
 //!
-//! Rules work on the typed config and name *where* a problem is by path; the
-//! span is looked up only when a diagnostic is made, so binding keeps no
-//! index at all.
+//! * Rules work on the typed config and name *where* a problem is by path;
+//!   the span is looked up only when a diagnostic is made ([`resolve`],
+//!   walking the syntax tree), so binding keeps no index at all.
+//! * `simulate --sweep` takes a path typed by the user
+//!   ([`FieldPath::from_str`](std::str::FromStr), strict), resolves it
+//!   against the schema ([`FieldPath::resolve_in`]) and sets a value there
+//!   in a bound message ([`FieldTarget::set`]).
+//!
+//! Syntax: field names joined by `.`; `[INDEX]` picks an element of a
+//! repeated field, `{KEY}` the entry of a map field (the key runs to the
+//! next `}` and is taken as written).
 
+use crate::diagnostics::Severity;
 use crate::pbtxt::ast::{Field, Scalar, ScalarKind, Value};
 use crate::pbtxt::{ast::Document, literal};
 use crate::text::Span;
+use prost_reflect::{
+    DynamicMessage, FieldDescriptor, Kind, MapKey, MessageDescriptor, Value as ProtoValue,
+};
 use std::fmt;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,32 +41,12 @@ impl FieldPath {
         FieldPath(Vec::new())
     }
 
-    /// Parses `a.b[2].c{key}.d`. Map keys run to the next `}`.
+    /// Parses `a.b[2].c{key}.d` as the program writes paths: never fails
+    /// (what is not a path is read as well as it can be; an index that is
+    /// not a number reads as 0). Paths typed by a user go through
+    /// [`str::parse`], which refuses them instead.
     pub fn parse(s: &str) -> FieldPath {
-        let mut segs = Vec::new();
-        let b = s.as_bytes();
-        let mut i = 0;
-        while i < b.len() {
-            match b[i] {
-                b'.' => i += 1,
-                b'[' => {
-                    let end = s[i..].find(']').map_or(s.len(), |e| i + e);
-                    segs.push(Seg::Index(s[i + 1..end].trim().parse().unwrap_or(0)));
-                    i = end + 1;
-                }
-                b'{' => {
-                    let end = s[i..].find('}').map_or(s.len(), |e| i + e);
-                    segs.push(Seg::Key(s[i + 1..end].to_string()));
-                    i = end + 1;
-                }
-                _ => {
-                    let end = s[i..].find(['.', '[', '{']).map_or(s.len(), |e| i + e);
-                    segs.push(Seg::Field(s[i..end].to_string()));
-                    i = end;
-                }
-            }
-        }
-        FieldPath(segs)
+        FieldPath(scan(s, false).unwrap_or_default())
     }
 
     pub fn field(mut self, name: &str) -> FieldPath {
@@ -77,6 +69,81 @@ impl From<&str> for FieldPath {
     fn from(s: &str) -> FieldPath {
         FieldPath::parse(s)
     }
+}
+
+impl std::str::FromStr for FieldPath {
+    type Err = PathError;
+
+    /// Parses a path typed by a user: only `NAME`, `.NAME`, `[INDEX]` and
+    /// `{KEY}`, a name first and last of all or after `.`.
+    fn from_str(s: &str) -> Result<FieldPath, PathError> {
+        scan(s, true).map(FieldPath)
+    }
+}
+
+/// Reads a path; `strict` refuses anything but the syntax of the module
+/// documentation, otherwise the path is read as well as it can be.
+fn scan(s: &str, strict: bool) -> Result<Vec<Seg>, PathError> {
+    let syntax = || PathError::Syntax(s.to_string());
+    let mut segs = Vec::new();
+    let mut rest = s;
+    let mut name_next = true;
+    while let Some(c) = rest.chars().next() {
+        match c {
+            '.' => {
+                if strict && name_next {
+                    return Err(syntax());
+                }
+                name_next = true;
+                rest = &rest[1..];
+            }
+            '[' | '{' => {
+                if strict && name_next {
+                    return Err(syntax());
+                }
+                let close = if c == '[' { ']' } else { '}' };
+                let end = match rest.find(close) {
+                    Some(e) => e,
+                    None if strict => return Err(syntax()),
+                    None => rest.len(),
+                };
+                let inner = &rest[1..end];
+                segs.push(if c == '[' {
+                    let inner = inner.trim();
+                    match inner.parse() {
+                        Ok(i) => Seg::Index(i),
+                        Err(_) if strict => {
+                            return Err(PathError::Index {
+                                path: s.to_string(),
+                                index: inner.to_string(),
+                            })
+                        }
+                        Err(_) => Seg::Index(0),
+                    }
+                } else {
+                    Seg::Key(inner.to_string())
+                });
+                rest = rest.get(end + 1..).unwrap_or("");
+                name_next = false;
+            }
+            _ => {
+                let end = rest.find(['.', '[', '{']).unwrap_or(rest.len());
+                let name = &rest[..end];
+                if strict
+                    && (!name_next || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+                {
+                    return Err(syntax());
+                }
+                segs.push(Seg::Field(name.to_string()));
+                rest = &rest[end..];
+                name_next = false;
+            }
+        }
+    }
+    if strict && name_next {
+        return Err(syntax());
+    }
+    Ok(segs)
 }
 
 impl fmt::Display for FieldPath {
@@ -214,6 +281,370 @@ pub fn scalar_text(src: &str, s: &Scalar) -> String {
     }
 }
 
+/// Why a path typed by a user does not name a place in the config.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("'{0}' is not a field path (NAME, NAME.NAME, NAME[INDEX] or NAME{{KEY}}, for example instance_group[0].count)")]
+    Syntax(String),
+    #[error("'{path}': the index '{index}' is not a whole number")]
+    Index { path: String, index: String },
+    /// `name` is not a field of the message at `at` (`""` for the root).
+    #[error("{}", unknown_field_message(.at, .name, .suggestion, .fields))]
+    UnknownField {
+        at: String,
+        name: String,
+        /// The closest field's whole path, when one is close.
+        suggestion: Option<String>,
+        /// The fields the message has.
+        fields: Vec<String>,
+    },
+    /// The path does not fit the schema or the message (a list without
+    /// an index, an index out of range, another member of a `oneof`, ...).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+fn place(at: &str) -> String {
+    if at.is_empty() {
+        "the model config".to_string()
+    } else {
+        format!("'{at}'")
+    }
+}
+
+fn unknown_field_message(
+    at: &str,
+    name: &str,
+    suggestion: &Option<String>,
+    fields: &[String],
+) -> String {
+    let place = place(at);
+    let mut m = format!("{place} has no field '{name}'");
+    if let Some(s) = suggestion {
+        m.push_str(&format!("; did you mean '{s}'?"));
+    }
+    m.push_str(&format!(" Fields of {place}: {}", fields.join(", ")));
+    m
+}
+
+fn join_path(at: &str, name: &str) -> String {
+    if at.is_empty() {
+        name.to_string()
+    } else {
+        format!("{at}.{name}")
+    }
+}
+
+/// What the last step of a resolved path names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leaf {
+    /// A whole field (a whole list for a repeated field).
+    Field,
+    /// One element of a repeated field: `dims[1]`.
+    Element,
+    /// The value of one map entry: `parameters{KEY}`.
+    MapValue,
+}
+
+/// One step of a resolved path.
+#[derive(Debug, Clone)]
+enum Step {
+    Field(FieldDescriptor),
+    Index(usize),
+    /// The key, bound, and as written.
+    Key(MapKey, String),
+}
+
+/// A [`FieldPath`] resolved against a message schema: the place a value
+/// can be set in a bound message of that schema.
+#[derive(Debug, Clone)]
+pub struct FieldTarget {
+    steps: Vec<Step>,
+    field: FieldDescriptor,
+    leaf: Leaf,
+}
+
+impl FieldPath {
+    /// Resolves the path against the ModelConfig schema.
+    pub fn resolve_config(&self) -> Result<FieldTarget, PathError> {
+        self.resolve_in(&crate::schema::model_config())
+    }
+
+    /// Resolves the path against `root`: every name must be a field,
+    /// `[INDEX]` only after a repeated field, `{KEY}` (a valid key) only
+    /// after a map field, which needs one; a list or a map is only crossed
+    /// through one element or entry.
+    pub fn resolve_in(&self, root: &MessageDescriptor) -> Result<FieldTarget, PathError> {
+        let key = self.to_string();
+        let invalid = |m: String| PathError::Invalid(m);
+        let mut steps = Vec::new();
+        let mut msg = root.clone();
+        let mut at = String::new();
+        let mut it = self.0.iter().peekable();
+        while let Some(seg) = it.next() {
+            let Seg::Field(name) = seg else {
+                return Err(invalid(format!("'{key}': one index or key per field")));
+            };
+            let Some(fd) = msg.get_field_by_name(name) else {
+                let fields: Vec<String> = msg.fields().map(|f| f.name().to_string()).collect();
+                let suggestion = crate::text::suggestions(name, fields.iter().map(String::as_str))
+                    .first()
+                    .map(|s| join_path(&at, s));
+                return Err(PathError::UnknownField {
+                    at,
+                    name: name.clone(),
+                    suggestion,
+                    fields,
+                });
+            };
+            at = join_path(&at, name);
+            steps.push(Step::Field(fd.clone()));
+            let mut leaf = Leaf::Field;
+            let mut inner = fd.kind();
+            match it.peek() {
+                Some(Seg::Index(i)) => {
+                    if !fd.is_list() {
+                        return Err(invalid(format!(
+                            "'{at}' is not a list; leave out the [{i}]"
+                        )));
+                    }
+                    at = format!("{at}[{i}]");
+                    steps.push(Step::Index(*i));
+                    leaf = Leaf::Element;
+                    it.next();
+                }
+                Some(Seg::Key(k)) => {
+                    let (Kind::Message(entry), true) = (fd.kind(), fd.is_map()) else {
+                        return Err(invalid(format!(
+                            "'{at}' is not a map; leave out the {{{k}}}"
+                        )));
+                    };
+                    let mk = parse_map_key(&entry, k)
+                        .map_err(|e| invalid(format!("'{at}{{{k}}}': invalid key: {e}")))?;
+                    at = format!("{at}{{{k}}}");
+                    steps.push(Step::Key(mk, k.clone()));
+                    inner = entry.map_entry_value_field().kind();
+                    leaf = Leaf::MapValue;
+                    it.next();
+                }
+                _ => {}
+            }
+            match it.peek() {
+                None => {
+                    if leaf == Leaf::Field && fd.is_map() {
+                        return Err(invalid(format!(
+                            "'{at}' is a map; name one entry, for example {at}{{KEY}}"
+                        )));
+                    }
+                    return Ok(FieldTarget {
+                        steps,
+                        field: fd,
+                        leaf,
+                    });
+                }
+                Some(Seg::Field(next)) => {
+                    if leaf == Leaf::Field && fd.is_list() {
+                        return Err(invalid(format!(
+                            "'{at}' is a list; pick one element, for example {at}[0].{next}"
+                        )));
+                    }
+                    match inner {
+                        Kind::Message(m) => msg = m,
+                        _ => {
+                            return Err(invalid(format!(
+                                "'{at}' is not a message; it has no field '{next}'"
+                            )))
+                        }
+                    }
+                }
+                Some(_) => return Err(invalid(format!("'{key}': one index or key per field"))),
+            }
+        }
+        Err(PathError::Syntax(key))
+    }
+}
+
+impl FieldTarget {
+    /// The field of the last step.
+    pub fn field(&self) -> &FieldDescriptor {
+        &self.field
+    }
+
+    /// What of the field the path names.
+    pub fn leaf(&self) -> Leaf {
+        self.leaf
+    }
+
+    /// The kind of the values set here (the element kind for a list, the
+    /// value kind for a map entry).
+    pub fn value_kind(&self) -> Kind {
+        match (self.leaf, self.field.kind()) {
+            (Leaf::MapValue, Kind::Message(entry)) => entry.map_entry_value_field().kind(),
+            (_, k) => k,
+        }
+    }
+
+    /// Reads a value for this place in config syntax (`8`, `[4, 8]`,
+    /// `KIND_CPU`, `{ count: 2 }`), bound as a config file is bound.
+    pub fn parse_value(&self, text: &str) -> Result<ProtoValue, String> {
+        let fd = &self.field;
+        match self.leaf {
+            Leaf::Field => {
+                let snippet = format!("{}: {text}", fd.name());
+                let msg = bind_snippet(&snippet, &fd.parent_message().clone())?;
+                Ok(msg.get_field(fd).into_owned())
+            }
+            Leaf::Element => {
+                let snippet = format!("{}: [ {text} ]", fd.name());
+                let msg = bind_snippet(&snippet, &fd.parent_message().clone())?;
+                match msg.get_field(fd).into_owned() {
+                    ProtoValue::List(mut l) if l.len() == 1 => Ok(l.remove(0)),
+                    _ => Err("expected one element".into()),
+                }
+            }
+            Leaf::MapValue => {
+                let Kind::Message(entry) = fd.kind() else {
+                    return Err("not a map".into());
+                };
+                let vf = entry.map_entry_value_field();
+                let msg = bind_snippet(&format!("value: {text}"), &entry)?;
+                Ok(msg.get_field(&vf).into_owned())
+            }
+        }
+    }
+
+    /// Sets `value` here in `msg`, a message of the schema the path was
+    /// resolved in. A map entry is added when missing; an element must
+    /// exist; a `oneof` keeps the member the message has.
+    pub fn set(&self, msg: &mut DynamicMessage, value: &ProtoValue) -> Result<(), PathError> {
+        set_at(msg, &self.steps, value, "").map_err(PathError::Invalid)
+    }
+}
+
+/// A map key written in the key's own syntax (strings need no quotes).
+fn parse_map_key(entry: &MessageDescriptor, text: &str) -> Result<MapKey, String> {
+    let kf = entry.map_entry_key_field();
+    let lit = if matches!(kf.kind(), Kind::String) && !text.starts_with(['"', '\'']) {
+        crate::pbtxt::printer::quote_bytes(text.as_bytes())
+    } else {
+        text.to_string()
+    };
+    let v = bind_snippet(&format!("key: {lit}"), entry)?
+        .get_field(&kf)
+        .into_owned();
+    v.into_map_key()
+        .ok_or_else(|| "not a valid map key".to_string())
+}
+
+/// Binds a one-field text against `desc`, as a config file is bound.
+fn bind_snippet(snippet: &str, desc: &MessageDescriptor) -> Result<DynamicMessage, String> {
+    let doc = crate::pbtxt::parse(snippet).map_err(|d| d.message.clone())?;
+    if doc.fields.len() != 1 {
+        return Err("expected one value".into());
+    }
+    let (msg, diags) = crate::schema::bind::bind(snippet, &doc, desc);
+    if let Some(d) = diags
+        .iter()
+        .find(|d| d.severity == Severity::Error)
+        .or(diags.first())
+    {
+        return Err(d.message.clone());
+    }
+    Ok(msg)
+}
+
+/// Refuses to switch a `oneof` (the scheduler, the sequence strategy, ...)
+/// to another member than the message's.
+fn check_oneof(msg: &DynamicMessage, fd: &FieldDescriptor, at: &str) -> Result<(), String> {
+    let Some(o) = fd.containing_oneof() else {
+        return Ok(());
+    };
+    if let Some(other) = o
+        .fields()
+        .find(|f| f.number() != fd.number() && msg.has_field(f))
+    {
+        let names: Vec<String> = o.fields().map(|f| join_path(at, f.name())).collect();
+        return Err(format!(
+            "'{}' cannot be set: the config uses '{}', and a config holds only one of {}",
+            join_path(at, fd.name()),
+            join_path(at, other.name()),
+            names.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// Sets `value` at `steps` in `msg` (`at` is the path of `msg`).
+fn set_at(
+    msg: &mut DynamicMessage,
+    steps: &[Step],
+    value: &ProtoValue,
+    at: &str,
+) -> Result<(), String> {
+    let Some((Step::Field(fd), rest)) = steps.split_first() else {
+        return Err("a path starts with a field name".into());
+    };
+    check_oneof(msg, fd, at)?;
+    let here = join_path(at, fd.name());
+    match rest {
+        [] => msg
+            .try_set_field(fd, value.clone())
+            .map_err(|e| e.to_string()),
+        [Step::Index(i), more @ ..] => {
+            let n = match msg.get_field(fd).as_ref() {
+                ProtoValue::List(l) => l.len(),
+                _ => 0,
+            };
+            if *i >= n {
+                return Err(format!(
+                    "'{here}[{i}]': the config has {} (indices start at 0)",
+                    match n {
+                        0 => format!("no {here}"),
+                        1 => format!("1 {here} entry"),
+                        n => format!("{n} {here} entries"),
+                    }
+                ));
+            }
+            let ProtoValue::List(items) = msg.get_field_mut(fd) else {
+                return Err(format!("'{here}' is not a list"));
+            };
+            let item = &mut items[*i];
+            if more.is_empty() {
+                *item = value.clone();
+                return Ok(());
+            }
+            match item {
+                ProtoValue::Message(m) => set_at(m, more, value, &format!("{here}[{i}]")),
+                _ => Err(format!("'{here}[{i}]' is not a message")),
+            }
+        }
+        [Step::Key(k, written), more @ ..] => {
+            let Kind::Message(entry) = fd.kind() else {
+                return Err(format!("'{here}' is not a map"));
+            };
+            let value_kind = entry.map_entry_value_field().kind();
+            let ProtoValue::Map(map) = msg.get_field_mut(fd) else {
+                return Err(format!("'{here}' is not a map"));
+            };
+            let slot = map
+                .entry(k.clone())
+                .or_insert_with(|| value_kind.default_value());
+            if more.is_empty() {
+                *slot = value.clone();
+                return Ok(());
+            }
+            match slot {
+                ProtoValue::Message(m) => set_at(m, more, value, &format!("{here}{{{written}}}")),
+                _ => Err(format!("'{here}{{{written}}}' is not a message")),
+            }
+        }
+        more => match msg.get_field_mut(fd) {
+            ProtoValue::Message(m) => set_at(m, more, value, &here),
+            _ => Err(format!("'{here}' is not a message")),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,5 +686,155 @@ mod tests {
             ("{ }", false)
         );
         assert_eq!(span_text(src, "input[5]"), ("input", false));
+    }
+
+    fn target(p: &str) -> Result<FieldTarget, PathError> {
+        p.parse::<FieldPath>()?.resolve_config()
+    }
+
+    #[test]
+    fn user_paths_parse_strictly_and_print_back() {
+        for p in [
+            "instance_group[0].count",
+            "input[1].dims[0]",
+            "parameters{k}.string_value",
+            "dynamic_batching.priority_queue_policy{2}.max_queue_size",
+            "max_batch_size",
+        ] {
+            let path: FieldPath = p.parse().unwrap();
+            assert_eq!(path, FieldPath::parse(p), "{p}");
+            assert_eq!(path.to_string(), p);
+        }
+        assert_eq!(
+            "input[ 1 ].dims".parse::<FieldPath>().unwrap(),
+            FieldPath::root().field("input").index(1).field("dims")
+        );
+        // A map key is taken as written, as protobuf compares keys.
+        assert_eq!(
+            "parameters{ k }".parse::<FieldPath>().unwrap(),
+            FieldPath::root().field("parameters").key(" k ")
+        );
+        for bad in ["", ".a", "a..b", "a.", "a[0]b", "a-b", "a[0", "a{k", "[0]"] {
+            assert!(
+                matches!(bad.parse::<FieldPath>(), Err(PathError::Syntax(_))),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            "input[a]".parse::<FieldPath>().unwrap_err().to_string(),
+            "'input[a]': the index 'a' is not a whole number"
+        );
+        // What the program writes is read whatever it holds.
+        assert_eq!(
+            FieldPath::parse("a[x]..b{"),
+            FieldPath::root().field("a").index(0).field("b").key("")
+        );
+    }
+
+    #[test]
+    fn paths_resolve_against_the_schema() {
+        let t = target("instance_group[0].count").unwrap();
+        assert_eq!(t.steps.len(), 3);
+        assert_eq!(t.field().name(), "count");
+        assert_eq!(t.leaf(), Leaf::Field);
+        let t = target("input[1].dims[0]").unwrap();
+        assert_eq!((t.field().name(), t.leaf()), ("dims", Leaf::Element));
+        let t = target("parameters{k}.string_value").unwrap();
+        assert_eq!((t.field().name(), t.leaf()), ("string_value", Leaf::Field));
+        let t = target("dynamic_batching.priority_queue_policy{2}").unwrap();
+        assert_eq!(t.leaf(), Leaf::MapValue);
+        assert!(matches!(t.value_kind(), Kind::Message(m) if m.name() == "ModelQueuePolicy"));
+        for bad in [
+            "",
+            ".a",
+            "a..b",
+            "max_batch_size[0]",
+            "instance_group.count",
+            "parameters",
+            "dynamic_batching.priority_queue_policy{x}",
+            "max_batch_size.x",
+            "input[0][1]",
+            "input[a]",
+        ] {
+            assert!(target(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            target("instance_group.count").unwrap_err().to_string(),
+            "'instance_group' is a list; pick one element, for example instance_group[0].count"
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_named_with_a_suggestion() {
+        let err = target("dynamic_batching.max_queue_delay").unwrap_err();
+        let PathError::UnknownField {
+            at,
+            name,
+            suggestion,
+            fields,
+        } = &err
+        else {
+            panic!("{err:?}");
+        };
+        assert_eq!(
+            (at.as_str(), name.as_str()),
+            ("dynamic_batching", "max_queue_delay")
+        );
+        assert_eq!(
+            suggestion.as_deref(),
+            Some("dynamic_batching.max_queue_delay_microseconds")
+        );
+        assert!(fields.iter().any(|f| f == "preferred_batch_size"));
+        let m = err.to_string();
+        assert!(
+            m.starts_with("'dynamic_batching' has no field 'max_queue_delay'; did you mean 'dynamic_batching.max_queue_delay_microseconds'? Fields of 'dynamic_batching': "),
+            "{m}"
+        );
+        let m = target("bogus").unwrap_err().to_string();
+        assert!(
+            m.starts_with("the model config has no field 'bogus' Fields of the model config: "),
+            "{m}"
+        );
+        assert!(m.contains("max_batch_size"), "{m}");
+    }
+
+    #[test]
+    fn targets_read_values_and_edit_messages() {
+        let base = crate::config::ParsedConfig::parse(
+            "max_batch_size: 8\ninstance_group [ { count: 1 }, { count: 2 } ]\ninput [ { name: \"x\" dims: [ 1, 2 ] } ]\ndynamic_batching { }\n"
+                .into(),
+        )
+        .message
+        .unwrap();
+        let edit = |path: &str, value: &str| {
+            let t = target(path).unwrap();
+            let v = t.parse_value(value).unwrap();
+            let mut m = base.clone();
+            t.set(&mut m, &v).map(|()| {
+                crate::config::ParsedConfig::parse(crate::pbtxt::printer::print_message(&m))
+                    .config
+                    .unwrap()
+            })
+        };
+        assert_eq!(edit("max_batch_size", "4").unwrap().max_batch_size, 4);
+        assert_eq!(edit("input[0].dims[1]", "7").unwrap().input[0].dims, [1, 7]);
+        assert_eq!(edit("input[0].dims", "[3]").unwrap().input[0].dims, [3]);
+        let cfg = edit("parameters{k}.string_value", "\"v\"").unwrap();
+        assert_eq!(cfg.parameters["k"].string_value, "v");
+        let err = edit("instance_group[2].count", "1")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "'instance_group[2]': the config has 2 instance_group entries (indices start at 0)"
+        );
+        let err = edit("sequence_batching.max_sequence_idle_microseconds", "5")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("the config uses 'dynamic_batching'"), "{err}");
+        assert!(target("max_batch_size")
+            .unwrap()
+            .parse_value("eight")
+            .is_err());
     }
 }

@@ -6,10 +6,10 @@
 
 use crate::config::normalize::DirFacts;
 use crate::config::ParsedConfig;
+use crate::diagnostics::FileReport;
 use crate::diagnostics::Severity;
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::ModelConfig;
-use crate::validate::FileReport;
 use std::path::{Path, PathBuf};
 
 /// A model ready to run: its normalized config and files.
@@ -124,14 +124,17 @@ pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadE
         }
         (cfg, false)
     } else {
-        let outcome =
-            crate::autoconfig::complete(dir, None, &crate::autoconfig::AutoconfigOptions::default())
-                .map_err(|e| {
-                    LoadError::Other(format!(
-                        "{}: no config.pbtxt, and auto-complete failed: {e}",
-                        dir.display()
-                    ))
-                })?;
+        let outcome = crate::autoconfig::complete(
+            dir,
+            None,
+            &crate::autoconfig::AutoconfigOptions::default(),
+        )
+        .map_err(|e| {
+            LoadError::Other(format!(
+                "{}: no config.pbtxt, and auto-complete failed: {e}",
+                dir.display()
+            ))
+        })?;
         (outcome.full, true)
     };
     let name = if cfg.name.is_empty() {

@@ -1,0 +1,105 @@
+//! The config to simulate: read, parsed, bound, and turned into scheduler
+//! settings the way Triton does it.
+
+use super::Error;
+use crate::batching::Settings;
+use crate::config::ParsedConfig;
+use crate::diagnostics::Severity;
+use crate::diagnostics::{FileReport, Report};
+use crate::schema::inference::ModelConfig;
+use std::path::{Path, PathBuf};
+
+/// The config as read: its file, text and bound forms.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The config file (`config.pbtxt` inside a directory given).
+    pub file: PathBuf,
+    /// The model directory, when the config is a model's `config.pbtxt`.
+    pub model_dir: Option<PathBuf>,
+    /// Parsed and bound without errors.
+    pub parsed: ParsedConfig,
+}
+
+impl Loaded {
+    /// The config file's name as messages show it.
+    pub fn name(&self) -> String {
+        self.file.display().to_string()
+    }
+
+    pub fn config(&self) -> &ModelConfig {
+        self.parsed
+            .config
+            .as_ref()
+            .expect("load_config returns clean configs only")
+    }
+
+    /// Scheduler settings of `cfg` (this config or a variant of it): the
+    /// model name from the directory when the config names none, then
+    /// Triton's normalization.
+    pub fn settings(&self, cfg: &ModelConfig) -> Result<Settings, Error> {
+        self.settings_of(cfg)
+            .map_err(|e| Error::Input(format!("{}: {e}", self.name())))
+    }
+
+    /// [`settings`](Self::settings) with the bare reason on failure.
+    pub fn settings_of(&self, cfg: &ModelConfig) -> Result<Settings, String> {
+        let mut cfg = cfg.clone();
+        if cfg.name.is_empty() {
+            if let Some(dir) = self.file.parent().and_then(|d| d.file_name()) {
+                cfg.name = dir.to_string_lossy().into_owned();
+            }
+        }
+        crate::config::normalize::normalize(&mut cfg);
+        Settings::from_config(&cfg)
+    }
+}
+
+/// Reads, parses and binds the config at `path` (a `config.pbtxt` or a
+/// model directory). Syntax or schema errors come back as
+/// [`Error::Invalid`] with the report `validate` would show.
+pub fn load_config(path: &Path) -> Result<Loaded, Error> {
+    let (file, model_dir) = if path.is_dir() {
+        let f = path.join("config.pbtxt");
+        if !f.is_file() {
+            return Err(Error::Input(format!(
+                "{}: a directory without a config.pbtxt",
+                path.display()
+            )));
+        }
+        (f, Some(path.to_path_buf()))
+    } else {
+        let dir =
+            (path.file_name().is_some_and(|n| n == "config.pbtxt")).then(|| match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                _ => PathBuf::from("."),
+            });
+        (path.to_path_buf(), dir)
+    };
+    let name = file.display().to_string();
+    let bytes = std::fs::read(&file).map_err(|e| {
+        Error::Input(format!(
+            "{name}: cannot read: {}",
+            crate::files::io_message(&e)
+        ))
+    })?;
+    let parsed = ParsedConfig::from_bytes(bytes);
+    let errors = parsed
+        .diagnostics
+        .iter()
+        .any(|d| d.severity == Severity::Error);
+    if errors || parsed.config.is_none() || parsed.message.is_none() {
+        return Err(Error::Invalid(Box::new(Report {
+            files: vec![FileReport {
+                path: name,
+                model: None,
+                src: parsed.src,
+                diagnostics: parsed.diagnostics,
+            }],
+        })));
+    }
+    Ok(Loaded {
+        file,
+        model_dir,
+        parsed,
+    })
+}

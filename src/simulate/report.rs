@@ -1,0 +1,256 @@
+//! The outputs of one simulated run: one JSON document (every request,
+//! every batch, the summary) or summary tables. Both write to a writer
+//! and return errors; nothing here prints.
+
+use super::stats::{Stats, Summary};
+use super::Error;
+use crate::batching::controls::{ControlKind, ControlSpec, ControlTensor};
+use crate::batching::{CorrId, SchedulerKind, Settings, SlotRecord, Status};
+use serde::Serialize;
+use std::io::Write;
+
+#[derive(Serialize)]
+struct RequestOut<'a> {
+    id: &'a str,
+    sequence_id: &'a Option<CorrId>,
+    arrival_us: u64,
+    start_us: Option<u64>,
+    end_us: Option<u64>,
+    instance: Option<usize>,
+    slot: Option<usize>,
+    batch: Option<u64>,
+    status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: &'a Option<String>,
+}
+
+#[derive(Serialize)]
+struct BatchOut<'a> {
+    id: u64,
+    instance: usize,
+    start_us: u64,
+    end_us: u64,
+    size: u32,
+    requests: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    slots: Option<&'a [SlotRecord]>,
+    /// The control inputs the model receives with the batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    controls: Option<Vec<ControlOut>>,
+}
+
+/// A control tensor in the JSON output: `data` nested like `shape`
+/// (`[[true], [true]]` for shape `[2, 1]`).
+#[derive(Serialize)]
+struct ControlOut {
+    name: String,
+    kind: ControlKind,
+    datatype: &'static str,
+    shape: Vec<i64>,
+    data: serde_json::Value,
+}
+
+impl ControlOut {
+    fn new(t: ControlTensor) -> Self {
+        let flat = match serde_json::to_value(&t.data) {
+            Ok(serde_json::Value::Array(v)) => v,
+            _ => Vec::new(),
+        };
+        let data = match t.shape.as_slice() {
+            [_, inner] if *inner > 0 => serde_json::Value::Array(
+                flat.chunks(*inner as usize)
+                    .map(|c| serde_json::Value::Array(c.to_vec()))
+                    .collect(),
+            ),
+            _ => serde_json::Value::Array(flat),
+        };
+        ControlOut {
+            name: t.name,
+            kind: t.kind,
+            datatype: t.datatype,
+            shape: t.shape,
+            data,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    requests: Vec<RequestOut<'a>>,
+    batches: Vec<BatchOut<'a>>,
+    summary: &'a Summary,
+}
+
+/// The JSON document: the requests in the order `stats` holds them, the
+/// batches by id, with their slots when `sequence` and their control
+/// tensors when `controls` is given too.
+pub fn write_json(
+    out: &mut dyn Write,
+    stats: &mut Stats,
+    summary: &Summary,
+    sequence: bool,
+    controls: Option<&ControlSpec>,
+) -> Result<(), Error> {
+    stats.batches.sort_by_key(|b| b.id);
+    let mut batches = Vec::with_capacity(stats.batches.len());
+    for b in &stats.batches {
+        let controls = match controls {
+            Some(spec) if sequence => Some(
+                spec.tensors(b.executed_slots())
+                    .map_err(|e| Error::Input(format!("batch {}: {e}", b.id)))?
+                    .into_iter()
+                    .map(ControlOut::new)
+                    .collect(),
+            ),
+            _ => None,
+        };
+        batches.push(BatchOut {
+            id: b.id,
+            instance: b.instance,
+            start_us: b.start_us,
+            end_us: b.end_us,
+            size: b.size,
+            requests: &b.requests,
+            slots: sequence.then_some(b.slots.as_slice()),
+            controls,
+        });
+    }
+    let doc = Document {
+        requests: stats
+            .requests
+            .iter()
+            .map(|r| RequestOut {
+                id: &r.id,
+                sequence_id: &r.sequence_id,
+                arrival_us: r.arrival_us,
+                start_us: r.start_us,
+                end_us: r.end_us,
+                instance: r.instance,
+                slot: r.slot,
+                batch: r.batch,
+                status: r.status,
+                reason: &r.reason,
+            })
+            .collect(),
+        batches,
+        summary,
+    };
+    serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The summary tables of one run of the model of `settings`.
+pub fn write_human(out: &mut dyn Write, settings: &Settings, s: &Summary) -> Result<(), Error> {
+    use comfy_table::{presets, CellAlignment, Table};
+    let new_table = || {
+        let mut t = Table::new();
+        t.load_preset(presets::UTF8_FULL_CONDENSED);
+        t
+    };
+    let scheduler = match &settings.kind {
+        SchedulerKind::Default => "default (no batching)",
+        SchedulerKind::Dynamic(_) => "dynamic batching",
+        SchedulerKind::Direct(_) => "sequence batching (direct)",
+        SchedulerKind::Oldest(_) => "sequence batching (oldest)",
+    };
+    writeln!(
+        out,
+        "model '{}': {scheduler}, max_batch_size {}, {} instance{}",
+        settings.model,
+        settings.max_batch_size,
+        settings.instances,
+        if settings.instances == 1 { "" } else { "s" }
+    )?;
+    let mut t = new_table();
+    t.set_header(vec![
+        "requests",
+        "ok",
+        "rejected",
+        "timed out",
+        "batches",
+        "throughput/s",
+    ]);
+    t.add_row(vec![
+        s.requests.to_string(),
+        s.ok.to_string(),
+        s.rejected.to_string(),
+        s.timed_out.to_string(),
+        s.batches.to_string(),
+        format!("{:.1}", s.throughput_per_s),
+    ]);
+    writeln!(out, "{t}")?;
+
+    let cell = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+    let mut t = new_table();
+    t.set_header(vec!["latency (µs)", "p50", "p90", "p95", "p99"]);
+    for (name, p) in [
+        ("total", s.latency_us),
+        ("queue", s.queue_us),
+        ("compute", s.compute_us),
+    ] {
+        t.add_row(vec![
+            name.to_string(),
+            cell(p.p50),
+            cell(p.p90),
+            cell(p.p95),
+            cell(p.p99),
+        ]);
+    }
+    right_align(&mut t, 1..5, CellAlignment::Right);
+    writeln!(out, "{t}")?;
+
+    if !s.batch_sizes.is_empty() {
+        let mut t = new_table();
+        t.set_header(vec!["batch size", "batches", "share"]);
+        for sc in &s.batch_sizes {
+            t.add_row(vec![
+                sc.size.to_string(),
+                sc.count.to_string(),
+                format!("{:.1}%", 100.0 * sc.count as f64 / s.batches.max(1) as f64),
+            ]);
+        }
+        right_align(&mut t, 0..3, CellAlignment::Right);
+        writeln!(out, "{t}")?;
+    }
+
+    let mut t = new_table();
+    t.set_header(vec!["instance", "batches", "busy (µs)", "utilisation"]);
+    for i in &s.instances {
+        t.add_row(vec![
+            i.instance.to_string(),
+            i.batches.to_string(),
+            i.busy_us.to_string(),
+            format!("{:.1}%", 100.0 * i.utilization),
+        ]);
+    }
+    right_align(&mut t, 0..4, CellAlignment::Right);
+    writeln!(out, "{t}")?;
+
+    if !s.reasons.is_empty() {
+        let mut t = new_table();
+        t.set_header(vec!["status", "count", "reason"]);
+        for r in &s.reasons {
+            t.add_row(vec![
+                r.status.replace('_', " "),
+                r.count.to_string(),
+                r.reason.clone(),
+            ]);
+        }
+        writeln!(out, "{t}")?;
+    }
+    Ok(())
+}
+
+/// Aligns the cells of the columns `cols`.
+pub fn right_align(
+    t: &mut comfy_table::Table,
+    cols: std::ops::Range<usize>,
+    a: comfy_table::CellAlignment,
+) {
+    for c in cols {
+        if let Some(col) = t.column_mut(c) {
+            col.set_cell_alignment(a);
+        }
+    }
+}
