@@ -1,6 +1,7 @@
 //! Semantic rules: Triton's load-time checks (and warnings beyond them),
 //! run on the typed config after Triton's own fill-in (`config::normalize`).
 
+pub mod docs;
 pub mod registry;
 pub mod rules;
 

@@ -6,7 +6,7 @@
 use crate::common::{crate_root, tritonctl};
 use std::collections::BTreeMap;
 use std::path::Path;
-use tritonctl::commands::explain::{write_rule_docs, GENERATED_MARKER};
+use tritonctl::lint::docs::{write_rule_docs, GENERATED_MARKER};
 
 const HOW: &str =
     "regenerate with `UPDATE_GENERATED=1 cargo test --test cli rule_docs` and commit the result";
