@@ -44,6 +44,17 @@ pub const fn lookup(code: &str) -> &'static Rule {
 }
 
 /// `rule!("E0101")`: the rule with that code, checked by the compiler.
+///
+/// ```
+/// let rule = tritonctl::rule!("E0101");
+/// assert_eq!(rule.name, "unknown-field");
+/// ```
+///
+/// A code that no rule set declares does not compile:
+///
+/// ```compile_fail
+/// let rule = tritonctl::rule!("E0199");
+/// ```
 #[macro_export]
 macro_rules! rule {
     ($code:literal) => {{
