@@ -7,6 +7,7 @@
 //! sessions) is assembled from these in the `run` command.
 
 pub mod codec;
+pub mod doctor;
 #[cfg(feature = "run")]
 pub mod ensemble;
 pub mod input;
