@@ -12,6 +12,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The load levels to measure, and the send intervals when they come
+/// from a file.
+#[derive(Debug, Clone)]
+pub struct LoadLevels {
+    pub levels: Vec<Level>,
+    /// `--request-intervals`: the gaps between sends, in seconds.
+    pub intervals: Option<Arc<Vec<f64>>>,
+}
+
 /// The load levels: `--request-rate-range` wins over
 /// `--concurrency-range`; without either, `--request-intervals` (a file
 /// of gaps in seconds) gives one level at the file's mean rate and the
@@ -20,8 +29,8 @@ pub fn levels(
     concurrency_range: Option<&str>,
     request_rate_range: Option<&str>,
     request_intervals: Option<&Path>,
-) -> Result<(Vec<Level>, Option<Arc<Vec<f64>>>), String> {
-    Ok(match (concurrency_range, request_rate_range) {
+) -> Result<LoadLevels, String> {
+    let (levels, intervals) = match (concurrency_range, request_rate_range) {
         (_, Some(r)) => (schedule::rate_levels(r)?, None),
         (Some(c), None) => (schedule::concurrency_levels(c)?, None),
         (None, None) => match request_intervals {
@@ -36,7 +45,8 @@ pub fn levels(
             }
             None => (vec![Level::Concurrency(1)], None),
         },
-    })
+    };
+    Ok(LoadLevels { levels, intervals })
 }
 
 /// `-H Name:Value` headers, trimmed; each must be a valid HTTP header.

@@ -45,7 +45,7 @@ pub fn run(
     let intervals_mode = args.request_intervals.is_some()
         && args.concurrency_range.is_none()
         && args.request_rate_range.is_none();
-    let (levels, intervals) = check::levels(
+    let check::LoadLevels { levels, intervals } = check::levels(
         args.concurrency_range.as_deref(),
         args.request_rate_range.as_deref(),
         args.request_intervals.as_deref(),
