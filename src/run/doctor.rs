@@ -26,6 +26,7 @@ pub struct DoctorReport {
     pub hints: Vec<String>,
 }
 
+/// The ONNX Runtime library.
 #[derive(Debug, Serialize)]
 pub struct OnnxRuntimeStatus {
     pub found: bool,
@@ -34,6 +35,7 @@ pub struct OnnxRuntimeStatus {
     pub error: Option<String>,
 }
 
+/// ONNX Runtime's CUDA execution provider.
 #[derive(Debug, Serialize)]
 pub struct CudaProviderStatus {
     pub available: bool,
@@ -42,6 +44,7 @@ pub struct CudaProviderStatus {
     pub error: Option<String>,
 }
 
+/// The CUDA driver.
 #[derive(Debug, Serialize)]
 pub struct CudaDriverStatus {
     pub found: bool,
@@ -49,6 +52,7 @@ pub struct CudaDriverStatus {
     pub error: Option<String>,
 }
 
+/// One CUDA device.
 #[derive(Debug, Serialize)]
 pub struct CudaDevice {
     pub device: String,
@@ -58,6 +62,7 @@ pub struct CudaDevice {
     pub compute_capability: String,
 }
 
+/// Probes this machine (once per process: see `crate::runtime::report`).
 #[cfg(feature = "run")]
 pub fn doctor_report() -> DoctorReport {
     use crate::runtime::{self, CudaProvider as P};
@@ -130,6 +135,7 @@ pub fn doctor_report() -> DoctorReport {
     }
 }
 
+/// Without the `run` feature: nothing can run, and the hint says why.
 #[cfg(not(feature = "run"))]
 pub fn doctor_report() -> DoctorReport {
     const WHY: &str = "this tritonctl was built without the `run` feature";

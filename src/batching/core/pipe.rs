@@ -5,7 +5,7 @@
 use super::{Sched, Scheduler};
 use std::collections::VecDeque;
 
-/// What [`DynQueue::pipe_scan`] decided.
+/// What [`DynQueue::pipe_scan`](super::dynamic::DynQueue::pipe_scan) decided.
 #[derive(Default)]
 pub(super) struct PipeScan {
     /// Requests (in scan order) that join the payload now.

@@ -29,7 +29,7 @@ fn put_tensor(buf: &mut Vec<(String, Tensor)>, k: usize, name: &str, t: Tensor) 
 
 /// The memory of owned requests whose tensors are in a batch already,
 /// kept to hold results: a result built in it needs no new memory, and
-/// the request's is not freed (see [`Driver::start`]). A kept tensor holds
+/// the request's is not freed (see [`Driver::start`](super::driver::Driver::start)). A kept tensor holds
 /// at most twice the memory its result needs, or [`Spare::SMALL`] bytes.
 #[derive(Default)]
 pub(super) struct Spare {
@@ -125,7 +125,7 @@ impl Plan {
             .map_or(0, |&(_, a)| a)
     }
 
-    /// Assembles the inputs of one batch into `buf` (see [`Io`]).
+    /// Assembles the inputs of one batch into `buf` (see [`Io`](super::pool::Io)).
     pub(super) fn inputs_into(
         &mut self,
         requests: &[RunRequest],

@@ -94,7 +94,7 @@ pub(super) fn spin<T>(rx: &mpsc::Receiver<T>, wait: Duration) -> Option<T> {
 /// The driving thread's state: the scheduler, the requests and their
 /// results, the batches in flight.
 pub(super) struct Driver<'r> {
-    /// Owned when streaming or given by [`run_model_owned`]: the tensors
+    /// Owned when streaming or given by [`run_model_owned`](super::run_model_owned): the tensors
     /// of an owned request are freed once they are in its batch.
     pub(super) requests: Cow<'r, [RunRequest]>,
     pub(super) plan: Plan,
@@ -132,7 +132,7 @@ pub(super) struct Driver<'r> {
     pub(super) recycled: Spare,
     /// The stateful backend's own per-batch rules (`crate::run::stateful`).
     pub(super) stateful: Option<crate::run::stateful::StatefulBackend>,
-    /// Streaming (see [`run_model_streaming`]): where more requests come
+    /// Streaming (see [`run_model_streaming`](super::run_model_streaming)): where more requests come
     /// from (`None` once the sender is gone) and where each result goes.
     pub(super) inbox: Option<mpsc::Receiver<RunRequest>>,
     pub(super) outbox: Option<&'r (dyn Fn(usize, RunResult) + Sync)>,

@@ -52,7 +52,7 @@ fn execute(session: &mut ModelSession, io: &mut Io) -> Result<(), RunError> {
 }
 
 /// Opens one session per instance on `device`, set up from the model's
-/// config as its Triton backend would (see [`super::session_config`]).
+/// config as its Triton backend would (see [`crate::run::session_config`]).
 fn open_sessions(
     model: &LoadedModel,
     device: Device,

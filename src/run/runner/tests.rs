@@ -1,3 +1,6 @@
+//! Tests of the runner's parts that need no ONNX Runtime: request
+//! signatures, prefetching, the spare memory kept for results.
+
 use super::assemble::Spare;
 use super::driver::{prefetch, prefetch_of};
 use super::plan::Signatures;

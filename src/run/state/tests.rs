@@ -1,3 +1,6 @@
+//! Tests of state specs (from the config and from files) and of
+//! [`StateStore`]: reset, gather, scatter and release.
+
 use super::*;
 use crate::config::ParsedConfig;
 use crate::tensor::TensorData;

@@ -1,3 +1,6 @@
+//! Tests of the stateful backend: sizing, slots, its config checks,
+//! warm-up inputs and GPU-only notes.
+
 use super::*;
 use crate::config::ParsedConfig;
 use crate::tensor::TensorData;

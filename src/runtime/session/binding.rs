@@ -17,7 +17,7 @@ use crate::runtime::SessionTensor;
 use crate::tensor::Tensor;
 
 /// An ONNX Runtime I/O binding for the runs that go straight to ONNX
-/// Runtime ([`ModelSession::run_again`]): their input views and output
+/// Runtime ([`ModelSession::run_again`](super::ModelSession::run_again)): their input views and output
 /// views are bound once, so that a run passes neither names nor values
 /// (`RunWithBinding`, which ONNX Runtime runs as `Run` on the bound
 /// values). On the CPU a bound value is the caller's memory itself: data

@@ -185,7 +185,7 @@ pub struct ModelSession {
     /// Per input: the view of the caller's tensor from the last run.
     views: Vec<Option<convert::HostView>>,
     host_memory: MemoryInfo<'static>,
-    /// The input and output names for [`run_named`] (`None`: a
+    /// The input and output names for [`run_named`](binding::run_named) (`None`: a
     /// name cannot be one, outputs are then not preallocated).
     c_names: Option<CNames>,
     /// Per session input: its position among the caller's inputs in the

@@ -1,3 +1,7 @@
+//! Tests of [`ModelSession`] on the models in testdata/onnx and on hand-made
+//! ones (skipped, with a note, when ONNX Runtime is absent); `have_ort`
+//! and `write_model` are shared with the benchmark module.
+
 use super::bound::copy_to_host;
 use super::*;
 use crate::tensor::TensorData;
