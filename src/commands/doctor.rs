@@ -38,170 +38,15 @@
 
 use super::{CommandError, Context, ExitStatus};
 use crate::cli::{DoctorArgs, SimulateFormat};
-use serde::Serialize;
+use crate::run::doctor::{doctor_report, DoctorReport, GPU_PREFIX};
 use std::io::Write;
-
-/// The JSON document (see the module docs).
-#[derive(Debug, Serialize)]
-pub struct Findings {
-    pub tritonctl_version: &'static str,
-    pub run_feature: bool,
-    pub can_run: bool,
-    pub onnxruntime: OnnxRuntime,
-    pub execution_providers: Vec<String>,
-    pub cuda_execution_provider: CudaProvider,
-    pub cuda_driver: CudaDriver,
-    pub devices: Vec<Device>,
-    pub default_device: Option<String>,
-    pub hints: Vec<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct OnnxRuntime {
-    pub found: bool,
-    pub path: Option<String>,
-    pub version: Option<String>,
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct CudaProvider {
-    pub available: bool,
-    pub status: &'static str,
-    pub library: Option<String>,
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct CudaDriver {
-    pub found: bool,
-    pub version: Option<String>,
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Device {
-    pub device: String,
-    pub ordinal: u32,
-    pub name: String,
-    pub total_memory_bytes: u64,
-    pub compute_capability: String,
-}
-
-const GPU_PREFIX: &str = "for CUDA: ";
-
-#[cfg(feature = "run")]
-pub fn findings() -> Findings {
-    use crate::runtime::{self, CudaProvider as P};
-    let r = runtime::report();
-    let (status, library) = match &r.cuda_provider {
-        P::Ready { path } => ("ready", Some(path)),
-        P::NotBuilt => ("not_built", None),
-        P::Missing { expected } => ("missing", Some(expected)),
-        P::Unloadable { path, .. } => ("unloadable", Some(path)),
-        P::NoOnnxRuntime => ("no_onnxruntime", None),
-    };
-    Findings {
-        tritonctl_version: env!("CARGO_PKG_VERSION"),
-        run_feature: true,
-        can_run: r.can_run(),
-        onnxruntime: match &r.onnxruntime {
-            Ok(lib) => OnnxRuntime {
-                found: true,
-                path: Some(lib.path.display().to_string()),
-                version: lib.version.clone(),
-                error: None,
-            },
-            Err(e) => OnnxRuntime {
-                found: false,
-                path: None,
-                version: None,
-                error: Some(e.to_string()),
-            },
-        },
-        execution_providers: r.providers.clone(),
-        cuda_execution_provider: CudaProvider {
-            available: r.cuda_provider.is_ready(),
-            status,
-            library: library.map(|p| p.display().to_string()),
-            error: r.cuda_provider.problem(),
-        },
-        cuda_driver: match &r.cuda {
-            Ok(d) => CudaDriver {
-                found: true,
-                version: Some(d.version_text()),
-                error: None,
-            },
-            Err(e) => CudaDriver {
-                found: false,
-                version: None,
-                error: Some(e.to_string()),
-            },
-        },
-        devices: r
-            .cuda
-            .as_ref()
-            .map(|d| {
-                d.devices
-                    .iter()
-                    .map(|d| Device {
-                        device: format!("cuda:{}", d.ordinal),
-                        ordinal: d.ordinal,
-                        name: d.name.clone(),
-                        total_memory_bytes: d.total_memory,
-                        compute_capability: format!(
-                            "{}.{}",
-                            d.compute_capability.0, d.compute_capability.1
-                        ),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-        default_device: r.default_device().map(|d| d.to_string()),
-        hints: r.hints(),
-    }
-}
-
-#[cfg(not(feature = "run"))]
-pub fn findings() -> Findings {
-    const WHY: &str = "this tritonctl was built without the `run` feature";
-    Findings {
-        tritonctl_version: env!("CARGO_PKG_VERSION"),
-        run_feature: false,
-        can_run: false,
-        onnxruntime: OnnxRuntime {
-            found: false,
-            path: None,
-            version: None,
-            error: Some(WHY.into()),
-        },
-        execution_providers: Vec::new(),
-        cuda_execution_provider: CudaProvider {
-            available: false,
-            status: "no_onnxruntime",
-            library: None,
-            error: Some(WHY.into()),
-        },
-        cuda_driver: CudaDriver {
-            found: false,
-            version: None,
-            error: Some(WHY.into()),
-        },
-        devices: Vec::new(),
-        default_device: None,
-        hints: vec![
-            "rebuild tritonctl with the `run` feature (on by default: build without `--no-default-features`, or add `--features run`)"
-                .into(),
-        ],
-    }
-}
 
 pub fn run(
     args: &DoctorArgs,
     _ctx: &Context,
     out: &mut dyn Write,
 ) -> Result<ExitStatus, CommandError> {
-    let f = findings();
+    let f = doctor_report();
     match args.format {
         SimulateFormat::Json => {
             let text = serde_json::to_string_pretty(&f)
@@ -221,7 +66,7 @@ fn line(out: &mut dyn Write, label: &str, text: &str) -> std::io::Result<()> {
     writeln!(out, "{label:<17}{text}")
 }
 
-fn write_human(f: &Findings, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_human(f: &DoctorReport, out: &mut dyn Write) -> std::io::Result<()> {
     if !f.run_feature {
         line(out, "ONNX Runtime", "not supported by this binary")?;
         writeln!(out)?;
@@ -299,7 +144,7 @@ fn write_human(f: &Findings, out: &mut dyn Write) -> std::io::Result<()> {
     write_hints(f, out)
 }
 
-fn write_hints(f: &Findings, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_hints(f: &DoctorReport, out: &mut dyn Write) -> std::io::Result<()> {
     let (gpu, general): (Vec<&String>, Vec<&String>) =
         f.hints.iter().partition(|h| h.starts_with(GPU_PREFIX));
     if !general.is_empty() {

@@ -24,40 +24,6 @@ pub fn run(
     ))
 }
 
-/// The results of the requests that ran (one per request, in order) and
-/// the requests that failed before running, in input order.
-#[cfg(feature = "run")]
-fn merge_failed(
-    ran: Vec<crate::run::output::RunResult>,
-    indices: &[usize],
-    failed: &[crate::run::input::FailedRequest],
-) -> Vec<crate::run::output::RunResult> {
-    use crate::run::output::RunResult;
-    let mut out = Vec::with_capacity(ran.len() + failed.len());
-    let mut ran = indices.iter().copied().zip(ran).peekable();
-    let mut failed = failed.iter().peekable();
-    loop {
-        let take_failed = match (ran.peek(), failed.peek()) {
-            (Some((i, _)), Some(f)) => f.index < *i,
-            (None, Some(_)) => true,
-            (_, None) => false,
-        };
-        if take_failed {
-            let f = failed.next().expect("peeked");
-            out.push(RunResult {
-                id: f.id.clone(),
-                sequence_id: f.sequence_id.clone(),
-                outcome: Err(f.error.clone()),
-            });
-        } else if let Some((_, r)) = ran.next() {
-            out.push(r);
-        } else {
-            break;
-        }
-    }
-    out
-}
-
 #[cfg(feature = "run")]
 pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitStatus, CommandError> {
     use crate::cli::SimulateFormat;
@@ -159,7 +125,7 @@ pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
     // Requests with bad tensors (and the rest of their sequences) failed
     // while the input was read: their errors take their places among the
     // results.
-    output.results = merge_failed(
+    output.results = crate::run::output::merge_failed(
         std::mem::take(&mut output.results),
         &indices,
         &parsed.failed,

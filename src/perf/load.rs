@@ -6,7 +6,7 @@
 use super::client::{ClientTime, ErrorKind, PerfClient, Prepared, Protocol};
 use super::inputs::{self, Body, BodyOptions, DataFile, InputData};
 use super::model::ModelInfo;
-use super::report::{ClientStats, Latency, LevelResult, Report, TargetCount};
+use super::report::{ClientStats, Latency, LevelResult, PerfReport, TargetCount};
 use super::rng::Rng;
 use super::schedule::{Distribution, Level, Schedule};
 use super::stats::{self, Snapshot};
@@ -336,7 +336,7 @@ fn model_path(model: &str, version: &Option<String>) -> String {
 }
 
 /// Runs every level. Blocking: builds its own runtime.
-pub fn run(opts: &PerfOptions, progress: Arc<Progress>) -> Result<Report, StartError> {
+pub fn run(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfReport, StartError> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -344,7 +344,7 @@ pub fn run(opts: &PerfOptions, progress: Arc<Progress>) -> Result<Report, StartE
     rt.block_on(run_async(opts, progress))
 }
 
-async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<Report, StartError> {
+async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfReport, StartError> {
     let version = opts.version.as_deref();
     let client = PerfClient::new(opts.protocol, &opts.url, &opts.headers, opts.timeout)
         .map_err(StartError::Usage)?;
@@ -507,7 +507,7 @@ async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<Report
         .await;
         levels.push(result);
     }
-    Ok(Report {
+    Ok(PerfReport {
         model: opts.model.clone(),
         protocol: client.protocol_name().into(),
         url: client.authority().to_string(),

@@ -5,6 +5,8 @@
 //!   config when the server has that extension), shape overrides;
 //! - [`inputs`]: one request body, built once (JSON or binary tensors);
 //! - [`schedule`]: load ranges and open-loop send schedules;
+//! - [`options`]: the checks that turn `tritonctl perf`'s arguments into
+//!   the load's options;
 //! - [`client`]: a keep-alive HTTP/1.1 connection pool, error kinds, and
 //!   the client of either protocol the load uses;
 //! - [`grpc`]: the gRPC client (unary and streaming);
@@ -19,6 +21,7 @@ pub mod grpc;
 pub mod inputs;
 pub mod load;
 pub mod model;
+pub mod options;
 pub mod report;
 pub mod rng;
 pub mod schedule;

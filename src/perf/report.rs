@@ -84,7 +84,7 @@ impl LevelResult {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub struct PerfReport {
     pub model: String,
     pub protocol: String,
     /// The first server.
@@ -112,7 +112,15 @@ fn us(v: f64) -> String {
     format!("{v:.0}")
 }
 
-impl Report {
+impl PerfReport {
+    /// The highest error rate of any level (0 without levels).
+    pub fn worst_error_rate(&self) -> f64 {
+        self.levels
+            .iter()
+            .map(|l| l.error_rate())
+            .fold(0.0f64, f64::max)
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("report serialises")
     }

@@ -11,6 +11,7 @@
 //!   `{"b64": "..."}`.
 //! * human: a table (id, sequence, status, outputs abbreviated).
 
+use super::input::FailedRequest;
 use crate::batching::CorrId;
 use crate::inputs::codec::{b64_encode, bf16_to_f32, f16_to_f32};
 use crate::tensor::{Tensor, TensorData};
@@ -32,6 +33,40 @@ impl RunResult {
     pub fn is_ok(&self) -> bool {
         self.outcome.is_ok()
     }
+}
+
+/// The results of the requests that ran (`ran`, one per request, in
+/// order; `indices` are their positions in the input) and the requests
+/// that failed before running (`failed`, while the input was read), in
+/// input order.
+pub fn merge_failed(
+    ran: Vec<RunResult>,
+    indices: &[usize],
+    failed: &[FailedRequest],
+) -> Vec<RunResult> {
+    let mut out = Vec::with_capacity(ran.len() + failed.len());
+    let mut ran = indices.iter().copied().zip(ran).peekable();
+    let mut failed = failed.iter().peekable();
+    loop {
+        let take_failed = match (ran.peek(), failed.peek()) {
+            (Some((i, _)), Some(f)) => f.index < *i,
+            (None, Some(_)) => true,
+            (_, None) => false,
+        };
+        if take_failed {
+            let f = failed.next().expect("peeked");
+            out.push(RunResult {
+                id: f.id.clone(),
+                sequence_id: f.sequence_id.clone(),
+                outcome: Err(f.error.clone()),
+            });
+        } else if let Some((_, r)) = ran.next() {
+            out.push(r);
+        } else {
+            break;
+        }
+    }
+    out
 }
 
 /// One result as a JSON line (without the newline).

@@ -10,7 +10,7 @@
 use std::fmt;
 
 use super::cuda::CudaError;
-use super::report::{CudaProvider, Report};
+use super::report::{CudaProvider, RuntimeReport};
 
 /// Where a model runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -106,7 +106,7 @@ pub fn select_device(spec: Option<&str>) -> Result<Device, DeviceError> {
 }
 
 /// Resolves a request against a report (pure; see [`select_device`]).
-pub fn choose(request: DeviceRequest, report: &Report) -> Result<Device, DeviceError> {
+pub fn choose(request: DeviceRequest, report: &RuntimeReport) -> Result<Device, DeviceError> {
     let (ordinal, requested) = match request {
         DeviceRequest::Cpu => return Ok(Device::Cpu),
         DeviceRequest::Auto => {
@@ -172,8 +172,8 @@ mod tests {
         }
     }
 
-    fn report(provider: CudaProvider, cuda: Result<CudaDriver, CudaError>) -> Report {
-        Report {
+    fn report(provider: CudaProvider, cuda: Result<CudaDriver, CudaError>) -> RuntimeReport {
+        RuntimeReport {
             onnxruntime: Ok(OrtLibrary {
                 path: PathBuf::from("/x/libonnxruntime.so"),
                 version: None,

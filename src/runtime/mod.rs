@@ -45,7 +45,7 @@ pub mod session;
 pub mod testmodel;
 
 pub use device::{select_device, Device, DeviceError, DeviceRequest};
-pub use report::{report, CudaProvider, Report};
+pub use report::{report, CudaProvider, RuntimeReport};
 pub use session::{BoundState, GraphOptimization, ModelSession, RunError, SessionOptions};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -1,6 +1,6 @@
 //! What this machine offers the local runner: the ONNX Runtime library,
 //! its execution providers, the CUDA driver and devices ([`report`]), and
-//! what to install for each missing piece ([`Report::hints`]).
+//! what to install for each missing piece ([`RuntimeReport::hints`]).
 //!
 //! The CUDA execution provider counts as available when the library lists
 //! it (`GetAvailableProviders`: the `onnxruntime-gpu` build does, the CPU
@@ -84,7 +84,7 @@ impl CudaProvider {
 
 /// Everything the probes found.
 #[derive(Debug, Clone)]
-pub struct Report {
+pub struct RuntimeReport {
     /// The ONNX Runtime library, or why there is none.
     pub onnxruntime: Result<OrtLibrary, ProbeError>,
     /// The execution providers compiled into the library, as it lists them
@@ -95,7 +95,7 @@ pub struct Report {
     pub cuda: Result<CudaDriver, CudaError>,
 }
 
-impl Report {
+impl RuntimeReport {
     /// True when `tritonctl run` can run models (on the CPU at least).
     pub fn can_run(&self) -> bool {
         self.onnxruntime.is_ok()
@@ -153,8 +153,8 @@ impl Report {
 /// Probes everything (ONNX Runtime is loaded; the CUDA provider library is
 /// opened when it is there). Never panics; the result is the same for the
 /// whole process.
-pub fn report() -> Report {
-    static REPORT: OnceLock<Report> = OnceLock::new();
+pub fn report() -> RuntimeReport {
+    static REPORT: OnceLock<RuntimeReport> = OnceLock::new();
     REPORT
         .get_or_init(|| {
             let onnxruntime = super::probe();
@@ -166,7 +166,7 @@ pub fn report() -> Report {
                 Ok(lib) => cuda_provider(lib, &providers),
                 Err(_) => CudaProvider::NoOnnxRuntime,
             };
-            Report {
+            RuntimeReport {
                 onnxruntime,
                 providers,
                 cuda_provider,
@@ -283,7 +283,7 @@ mod tests {
 
     #[test]
     fn hints_name_what_to_install() {
-        let r = Report {
+        let r = RuntimeReport {
             onnxruntime: Err(ProbeError::NotFound {
                 detail: "nothing".into(),
             }),
@@ -298,7 +298,7 @@ mod tests {
         assert!(h.contains("ORT_DYLIB_PATH"), "{h}");
         assert!(h.contains("install the NVIDIA driver"), "{h}");
 
-        let r = Report {
+        let r = RuntimeReport {
             onnxruntime: Ok(lib()),
             providers: vec!["CPUExecutionProvider".into()],
             cuda_provider: CudaProvider::NotBuilt,

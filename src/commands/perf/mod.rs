@@ -1,0 +1,170 @@
+//! `tritonctl perf -m MODEL -u HOST:PORT ...`: load-tests a model on a
+//! running KServe v2 / Triton server (see `crate::perf`).
+//!
+//! Exit status: 0 when every level's error rate is at most
+//! `--max-error-rate`, 1 when a level's is above it, 2 for usage errors and
+//! when the server or model cannot be reached before the load starts.
+//! Without the `perf` feature the command only says so (exit 2).
+
+use super::{CommandError, Context, ExitStatus};
+use crate::cli::PerfArgs;
+use std::io::Write;
+
+#[cfg(feature = "perf")]
+mod progress;
+
+#[cfg(not(feature = "perf"))]
+pub fn run(
+    _args: &PerfArgs,
+    _ctx: &Context,
+    _out: &mut dyn Write,
+) -> Result<ExitStatus, CommandError> {
+    Err(CommandError::Usage(
+        "this tritonctl was built without the `perf` feature; rebuild with `--features perf`"
+            .into(),
+    ))
+}
+
+#[cfg(feature = "perf")]
+pub fn run(
+    args: &PerfArgs,
+    ctx: &Context,
+    out: &mut dyn Write,
+) -> Result<ExitStatus, CommandError> {
+    use crate::cli::{PerfFormat, PerfProgress, PerfProtocol, RequestDistribution, TensorFormat};
+    use crate::perf::load::{self, PerfOptions, Progress, StartError};
+    use crate::perf::options::{self as check, WindowArgs};
+    use crate::perf::schedule::Distribution;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let usage = CommandError::Usage;
+    if args.streaming && args.protocol != PerfProtocol::Grpc {
+        return Err(usage("--streaming needs -i grpc".into()));
+    }
+    let intervals_mode = args.request_intervals.is_some()
+        && args.concurrency_range.is_none()
+        && args.request_rate_range.is_none();
+    let check::LoadLevels { levels, intervals } = check::levels(
+        args.concurrency_range.as_deref(),
+        args.request_rate_range.as_deref(),
+        args.request_intervals.as_deref(),
+    )
+    .map_err(usage)?;
+    let headers = check::headers(&args.headers).map_err(usage)?;
+    let window = check::window(WindowArgs {
+        duration: args.duration,
+        request_count: args.request_count,
+        measurement_interval: args.measurement_interval,
+        stability_percentage: args.stability_percentage,
+        max_trials: args.max_trials,
+    })
+    .map_err(usage)?;
+    check::check_sequence_length_variation(args.sequence_length_variation).map_err(usage)?;
+    let (input_data, data_file) = check::input_data(&args.input_data).map_err(usage)?;
+    check::check_limits(args.warmup, args.max_error_rate, args.timeout).map_err(usage)?;
+    let urls = check::urls(&args.url, args.protocol == PerfProtocol::Grpc);
+    let sequence_ids = check::sequence_ids(args.sequence_id_range.as_deref()).map_err(usage)?;
+    check::check_sequences(args.sequence_length, args.num_of_sequences).map_err(usage)?;
+    let opts = PerfOptions {
+        model: args.model.clone(),
+        version: args.model_version.clone(),
+        url: urls[0].clone(),
+        urls,
+        headers,
+        protocol: match args.protocol {
+            PerfProtocol::Http => crate::perf::client::Protocol::Http,
+            PerfProtocol::Grpc => crate::perf::client::Protocol::Grpc {
+                streaming: args.streaming,
+            },
+        },
+        levels: levels.clone(),
+        distribution: match args.request_distribution {
+            RequestDistribution::Constant => Distribution::Constant,
+            RequestDistribution::Poisson => Distribution::Poisson,
+        },
+        intervals,
+        seed: args.seed,
+        max_concurrency: args.max_concurrency.max(1),
+        window,
+        warmup: Duration::from_secs_f64(args.warmup),
+        timeout: Duration::from_millis(args.timeout),
+        input_data,
+        data_file,
+        shapes: args.shape.clone(),
+        batch: args.batch_size,
+        binary_inputs: args.input_tensor_format != Some(TensorFormat::Json),
+        binary_outputs: args.output_tensor_format != Some(TensorFormat::Json),
+        tensor_formats_given: (
+            args.input_tensor_format.is_some(),
+            args.output_tensor_format.is_some(),
+        ),
+        batched: args.batched,
+        sequence_length: args.sequence_length,
+        sequence_length_variation: args.sequence_length_variation,
+        sequence_id_prefix: args.sequence_id_prefix.clone(),
+        sequence_ids,
+        num_sequences: args.num_of_sequences,
+    };
+
+    let progress = Arc::new(Progress::default());
+    let show = match args.progress {
+        PerfProgress::Never => false,
+        PerfProgress::Always => true,
+        PerfProgress::Auto => !ctx.global.quiet && crate::term::stderr_is_terminal(),
+    };
+    let ticker = show.then(|| progress::Ticker::start(progress.clone(), levels, intervals_mode));
+    let result = load::run(&opts, progress);
+    if let Some(ticker) = ticker {
+        ticker.stop();
+    }
+    let report = match result {
+        Ok(r) => r,
+        Err(StartError::Usage(m)) => return Err(usage(m)),
+        Err(StartError::Unreachable(m)) => return Err(CommandError::Input(m)),
+    };
+    if !ctx.global.quiet {
+        for n in &report.notes {
+            crate::term::eprint(&format!("note: {n}\n"));
+        }
+    }
+    for w in &report.warnings {
+        crate::term::warning(ctx.global.color, w);
+    }
+    if let Some(path) = &args.csv {
+        std::fs::write(path, report.csv())
+            .map_err(|e| CommandError::Input(format!("cannot write {}: {e}", path.display())))?;
+    }
+    match args.format {
+        PerfFormat::Json => writeln!(out, "{}", report.to_json())?,
+        PerfFormat::Human => write!(out, "{}", report.table())?,
+    }
+    out.flush()?;
+    for (i, l) in report.levels.iter().enumerate() {
+        if l.stable == Some(false) {
+            crate::term::warning(
+                ctx.global.color,
+                &format!(
+                    "level {} did not stabilize in {} windows of {} ms (throughput and latency within {}%); its numbers are from the last 3 windows",
+                    i + 1,
+                    l.windows,
+                    args.measurement_interval,
+                    args.stability_percentage
+                ),
+            );
+        }
+    }
+    let worst = report.worst_error_rate();
+    if worst > args.max_error_rate {
+        crate::term::warning(
+            ctx.global.color,
+            &format!(
+                "error rate {:.2}% is above --max-error-rate {:.2}%",
+                worst * 100.0,
+                args.max_error_rate * 100.0
+            ),
+        );
+        return Ok(ExitStatus::Failure);
+    }
+    Ok(ExitStatus::Success)
+}

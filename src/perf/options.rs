@@ -1,0 +1,210 @@
+//! The checks and conversions that turn `tritonctl perf`'s arguments into
+//! a [`PerfOptions`](super::load::PerfOptions): load levels, measurement
+//! window, headers, input data, sequence ids, the default server. Each
+//! returns the usage message the command shows (exit status 2); the
+//! command calls them in the order of its arguments' checks.
+
+use super::inputs::{DataFile, InputData};
+use super::load::Window;
+use super::rng::Rng;
+use super::schedule::{self, Level};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The load levels to measure, and the send intervals when they come
+/// from a file.
+#[derive(Debug, Clone)]
+pub struct LoadLevels {
+    pub levels: Vec<Level>,
+    /// `--request-intervals`: the gaps between sends, in seconds.
+    pub intervals: Option<Arc<Vec<f64>>>,
+}
+
+/// The load levels: `--request-rate-range` wins over
+/// `--concurrency-range`; without either, `--request-intervals` (a file
+/// of gaps in seconds) gives one level at the file's mean rate and the
+/// gaps themselves; without any, concurrency 1.
+pub fn levels(
+    concurrency_range: Option<&str>,
+    request_rate_range: Option<&str>,
+    request_intervals: Option<&Path>,
+) -> Result<LoadLevels, String> {
+    let (levels, intervals) = match (concurrency_range, request_rate_range) {
+        (_, Some(r)) => (schedule::rate_levels(r)?, None),
+        (Some(c), None) => (schedule::concurrency_levels(c)?, None),
+        (None, None) => match request_intervals {
+            Some(path) => {
+                let name = path.display().to_string();
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read {name}: {e}"))?;
+                let gaps = schedule::parse_intervals(&name, &text)?;
+                // the level's rate is the file's mean
+                let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+                (vec![Level::Rate(1.0 / mean)], Some(Arc::new(gaps)))
+            }
+            None => (vec![Level::Concurrency(1)], None),
+        },
+    };
+    Ok(LoadLevels { levels, intervals })
+}
+
+/// `-H Name:Value` headers, trimmed; each must be a valid HTTP header.
+pub fn headers(given: &[String]) -> Result<Vec<(String, String)>, String> {
+    let mut headers = Vec::new();
+    for h in given {
+        let (k, v) = h
+            .split_once(':')
+            .ok_or_else(|| format!("-H '{h}' is not Name:Value"))?;
+        let (k, v) = (k.trim(), v.trim());
+        if k.is_empty()
+            || hyper::header::HeaderName::from_bytes(k.as_bytes()).is_err()
+            || hyper::header::HeaderValue::from_str(v).is_err()
+        {
+            return Err(format!("-H '{h}' is not a valid HTTP header"));
+        }
+        headers.push((k.to_string(), v.to_string()));
+    }
+    Ok(headers)
+}
+
+/// The arguments that choose how long each level measures.
+#[derive(Debug, Clone, Copy)]
+pub struct WindowArgs {
+    /// `--duration`, seconds.
+    pub duration: Option<f64>,
+    /// `--request-count`.
+    pub request_count: Option<u64>,
+    /// `--measurement-interval`, milliseconds.
+    pub measurement_interval: u64,
+    /// `--stability-percentage`.
+    pub stability_percentage: f64,
+    /// `--max-trials`.
+    pub max_trials: u32,
+}
+
+/// The measurement window: a request count, else a duration, else
+/// stability windows.
+pub fn window(a: WindowArgs) -> Result<Window, String> {
+    Ok(match (a.duration, a.request_count) {
+        (_, Some(0)) => return Err("--request-count must be at least 1".into()),
+        (_, Some(n)) => Window::Count(n),
+        (Some(d), None) if !(d > 0.0 && d.is_finite()) => {
+            return Err("--duration must be above 0 seconds".into())
+        }
+        (Some(d), None) => Window::Time(Duration::from_secs_f64(d)),
+        (None, None) if a.measurement_interval == 0 => {
+            return Err("--measurement-interval must be above 0".into())
+        }
+        (None, None) if !(a.stability_percentage > 0.0 && a.stability_percentage.is_finite()) => {
+            return Err("--stability-percentage must be above 0".into())
+        }
+        (None, None) if a.max_trials < 3 => {
+            return Err(
+                "--max-trials must be at least 3 (stability compares the last 3 windows)".into(),
+            )
+        }
+        (None, None) => Window::Stability {
+            interval: Duration::from_millis(a.measurement_interval),
+            percentage: a.stability_percentage,
+            max_trials: a.max_trials,
+        },
+    })
+}
+
+/// `--sequence-length-variation`: a percentage from 0 to 100.
+pub fn check_sequence_length_variation(v: f64) -> Result<(), String> {
+    if !(0.0..=100.0).contains(&v) {
+        return Err("--sequence-length-variation must be a percentage from 0 to 100".into());
+    }
+    Ok(())
+}
+
+/// `--input-data`: `random`, `zero`, or a JSON data file (then the
+/// tensors it does not give are random).
+pub fn input_data(spec: &str) -> Result<(InputData, Option<DataFile>), String> {
+    match InputData::parse(spec) {
+        Ok(d) => Ok((d, None)),
+        Err(_) => {
+            let text = std::fs::read_to_string(spec).map_err(|e| {
+                format!(
+                    "--input-data '{spec}' is not 'random', 'zero' or a readable JSON file: {e}"
+                )
+            })?;
+            Ok((InputData::Random, Some(DataFile::parse(spec, &text)?)))
+        }
+    }
+}
+
+/// `--warmup` (seconds), `--max-error-rate` and `--timeout` (ms).
+pub fn check_limits(warmup: f64, max_error_rate: f64, timeout_ms: u64) -> Result<(), String> {
+    if !(warmup >= 0.0 && warmup.is_finite()) {
+        return Err("--warmup must be 0 or more seconds".into());
+    }
+    if !(0.0..=1.0).contains(&max_error_rate) {
+        return Err("--max-error-rate must be between 0 and 1".into());
+    }
+    if timeout_ms == 0 {
+        return Err("--timeout must be above 0 ms".into());
+    }
+    Ok(())
+}
+
+/// The servers to load: the given ones, else Triton's default HTTP or
+/// gRPC port on this machine.
+pub fn urls(given: &[String], grpc: bool) -> Vec<String> {
+    if given.is_empty() {
+        vec![if grpc {
+            "localhost:8001"
+        } else {
+            "localhost:8000"
+        }
+        .to_string()]
+    } else {
+        given.to_vec()
+    }
+}
+
+/// `--sequence-length` and `--num-of-sequences`: at least 1.
+pub fn check_sequences(
+    sequence_length: Option<u64>,
+    num_of_sequences: usize,
+) -> Result<(), String> {
+    if sequence_length == Some(0) || num_of_sequences == 0 {
+        return Err("--sequence-length and --num-of-sequences must be at least 1".into());
+    }
+    Ok(())
+}
+
+/// `--sequence-id-range START[:END]` as (first id, how many); without it a
+/// random base (from the clock and the process id) and 2^20 ids.
+pub fn sequence_ids(range: Option<&str>) -> Result<(u64, u64), String> {
+    const MAX: u64 = 1 << 62;
+    match range {
+        None => {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0);
+            let mut r = Rng::new(nanos ^ ((std::process::id() as u64) << 32));
+            Ok((1 + r.below(1 << 40), 1 << 20))
+        }
+        Some(text) => {
+            let bad =
+                || format!("--sequence-id-range '{text}' is not START[:END] with 1 <= START < END");
+            let (a, b) = match text.split_once(':') {
+                Some((a, b)) => (a, Some(b)),
+                None => (text, None),
+            };
+            let start: u64 = a.trim().parse().map_err(|_| bad())?;
+            let end: u64 = match b {
+                Some(b) => b.trim().parse().map_err(|_| bad())?,
+                None => MAX,
+            };
+            if start == 0 || end <= start || end > MAX {
+                return Err(bad());
+            }
+            Ok((start, end - start))
+        }
+    }
+}
