@@ -118,7 +118,7 @@ fn a_binary_without_the_run_feature_says_so() {
         "{}",
         r.stdout
     );
-    let r = tritonctl().arg("doctor").args(&["--format", "json"]).run();
+    let r = tritonctl().arg("doctor").args(["--format", "json"]).run();
     assert_eq!(r.code, 1);
     let v = json(&r);
     assert_eq!(v["run_feature"], false);
