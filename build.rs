@@ -69,7 +69,7 @@ fn grpc(out: &std::path::Path) {
 }
 
 /// With feature `run`, mimalloc replaces `malloc` and `free` for the whole
-/// process (see `src/lib.rs`). Its build also defines C++'s `operator new`
+/// process (see `src/main.rs`). Its build also defines C++'s `operator new`
 /// and `operator delete` (by their mangled names on Linux), but a Rust
 /// program does not export them, so ONNX Runtime's C++ allocations would
 /// go through libstdc++'s operators and only then to `malloc`. Exporting

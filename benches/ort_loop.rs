@@ -21,6 +21,10 @@ use std::time::{Duration, Instant};
 use tritonctl::runtime::{bench, BoundState, ModelSession, SessionOptions};
 use tritonctl::tensor::{DataType, Tensor, TensorData};
 
+// The process allocates as `tritonctl` does (src/main.rs).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn per_step(elapsed: Duration, steps: usize) -> f64 {
     elapsed.as_secs_f64() * 1e6 / steps as f64
 }

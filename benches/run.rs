@@ -30,7 +30,7 @@
 //!    Python loop is also timed with the arena on, ONNX Runtime's default,
 //!    for comparison (it runs slightly slower so). The runner and the bare
 //!    loops run in this process, which allocates with mimalloc as
-//!    `tritonctl` does (feature `run`, see `lib.rs`), ONNX Runtime's own
+//!    `tritonctl` does (feature `run`, see `src/main.rs`; this benchmark sets the same global allocator), ONNX Runtime's own
 //!    allocations included; the Python loop runs in Python, with glibc's
 //!    `malloc`, as its users run it. The runner is timed as `tritonctl run`
 //!    runs without `--profile` (one clock read per batch); ONNX Runtime's
@@ -55,6 +55,11 @@ use tritonctl::run::session_config::session_options;
 use tritonctl::runtime::bench::BareCall;
 use tritonctl::runtime::{bench, Device};
 use tritonctl::tensor::{DataType, Tensor, TensorData};
+
+// The process allocates as `tritonctl` does (src/main.rs): mimalloc for
+// Rust, and through its `override` build for ONNX Runtime too.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn model_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

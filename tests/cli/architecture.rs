@@ -424,3 +424,23 @@ fn the_checker_finds_cycles() {
     g.get_mut("c").unwrap().remove("a");
     assert_eq!(find_cycle(&g), None);
 }
+
+#[test]
+fn the_global_allocator_is_the_programs_choice() {
+    let mut files = Vec::new();
+    rust_files(&src_dir(), &mut files);
+    let mut in_main = false;
+    for file in files {
+        let code = code_only(&std::fs::read_to_string(&file).unwrap());
+        if code.contains("#[global_allocator]") {
+            assert!(
+                file.ends_with("main.rs") && file.parent() == Some(src_dir().as_path()),
+                "{}: the global allocator belongs to the binary (src/main.rs), not the library",
+                file.display()
+            );
+            in_main = true;
+        }
+    }
+    // With feature `run` the binary allocates with mimalloc (ARCHITECTURE.md).
+    assert!(in_main, "src/main.rs declares no global allocator");
+}

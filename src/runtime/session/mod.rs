@@ -93,7 +93,7 @@ pub struct SessionOptions {
     pub graph_optimization: GraphOptimization,
     /// ONNX Runtime's CPU memory arena (its `EnableCpuMemArena`). Off by
     /// default, where ONNX Runtime and Triton have it on: this process
-    /// allocates with mimalloc (see `lib.rs`), ONNX Runtime's `malloc`
+    /// allocates with mimalloc (see `src/main.rs`), ONNX Runtime's `malloc`
     /// included, which keeps freed blocks for reuse per thread as the
     /// arena does, without the arena's lock and bookkeeping on every
     /// tensor allocation (on the accumulate model of `benches/run.rs`, a run is
