@@ -31,6 +31,18 @@ pub enum Replace {
 /// Writes `bytes` to `path` atomically under the rules of this module.
 /// Errors carry a message in the words of [`io_message`].
 pub fn write_atomic(path: &Path, bytes: &[u8], replace: Replace) -> io::Result<()> {
+    write_atomic_with(path, replace, |w| w.write_all(bytes))
+}
+
+/// Like [`write_atomic`], for output written piece by piece (a trace of a
+/// million requests need not be held in memory): `write` fills a buffered
+/// writer on the temporary file, which replaces the target only when
+/// `write` succeeds.
+pub fn write_atomic_with(
+    path: &Path,
+    replace: Replace,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     let target = resolve_links(path)?;
     let existing = match fs::metadata(&target) {
         Ok(m) => Some(m),
@@ -83,7 +95,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8], replace: Replace) -> io::Result<(
                 ),
             )
         })?;
-    tmp.write_all(bytes)?;
+    {
+        let mut buffered = io::BufWriter::new(tmp.as_file_mut());
+        write(&mut buffered)?;
+        buffered.flush()?;
+    }
     tmp.as_file().sync_all()?;
     if let Some(meta) = &existing {
         fs::set_permissions(tmp.path(), meta.permissions())?;
@@ -184,6 +200,22 @@ mod tests {
         write_atomic(&p, b"two", Replace::Allow).unwrap();
         assert_eq!(fs::read(&p).unwrap(), b"two");
         assert!(leftovers(d.path()).is_empty());
+    }
+
+    #[test]
+    fn a_failed_writer_leaves_the_target_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("trace.jsonl");
+        fs::write(&p, "old").unwrap();
+        write_atomic_with(&p, Replace::Allow, |w| {
+            w.write_all(b"partial")?;
+            Err(io::Error::other("stopped"))
+        })
+        .unwrap_err();
+        assert_eq!(fs::read(&p).unwrap(), b"old");
+        assert!(leftovers(d.path()).is_empty());
+        write_atomic_with(&p, Replace::Allow, |w| w.write_all(b"new")).unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"new");
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub fn write_assets(dir: &Path) -> std::io::Result<()> {
     for (shell, file) in SHELLS {
         let mut buf = Vec::new();
         clap_complete::generate(*shell, &mut crate::cli::command(), BIN, &mut buf);
-        std::fs::write(comp.join(file), buf)?;
+        crate::files::write_atomic(&comp.join(file), &buf, crate::files::Replace::Allow)?;
     }
     clap_mangen::generate_to(crate::cli::command(), &man)?;
     Ok(())

@@ -155,13 +155,16 @@ pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
         let spec = output.latency_spec().ok_or_else(|| {
             CommandError::Input("--profile: no batch was executed, nothing to write".into())
         })?;
-        std::fs::write(path, format!("{spec}\n")).map_err(|e| {
-            CommandError::Input(format!(
-                "{}: cannot write: {}",
-                path.display(),
-                crate::files::io_message(&e)
-            ))
-        })?;
+        let text = format!("{spec}\n");
+        crate::files::write_atomic(path, text.as_bytes(), crate::files::Replace::Allow).map_err(
+            |e| {
+                CommandError::Input(format!(
+                    "{}: cannot write: {}",
+                    path.display(),
+                    crate::files::io_message(&e)
+                ))
+            },
+        )?;
     }
     Ok(if output.results.iter().all(|r| r.is_ok()) {
         ExitStatus::Success

@@ -32,15 +32,29 @@ fn generate(a: &TraceGenerateArgs, out: &mut dyn Write) -> Result<ExitStatus, Co
     let result = match &a.output {
         None => trace::generate(&opts, out),
         Some(path) => {
-            let file = std::fs::File::create(path).map_err(|e| {
-                CommandError::Input(format!(
-                    "{}: cannot write: {}",
-                    path.display(),
-                    crate::files::io_message(&e)
-                ))
-            })?;
-            let mut w = std::io::BufWriter::new(file);
-            trace::generate(&opts, &mut w)
+            // The trace error is carried out of the writer to keep its kind.
+            let mut failed = None;
+            let written =
+                crate::files::write_atomic_with(path, crate::files::Replace::Allow, |w| {
+                    trace::generate(&opts, w).map_err(|e| match e {
+                        trace::GenerateError::Io(e) => e,
+                        other => {
+                            failed = Some(other);
+                            std::io::Error::other("the trace was not generated")
+                        }
+                    })
+                });
+            match (failed, written) {
+                (Some(e), _) => Err(e),
+                (None, Ok(())) => Ok(()),
+                (None, Err(e)) => {
+                    return Err(CommandError::Input(format!(
+                        "{}: cannot write: {}",
+                        path.display(),
+                        crate::files::io_message(&e)
+                    )))
+                }
+            }
         }
     };
     match result {

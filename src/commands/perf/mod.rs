@@ -132,8 +132,14 @@ pub fn run(
         crate::term::warning(ctx.global.color, w);
     }
     if let Some(path) = &args.csv {
-        std::fs::write(path, report.csv())
-            .map_err(|e| CommandError::Input(format!("cannot write {}: {e}", path.display())))?;
+        crate::files::write_atomic(path, report.csv().as_bytes(), crate::files::Replace::Allow)
+            .map_err(|e| {
+                CommandError::Input(format!(
+                    "cannot write {}: {}",
+                    path.display(),
+                    crate::files::io_message(&e)
+                ))
+            })?;
     }
     match args.format {
         PerfFormat::Json => writeln!(out, "{}", report.to_json())?,
