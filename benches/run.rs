@@ -270,8 +270,8 @@ fn main() {
     //   - unpadded: `max_batch_size: 1`, so every step runs one row, against
     //     the bare loop at batch 1;
     //   - padded: the committed `max_batch_size: 4`; the stateful backend
-    //     pads every run to max_batch_size (stateful-backend.md §5), so the
-    //     bare loop runs batch-4 tensors.
+    //     pads every run to max_batch_size (docs/spec/stateful-backend.md §5),
+    //     so the bare loop runs batch-4 tensors.
     // Wall time per step is the runner's own clock (sessions open before
     // it starts) and the bare loop's; CPU time per step is the difference
     // between a long and a short run divided by the extra steps, which

@@ -1,6 +1,6 @@
 //! `tritonctl autoconfig`: the configuration Triton ends up with when its
 //! ONNX Runtime backend auto-completes a model's config (spec
-//! autoconfig.md), derived from the `model.onnx` file alone.
+//! docs/spec/autoconfig.md), derived from the `model.onnx` file alone.
 //!
 //! [`complete`] runs Triton's pipeline on a model and an optional partial
 //! config:
@@ -16,7 +16,7 @@
 //!    available, see [`shapes`]);
 //! 4. core normalization again, core's checks of the completed config, and
 //!    the checks each ORT instance runs against the session
-//!    (validation.md §4).
+//!    (docs/spec/validation.md §4).
 //!
 //! The first failure ends the run with Triton's exact text
 //! ([`AutoconfigError::Load`]). On success the [`Outcome`] holds two views:

@@ -1,7 +1,8 @@
 //! What Triton's ONNX Runtime backend does with a model and a config:
-//! the session's view of the graph (autoconfig.md §3), auto-complete
+//! the session's view of the graph (docs/spec/autoconfig.md §3), auto-complete
 //! (`AutoCompleteMaxBatch`, `AutoCompleteIO`, §5–§6) and the checks each
-//! instance runs against the session when it is created (validation.md §4).
+//! instance runs against the session when it is created
+//! (docs/spec/validation.md §4).
 
 use super::{LoadFailure, Note, Stage};
 use crate::onnx::{Dim, Signature, TensorInfo};
@@ -436,8 +437,8 @@ fn sorted_names<'a>(names: impl Iterator<Item = &'a str>) -> String {
 }
 
 /// The checks each ORT instance runs against the session when it is
-/// created (validation.md §4), in ORT's order: sequence controls, input
-/// count, each input, each output, each state output.
+/// created (docs/spec/validation.md §4), in ORT's order: sequence controls,
+/// input count, each input, each output, each state output.
 pub fn instance_checks(cfg: &ModelConfig, sig: &Signature, model: &str) -> Result<(), LoadFailure> {
     let mbs = cfg.max_batch_size;
     let inputs = session_inputs(sig).map_err(|t| unsupported(t).at(Stage::Instance))?;

@@ -1,4 +1,4 @@
-//! The dynamic batcher: the worked examples of schedulers.md §2.9
+//! The dynamic batcher: the worked examples of docs/spec/schedulers.md §2.9
 //! (preferred sizes, delays, shape breaks, pipelining, queue policies,
 //! priority levels, preserve_ordering).
 
@@ -135,10 +135,10 @@ fn u4_expired_delay_uses_max_batch() {
     );
     assert_eq!(out.batches[1].size, 8);
     // What Triton does with this trace (pipelined mode, this config's
-    // default; schedulers.md 2.6, schedulers-observed.md): while x runs,
-    // [a] is built ahead (a+b passes MAXP 6), [b] follows when its delay
-    // expires at 10 s; at 11 s the instance takes [a] and merges [b] (it
-    // waited longer than the delay, 3+4 <= 8); c then waits its own delay.
+    // default; docs/spec/schedulers.md §2.6, docs/spec/schedulers-observed.md):
+    // while x runs, [a] is built ahead (a+b passes MAXP 6), [b] follows when
+    // its delay expires at 10 s; at 11 s the instance takes [a] and merges [b]
+    // (it waited longer than the delay, 3+4 <= 8); c then waits its own delay.
     let out = run(&settings(QA_BATCHER), 11 * S, trace());
     assert_eq!(
         batches(&out),

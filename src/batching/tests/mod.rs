@@ -1,4 +1,4 @@
-//! Worked examples of schedulers.md (§2.9, §3.11) and invariants.
+//! Worked examples of docs/spec/schedulers.md (§2.9, §3.11) and invariants.
 //! Expected values are transcribed from the spec.
 
 use super::*;

@@ -1,5 +1,5 @@
 //! What the stateful backend itself does around each batch, beyond moving
-//! states (that is [`super::state`]): stateful-backend.md §4–§7.
+//! states (that is [`super::state`]): docs/spec/stateful-backend.md §4–§7.
 //!
 //! * **Storage and capacity** (§4; the backend's `ModelState::InitModelState`
 //!   and the chunk handling of `onnx_model_runner.cc`): every instance
