@@ -28,10 +28,10 @@
 //!    inter-op thread, basic graph optimization; ONNX Runtime's CPU arena
 //!    off, as in every `tritonctl run` unless the config turns it on); the
 //!    Python loop is also timed with the arena on, ONNX Runtime's default,
-//!    for comparison (it runs slightly slower so). The runner and the bare
-//!    loops run in this process, which allocates with mimalloc as
-//!    `tritonctl` does (feature `run`, see `lib.rs`), ONNX Runtime's own
-//!    allocations included; the Python loop runs in Python, with glibc's
+//!    for comparison. The runner and the bare loops run in this process,
+//!    which allocates with mimalloc as `tritonctl` does (feature `run`, see
+//!    `lib.rs`), ONNX Runtime's own allocations included; the Python loop
+//!    runs in Python, with glibc's
 //!    `malloc`, as its users run it. The runner is timed as `tritonctl run`
 //!    runs without `--profile` (one clock read per batch); ONNX Runtime's
 //!    time inside it is read from one more run with `profile` on.

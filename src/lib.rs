@@ -39,8 +39,8 @@ pub mod validate;
 /// in place of the C library's, and through C++'s `operator new` and
 /// `operator delete`, which `build.rs` exports. That is the point: ONNX
 /// Runtime allocates and frees dozens of small blocks in each run, and
-/// with glibc's `malloc` those cost a run of a small model about 0.1 µs
-/// more (`cargo bench --bench run`). Triton's own documentation likewise
+/// glibc's `malloc` makes those cost more (docs/commands/run.md, "Memory
+/// allocation"). Triton's own documentation likewise
 /// suggests running the server with tcmalloc or jemalloc in place of
 /// glibc's `malloc`.
 #[cfg(feature = "run")]

@@ -473,7 +473,7 @@ impl Settings {
                     .unwrap_or_default();
                 // Without priority levels Triton's queue has one level with
                 // the default policy; `priority_queue_policy` is ignored
-                // (scheduler_utils.cc, the PriorityQueue constructor).
+                // (docs/spec/schedulers.md §2.2).
                 let levels = if d.priority_levels == 0 {
                     vec![default_policy]
                 } else {

@@ -1,9 +1,11 @@
 //! `tritonctl autoconfig`: the config Triton's ONNX Runtime backend
 //! auto-completes (docs/spec/autoconfig.md), checked against
 //!
-//! * Triton's own test data (`qa/L0_model_config/autofill_noplatform/onnx`
-//!   must fail with the expected text, `autofill_noplatform_success/onnx`
-//!   must give a config equal as a message to one of the expected files);
+//! * Triton's own test data (docs/spec/validation.md §7.1,
+//!   docs/spec/autoconfig.md §8): the `autofill_noplatform/onnx` cases must
+//!   fail with the expected text, the `autofill_noplatform_success/onnx`
+//!   ones must give a config equal as a message to one of the expected
+//!   files;
 //! * the test vectors of docs/spec/autoconfig.md §13 and more, on the models
 //!   that scripts/gen-autoconfig-models.py wrote into testdata/autoconfig/
 //!   (expected values written by hand from the spec);

@@ -128,7 +128,7 @@ impl Scheduler {
             }
         }
         // Heads whose shapes differ from the first ready head's are padded
-        // and stay queued (§3.8 rule 4).
+        // and stay queued (docs/spec/schedulers.md §3.8 rule 4).
         let mut entries = std::mem::take(&mut self.entries);
         entries.clear();
         let rep = &self.jobs.get(first.expect("a ready slot")).req.shape;

@@ -154,7 +154,8 @@ fn u4_expired_delay_uses_max_batch() {
 fn pipelined_batches_are_built_while_the_instance_is_busy() {
     // Recorded on Triton 2.51 (testdata/fidelity/dynamic-prefetch, config
     // dynamic-1: max_batch_size 8, preferred 2 and 4, delay 100 ms, one
-    // instance, 151.6 ms per batch). r2 (3) is cut into its own payload when
+    // instance; the time per batch passed to `run` is that recording's).
+    // r2 (3) is cut into its own payload when
     // r3 (3) arrives (3+3 passes MAXP 4) and stays alone although its delay
     // has expired when the instance frees up; [r5 r6] is built ahead at
     // preferred size 2 and r7 does not wake the batcher (below the stored

@@ -1,6 +1,5 @@
-//! Rules: the Triton stateful backend (`backend: "stateful"`,
-//! triton-inference-server/stateful_backend; docs/spec/stateful-backend.md
-//! §2–§4).
+//! Rules: the Triton stateful backend (`backend: "stateful"`;
+//! docs/spec/stateful-backend.md §2–§4).
 //!
 //! The backend reads its settings from the config's `parameters` and the
 //! sequence batcher, keeps every live sequence's state in its own storage and
