@@ -85,8 +85,9 @@ def make(nodes, inputs, outputs, inits, opset, ir, graph_name="g"):
 
 
 def accumulate_fp32():
-    """The stateful backend's accumulate_fp32 graph (docs/spec/stateful-backend.md
-    §9.2): opset 11, IR 7, sequence axis first, batch axis second."""
+    """The stateful backend's accumulate_fp32 graph
+    (docs/spec/stateful-backend.md §9.2): opset 11, IR 7, sequence axis
+    first, batch axis second."""
     vi = h.make_tensor_value_info
     inputs = [
         vi("Input", T.FLOAT, ["seq", "batch", 5]),

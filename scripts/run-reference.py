@@ -362,7 +362,8 @@ class Model:
     # -- running one request -------------------------------------------------
 
     def admit(self, req):
-        """Triton's sequence batcher admission (docs/spec/schedulers.md §3.2)."""
+        """Triton's sequence batcher admission (docs/spec/schedulers.md
+        §3.2)."""
         if not self.sequence:
             return
         batch = 1
