@@ -15,7 +15,7 @@ fn main() {
     let fds = protox::compile(["model_config.proto"], ["proto"])
         .expect("compile proto/model_config.proto");
     // The run-time copy drops source locations and comments: nothing reads
-    // them, and decoding them was most of the start-up time.
+    // them, and decoding them costs start-up time.
     let mut runtime_fds = fds.clone();
     for f in &mut runtime_fds.file {
         f.source_code_info = None;

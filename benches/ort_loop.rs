@@ -4,7 +4,7 @@
 //!
 //! - `bare`: `runtime::bench::bare_loop`, a bare ONNX Runtime loop with
 //!   preallocated inputs and outputs, the state output copied back as the next
-//!   input (the baseline of the 1.2x target);
+//!   input (the baseline of the runner's target, within 1.2x of it);
 //! - `run_into`: `ModelSession::run_into` with host tensors, the state
 //!   copied out and fed back in from the host each step (what a runner
 //!   keeping host state does);

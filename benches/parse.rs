@@ -14,6 +14,11 @@
 use std::time::{Duration, Instant};
 use tritonctl::config::ParsedConfig;
 
+// The process allocates as `tritonctl` does (src/main.rs).
+#[cfg(feature = "run")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A valid ModelConfig of about `bytes` bytes: mostly `input` entries.
 fn large_config(bytes: usize) -> String {
     let mut s = String::with_capacity(bytes + 256);

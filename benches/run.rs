@@ -28,10 +28,11 @@
 //!    inter-op thread, basic graph optimization; ONNX Runtime's CPU arena
 //!    off, as in every `tritonctl run` unless the config turns it on); the
 //!    Python loop is also timed with the arena on, ONNX Runtime's default,
-//!    for comparison (it runs slightly slower so). The runner and the bare
-//!    loops run in this process, which allocates with mimalloc as
-//!    `tritonctl` does (feature `run`, see `src/main.rs`; this benchmark sets the same global allocator), ONNX Runtime's own
-//!    allocations included; the Python loop runs in Python, with glibc's
+//!    for comparison. The runner and the bare loops run in this process,
+//!    which allocates with mimalloc as `tritonctl` does (feature `run`;
+//!    this benchmark sets the global allocator of `src/main.rs`), ONNX
+//!    Runtime's own allocations included; the Python loop runs in Python,
+//!    with glibc's
 //!    `malloc`, as its users run it. The runner is timed as `tritonctl run`
 //!    runs without `--profile` (one clock read per batch); ONNX Runtime's
 //!    time inside it is read from one more run with `profile` on.
@@ -275,8 +276,8 @@ fn main() {
     //   - unpadded: `max_batch_size: 1`, so every step runs one row, against
     //     the bare loop at batch 1;
     //   - padded: the committed `max_batch_size: 4`; the stateful backend
-    //     pads every run to max_batch_size (stateful-backend.md §5), so the
-    //     bare loop runs batch-4 tensors.
+    //     pads every run to max_batch_size (docs/spec/stateful-backend.md §5),
+    //     so the bare loop runs batch-4 tensors.
     // Wall time per step is the runner's own clock (sessions open before
     // it starts) and the bare loop's; CPU time per step is the difference
     // between a long and a short run divided by the extra steps, which

@@ -16,6 +16,11 @@ use tritonctl::batching::{
     simulate, BatchRecord, CorrId, Latency, Request, RequestRecord, Settings, Sink, Stats,
 };
 
+// The process allocates as `tritonctl` does (src/main.rs).
+#[cfg(feature = "run")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Counts like [`Stats`] but receives the full batch records.
 #[derive(Default)]
 struct Lists(Stats);

@@ -4,7 +4,7 @@
 
 Each model is written as a Triton model directory,
 testdata/autoconfig/<case>/1/model.onnx, so that the model's name is the
-case name. The cases cover the test vectors of spec autoconfig.md §13
+case name. The cases cover the test vectors of docs/spec/autoconfig.md §13
 (A1-A17), every element type of the ONNX -> Triton data type table and some
 that have no Triton type, scalar I/O, mixed batching and non-batching
 tensors, many inputs, overridable initializers, external data, non-tensor

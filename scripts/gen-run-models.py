@@ -7,7 +7,7 @@ testdata/run/ is a Triton model repository (`tritonctl validate
 testdata/run` reports nothing). Its models:
 
   accumulate           backend "stateful" (the stateful backend's
-                       accumulate_fp32 example, stateful-backend.md §9):
+                       accumulate_fp32 example, docs/spec/stateful-backend.md §9):
                        Input [4,-1,5] stacked on the -1 axis, state pair
                        <<<Accumulate_In, Accumulate_Out>>>, reset input
                        ResetSequence (START), Oldest strategy.
@@ -85,8 +85,9 @@ def make(nodes, inputs, outputs, inits, opset, ir, graph_name="g"):
 
 
 def accumulate_fp32():
-    """The stateful backend's accumulate_fp32 graph (stateful-backend.md
-    §9.2): opset 11, IR 7, sequence axis first, batch axis second."""
+    """The stateful backend's accumulate_fp32 graph
+    (docs/spec/stateful-backend.md §9.2): opset 11, IR 7, sequence axis
+    first, batch axis second."""
     vi = h.make_tensor_value_info
     inputs = [
         vi("Input", T.FLOAT, ["seq", "batch", 5]),
@@ -312,7 +313,7 @@ def cpu_instances(count):
 
 
 ACCUMULATE = f"""\
-# The stateful backend's accumulate example (stateful-backend.md §9):
+# The stateful backend's accumulate example (docs/spec/stateful-backend.md §9):
 # requests of a sequence are stacked along the -1 axis of Input; the backend
 # keeps Accumulate_In/Accumulate_Out per sequence and sets ResetSequence
 # (the model's reset input) on the first request of a sequence.
@@ -573,7 +574,7 @@ def write_jsonl(path, rows):
 
 
 def accumulate_streams():
-    """The stateful backend client's data (stateful-backend.md §9.3):
+    """The stateful backend client's data (docs/spec/stateful-backend.md §9.3):
     sequence q, segment seg holds j + 100*seg + 1000*q for j = 0..19."""
     return {"data": [[{"Input": [j + 100 * seg + 1000 * q
                                  for j in range(20)]}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reference for `tritonctl run`: executes the requests of an input file on
 a model one at a time with Python's onnxruntime and prints one JSON line per
-request in the shape of `tritonctl run --format json` (cli.md):
+request in the shape of `tritonctl run --format json` (docs/spec/cli.md):
 
     {"id": "r1", "sequence_id": 7, "status": "ok",
      "outputs": {"Output": {"datatype": "FP32", "shape": [1, 4], "data": [...]}}}
@@ -19,7 +19,7 @@ array of steps in "data" is one sequence with ids 1, 2, ..., START on its
 first and END on its last step) or JSON Lines of requests
 ({"id", "arrival_us", "sequence_id", "start", "end", "inputs"}).
 
-What it models (stateful-backend.md, schedulers.md §3):
+What it models (docs/spec/stateful-backend.md, docs/spec/schedulers.md §3):
 
 * Stateless models: one ORT run per request.
 * Triton's implicit state (`sequence_batching.state`): the first request of
@@ -229,7 +229,7 @@ def read_requests(path, sequence):
 # ------------------------------------------------------------ the models
 
 def control_values(cfg, start, end, ready, corrid, batched):
-    """Control tensors for one request (schedulers.md §3.6)."""
+    """Control tensors for one request (docs/spec/schedulers.md §3.6)."""
     feeds = {}
     if not cfg.HasField("sequence_batching"):
         return feeds
@@ -362,7 +362,8 @@ class Model:
     # -- running one request -------------------------------------------------
 
     def admit(self, req):
-        """Triton's sequence batcher admission (schedulers.md §3.2)."""
+        """Triton's sequence batcher admission (docs/spec/schedulers.md
+        §3.2)."""
         if not self.sequence:
             return
         batch = 1

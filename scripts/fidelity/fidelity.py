@@ -498,7 +498,8 @@ def sim_batches(doc, kind):
 def free_choices(batches):
     """Batches (index) where simulate had more than one idle instance to
     choose from and one of them had been used before: Triton's choice
-    there is arbitrary (schedulers.md §1), so instance labels may differ."""
+    there is arbitrary (docs/spec/schedulers.md §1), so instance labels
+    may differ."""
     out = []
     used = set()
     for i, b in enumerate(batches):

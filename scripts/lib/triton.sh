@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Shared helper for scripts that run a real Triton Inference Server 2.51 (the
 # CPU build inside the nvidia-pytriton wheel, see
-# ../shared/spec/reference-harness.md). Source it from a bash script:
+# docs/spec/reference-harness.md). Source it from a bash script:
 #
 #   . "$root/scripts/lib/triton.sh"
 #   TRITON_LOG_PREFIX=my-script      # prefix of the messages (default triton)

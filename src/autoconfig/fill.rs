@@ -1,6 +1,6 @@
 //! Triton core's part around the backend's auto-complete: instance-group
-//! normalization (validation.md §2.3) and the core checks, which are the
-//! lint rules run on a config as Triton holds it at that point.
+//! normalization (docs/spec/validation.md §2.3) and the core checks, which are
+//! the lint rules run on a config as Triton holds it at that point.
 
 use crate::config::normalize::DirFacts;
 use crate::config::ParsedConfig;

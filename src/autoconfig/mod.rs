@@ -1,6 +1,6 @@
 //! `tritonctl autoconfig`: the configuration Triton ends up with when its
-//! ONNX Runtime backend auto-completes a model's config (spec
-//! autoconfig.md), derived from the `model.onnx` file alone.
+//! ONNX Runtime backend auto-completes a model's config
+//! (docs/spec/autoconfig.md), derived from the `model.onnx` file alone.
 //!
 //! [`complete`] runs Triton's pipeline on a model and an optional partial
 //! config:
@@ -16,7 +16,7 @@
 //!    available, see [`shapes`]);
 //! 4. core normalization again, core's checks of the completed config, and
 //!    the checks each ORT instance runs against the session
-//!    (validation.md §4).
+//!    (docs/spec/validation.md §4).
 //!
 //! The first failure ends the run with Triton's exact text
 //! ([`AutoconfigError::Load`]). On success the [`Outcome`] holds two views:
@@ -558,7 +558,7 @@ pub fn complete(
 }
 
 /// For the failure that a `TYPE_INVALID` written by auto-complete causes
-/// (§4): why the type is invalid.
+/// (docs/spec/autoconfig.md §4): why the type is invalid.
 fn invalid_type_help(text: &str, cfg: &ModelConfig, sig: &Signature) -> Option<String> {
     let inputs = cfg.input.iter().map(|i| ("input", &i.name, i.data_type));
     let outputs = cfg.output.iter().map(|o| ("output", &o.name, o.data_type));

@@ -1,7 +1,8 @@
 //! What Triton's ONNX Runtime backend does with a model and a config:
-//! the session's view of the graph (autoconfig.md §3), auto-complete
+//! the session's view of the graph (docs/spec/autoconfig.md §3), auto-complete
 //! (`AutoCompleteMaxBatch`, `AutoCompleteIO`, §5–§6) and the checks each
-//! instance runs against the session when it is created (validation.md §4).
+//! instance runs against the session when it is created
+//! (docs/spec/validation.md §4).
 
 use super::{LoadFailure, Note, Stage};
 use crate::onnx::{Dim, Signature, TensorInfo};
@@ -80,7 +81,8 @@ pub fn session_overridable(sig: &Signature) -> Vec<OrtTensor> {
         .collect()
 }
 
-/// §5.1: every input and every output has rank ≥ 1 and a variable first dim.
+/// docs/spec/autoconfig.md §5.1: every input and every output has rank ≥ 1
+/// and a variable first dim.
 pub fn can_batch(inputs: &[OrtTensor], outputs: &[OrtTensor]) -> bool {
     inputs
         .iter()
@@ -105,7 +107,7 @@ pub fn skipping_text(model: &str) -> String {
 /// What auto-complete changed, to apply to another copy of the config.
 #[derive(Debug, Clone, Default)]
 pub struct Completion {
-    /// Auto-complete did nothing (§2).
+    /// Auto-complete did nothing (docs/spec/autoconfig.md §2).
     pub skipped: bool,
     /// The final `max_batch_size`, when auto-complete set it.
     pub max_batch_size: Option<i32>,
@@ -242,9 +244,9 @@ fn not_batchable_help(inputs: &[OrtTensor], outputs: &[OrtTensor]) -> String {
     }
 }
 
-/// §6: model dims to config dims: the first dim dropped when the model
-/// batches; an empty result becomes `[1]`, with an empty reshape only when
-/// the model batches.
+/// docs/spec/autoconfig.md §6: model dims to config dims: the first dim
+/// dropped when the model batches; an empty result becomes `[1]`, with an
+/// empty reshape only when the model batches.
 pub fn config_dims(model_dims: &[i64], mbs: i32) -> (Vec<i64>, Option<ModelTensorReshape>) {
     let skip = usize::from(mbs > 0);
     let mut dims: Vec<i64> = model_dims.iter().skip(skip).copied().collect();
@@ -258,8 +260,8 @@ pub fn config_dims(model_dims: &[i64], mbs: i32) -> (Vec<i64>, Option<ModelTenso
     (dims, reshape)
 }
 
-/// §4: the config data type for an ONNX element type; `TYPE_INVALID` (0)
-/// for the rest.
+/// docs/spec/autoconfig.md §4: the config data type for an ONNX element
+/// type; `TYPE_INVALID` (0) for the rest.
 pub fn data_type_of(elem_type: i32) -> i32 {
     DataType::from_str_name(crate::onnx::triton_data_type(elem_type))
         .map(|d| d as i32)
@@ -436,8 +438,8 @@ fn sorted_names<'a>(names: impl Iterator<Item = &'a str>) -> String {
 }
 
 /// The checks each ORT instance runs against the session when it is
-/// created (validation.md §4), in ORT's order: sequence controls, input
-/// count, each input, each output, each state output.
+/// created (docs/spec/validation.md §4), in ORT's order: sequence controls,
+/// input count, each input, each output, each state output.
 pub fn instance_checks(cfg: &ModelConfig, sig: &Signature, model: &str) -> Result<(), LoadFailure> {
     let mbs = cfg.max_batch_size;
     let inputs = session_inputs(sig).map_err(|t| unsupported(t).at(Stage::Instance))?;

@@ -1,4 +1,4 @@
-//! Where the output shapes come from (autoconfig.md §3.2).
+//! Where the output shapes come from (docs/spec/autoconfig.md §3.2).
 //!
 //! Triton takes output shapes from ONNX Runtime's session metadata, where
 //! ONNX Runtime has merged its own shape inference into the declared

@@ -1,5 +1,5 @@
 //! The sequence-batcher control tensors a model receives with a batch
-//! (schedulers.md §3.6, example S10).
+//! (docs/spec/schedulers.md §3.6, example S10).
 //!
 //! `sequence_batching.control_input` names an input per control kind:
 //! START, END and READY carry the 1st (false) or 2nd (true) entry of

@@ -100,7 +100,7 @@
 //! starts, so it calls [`Scheduler::record`]`(instance, end, sink)` right
 //! after `poll` (and `complete` at the end time, which then only frees the
 //! instance); at one timestamp it runs completions in instance order, then
-//! arrivals in trace order, then `poll` (schedulers.md §1).
+//! arrivals in trace order, then `poll` (docs/spec/schedulers.md §1).
 //!
 //! All time arithmetic saturates at `u64::MAX`; whatever is due at or
 //! after the end of time happens at `u64::MAX`.
@@ -155,7 +155,7 @@ pub struct Request {
     /// The request's own timeout (0 = none).
     pub timeout_us: u64,
     /// Opaque signature of the inputs Triton compares before batching
-    /// requests together (schedulers.md §2.5: shapes of variable-size
+    /// requests together (docs/spec/schedulers.md §2.5: shapes of variable-size
     /// inputs, contents of shape tensors, the set of optional inputs
     /// supplied). Only looked at when [`Settings::enforce_shapes`]; `None`
     /// means "the config dims". Shared: requests with one signature hold
@@ -345,8 +345,8 @@ pub struct DynamicSettings {
     /// 0-based index into `levels` for requests without a valid priority.
     pub default_level: usize,
     /// Whether Triton builds batches ahead while the instances are busy
-    /// ("pipelined mode", schedulers.md §2.6): no priority levels and a
-    /// default policy without timeout, timeout override or max_queue_size
+    /// ("pipelined mode", docs/spec/schedulers.md §2.6): no priority levels and
+    /// a default policy without timeout, timeout override or max_queue_size
     /// (Triton's `PriorityQueue::SupportPrefetching`). Otherwise a batch
     /// is formed only for an idle instance.
     pub prefetch: bool,
@@ -473,7 +473,7 @@ impl Settings {
                     .unwrap_or_default();
                 // Without priority levels Triton's queue has one level with
                 // the default policy; `priority_queue_policy` is ignored
-                // (scheduler_utils.cc, the PriorityQueue constructor).
+                // (docs/spec/schedulers.md §2.2).
                 let levels = if d.priority_levels == 0 {
                     vec![default_policy]
                 } else {

@@ -4,7 +4,7 @@
 //! At each timestamp: (1) batch completions in instance order, (2) arrivals
 //! in trace order, (3) timers (queue delays, request deadlines, idle and
 //! backlog timeouts) and (4) batch formation for every idle instance in
-//! index order ("idle dispatch" of schedulers.md §2.6), both in
+//! index order ("idle dispatch" of docs/spec/schedulers.md §2.6), both in
 //! [`Scheduler::poll`]. The end of a batch is known when it starts, so its
 //! records are emitted at once.
 

@@ -1,5 +1,5 @@
 //! Command-line definition (clap types only; behaviour lives in
-//! `crate::commands`). The contract is docs/spec `cli.md`: names, flags and
+//! `crate::commands`). The contract is docs/spec/cli.md: names, flags and
 //! exit codes here are stable.
 
 pub use crate::term::ColorChoice;

@@ -19,7 +19,7 @@ pub mod validate;
 use crate::cli::GlobalArgs;
 use std::io;
 
-/// The three outcomes of cli.md.
+/// The three outcomes of docs/spec/cli.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitStatus {
     /// No error findings.

@@ -1,6 +1,6 @@
-//! What Triton fills in before it validates a config (validation.md §2):
-//! the backend fields (stage 2, always run, even with auto-complete off) and
-//! normalization (stage 3).
+//! What Triton fills in before it validates a config (docs/spec/validation.md
+//! §2): the backend fields (stage 2, always run, even with auto-complete off)
+//! and normalization (stage 3).
 
 use crate::schema::inference::{model_version_policy, ModelConfig, ModelVersionPolicy};
 use std::path::Path;

@@ -1,9 +1,9 @@
 //! A ModelConfig message to and from Triton's JSON form, the document
 //! `GET /v2/models/<model>/config` returns.
 //!
-//! Triton builds that document (core, `src/model_config_utils.cc`,
-//! `ModelConfigToJson`) with protobuf's JSON printer and then rewrites some
-//! fields. Its conventions, which [`to_json`] follows:
+//! Triton builds that document (`ModelConfigToJson`; docs/spec/v2-protocol.md
+//! §6) with protobuf's JSON printer and then rewrites some fields. Its
+//! conventions, which [`to_json`] follows:
 //!
 //! - keys are the field names of the proto (`max_batch_size`, not
 //!   `maxBatchSize`), in declaration order;
@@ -22,7 +22,7 @@
 //!   `model_warmup.inputs.dims`, `sequence_batching.state.dims`); a few it
 //!   misses (`optimization.cuda.graph_spec` dims, `secondary_devices.device_id`,
 //!   `sequence_batching.state.initial_state.dims`) stay strings in its
-//!   output. Here every 64-bit integer is a number (cli.md), and
+//!   output. Here every 64-bit integer is a number (docs/spec/cli.md), and
 //!   [`from_json`] takes either form;
 //! - floats are numbers, with `"NaN"`, `"Infinity"` and `"-Infinity"` as
 //!   strings (protobuf's JSON mapping), bytes as base64.

@@ -27,7 +27,8 @@ impl Severity {
     }
 }
 
-/// What kind of problem a diagnostic reports (the `category` of cli.md).
+/// What kind of problem a diagnostic reports (the `category` of
+/// docs/spec/cli.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {

@@ -1,10 +1,10 @@
 //! A small, conservative shape propagation for graph outputs.
 //!
 //! ORT reports a graph output's shape after merging its own shape inference
-//! into the declared one (autoconfig.md §3.2). Full ONNX shape inference is
-//! out of scope; this module covers the ops that keep the shape of their
-//! input, which is what exporters most often leave undeclared at the end of
-//! a graph:
+//! into the declared one (docs/spec/autoconfig.md §3.2). Full ONNX shape
+//! inference is out of scope; this module covers the ops that keep the shape of
+//! their input, which is what exporters most often leave undeclared at the end
+//! of a graph:
 //!
 //! * element-wise unary ops (Identity, Relu, Sigmoid, Tanh, Abs, Neg, Exp,
 //!   Log, Sqrt, Softmax, Clip, …): output = input;

@@ -2,7 +2,7 @@
 //!
 //! [`read_signature`] streams a `model.onnx` file (protobuf `ModelProto`)
 //! and returns what Triton's ONNX Runtime backend sees of it when it
-//! auto-completes a configuration (spec autoconfig.md §3): the inputs
+//! auto-completes a configuration (docs/spec/autoconfig.md §3): the inputs
 //! without initializers, the overridable initializers, the outputs with
 //! shapes completed from `value_info` and a small shape propagation, the IR
 //! version and the opset imports.
@@ -154,8 +154,8 @@ impl TensorInfo {
         }
     }
 
-    /// Triton config `data_type` (autoconfig.md §4); `TYPE_INVALID` for
-    /// unmapped element types and non-tensors.
+    /// Triton config `data_type` (docs/spec/autoconfig.md §4); `TYPE_INVALID`
+    /// for unmapped element types and non-tensors.
     pub fn triton_data_type(&self) -> &'static str {
         triton_data_type(self.elem_type())
     }
@@ -192,7 +192,7 @@ impl TensorInfo {
     }
 }
 
-/// What Triton's ORT backend sees of a model (autoconfig.md §3).
+/// What Triton's ORT backend sees of a model (docs/spec/autoconfig.md §3).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Signature {
     /// The file that was read (`<dir>/model.onnx` when given a directory).
@@ -402,7 +402,7 @@ fn info(v: &RawValue) -> TensorInfo {
     }
 }
 
-/// Builds ORT's view from the raw graph (autoconfig.md §3.1, §3.2).
+/// Builds ORT's view from the raw graph (docs/spec/autoconfig.md §3.1, §3.2).
 fn assemble(raw: RawModel, path: &Path) -> Signature {
     let ir_version = raw.ir_version.unwrap_or(0);
     let init_names: std::collections::HashSet<&str> =
@@ -516,8 +516,8 @@ fn assemble(raw: RawModel, path: &Path) -> Signature {
     }
 }
 
-/// Triton config data type for an ONNX element type (autoconfig.md §4):
-/// the 14 mapped types, `TYPE_INVALID` for everything else.
+/// Triton config data type for an ONNX element type (docs/spec/autoconfig.md
+/// §4): the 14 mapped types, `TYPE_INVALID` for everything else.
 pub fn triton_data_type(elem_type: i32) -> &'static str {
     match elem_type {
         9 => "TYPE_BOOL",

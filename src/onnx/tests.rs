@@ -268,7 +268,7 @@ fn fixtures_match_onnxruntime_and_the_onnx_package() {
 }
 
 // ---------------------------------------------------------------------------
-// Fixtures against the spec (autoconfig.md §3, §4, §13).
+// Fixtures against the spec (docs/spec/autoconfig.md §3, §4, §13).
 
 #[test]
 fn symbolic_batch_dim_reads_as_minus_one() {
@@ -405,7 +405,7 @@ fn initializers_listed_as_inputs_depend_on_the_ir_version() {
 
 #[test]
 fn every_element_type_maps_per_the_table() {
-    // autoconfig.md §4
+    // docs/spec/autoconfig.md §4
     let table = [
         ("BOOL", "TYPE_BOOL"),
         ("UINT8", "TYPE_UINT8"),

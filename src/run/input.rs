@@ -1,4 +1,5 @@
-//! The requests of `tritonctl run --input FILE` (cli.md), in two formats:
+//! The requests of `tritonctl run --input FILE` (docs/spec/cli.md), in two
+//! formats:
 //!
 //! * **perf_analyzer's input-data JSON**: `{"data": [ {"INPUT0": [...]}, ... ]}`.
 //!   Each entry is one request. A tensor is a flat list of values (reshaped

@@ -1,4 +1,4 @@
-//! Printing the results of `tritonctl run` (cli.md):
+//! Printing the results of `tritonctl run` (docs/spec/cli.md):
 //!
 //! * `--format json`: JSON Lines, one result per request:
 //!   `{"id": "r1", "sequence_id": 7, "status": "ok", "outputs": {"OUTPUT":

@@ -1,7 +1,7 @@
 //! The ONNX Runtime session options of a model, read from its config the
 //! way the Triton backend that serves it sets them up:
 //!
-//! - the onnxruntime backend (`src/onnxruntime.cc`, `ModelState`):
+//! - the onnxruntime backend (its `ModelState`):
 //!   - graph optimization from `optimization { graph { level } }`: -1
 //!     basic, 1 extended, 2 none, anything else every optimization;
 //!   - the parameters `execution_mode` (0 sequential, 1 parallel),
@@ -21,7 +21,7 @@
 //!     untested here (no GPU on the test machines) beyond what is set;
 //!   - numbers and booleans are read as Triton's backend utilities read
 //!     them, and a value they refuse stops the load with their words;
-//! - the stateful backend (`src/onnx_model_runner.cc`): one intra-op and
+//! - the stateful backend (docs/spec/stateful-backend.md §7): one intra-op and
 //!   one inter-op thread, basic graph optimization, whatever the config;
 //! - any other backend: [`SessionOptions::default`].
 //!

@@ -35,7 +35,7 @@ fn f32s(t: &Tensor) -> &[f32] {
     }
 }
 
-/// The accumulate_fp32 graph of stateful-backend.md §9.2, per stacked
+/// The accumulate_fp32 graph of docs/spec/stateful-backend.md §9.2, per stacked
 /// column b: prev = reset ? 0 : state; state' = Σ_s x[s,b,:] + prev;
 /// out[s,b,:] = x[s,b,:] + state'[b].
 fn accumulate(x: &Tensor, state: &Tensor, reset: &[bool]) -> (Tensor, Tensor) {
@@ -70,7 +70,8 @@ fn accumulate(x: &Tensor, state: &Tensor, reset: &[bool]) -> (Tensor, Tensor) {
 
 /// accumulate.json holds the stateful backend client's data; two
 /// sequences run side by side in one batch per segment, stacked on the
-/// config's -1 axis, must give the outputs of stateful-backend.md §9.3.
+/// config's -1 axis, must give the outputs of docs/spec/stateful-backend.md
+/// §9.3.
 #[test]
 fn accumulate_in_batches_gives_the_spec_table() {
     let cfg = config("accumulate");
@@ -136,7 +137,7 @@ fn accumulate_in_batches_gives_the_spec_table() {
         }
     }
     assert!(store.is_empty());
-    // stateful-backend.md §9.3: Output[0,0,:] and Output[3,0,:].
+    // docs/spec/stateful-backend.md §9.3: Output[0,0,:] and Output[3,0,:].
     let table: [(usize, [f32; 5], [f32; 5]); 4] = [
         (0, [30., 35., 40., 45., 50.], [45., 50., 55., 60., 65.]),
         (

@@ -1,8 +1,8 @@
 //! Triton's model warm-up (`model_warmup`), which `tritonctl run` runs on
 //! every instance of an onnxruntime-backend model before its first
-//! request, as Triton does when it loads the model (core
-//! `src/backend_model_instance.cc`, `GenerateWarmupData` and `WarmUp`; the
-//! batch checks of the onnxruntime backend's `ProcessRequests`):
+//! request, as Triton does when it loads the model (docs/spec/validation.md
+//! §3.8; Triton's `GenerateWarmupData` and `WarmUp`, then the batch checks
+//! of the onnxruntime backend's `ProcessRequests`):
 //!
 //! - samples with `batch_size` 0 are skipped; the others run `count`
 //!   times, at least once;

@@ -1,5 +1,6 @@
 //! A bare ONNX Runtime loop: the baseline for the runner's per-step
-//! overhead (the target: `run --sequence` within 1.2x of this).
+//! overhead (the target: `run --sequence` within 1.2x of this; see
+//! `cargo bench --bench run` in CONTRIBUTING.md, "Benchmarks").
 //!
 //! [`bare_loop`] opens the model as [`ModelSession`] would (same options),
 //! turns the given tensors into ONNX Runtime values once, before the clock

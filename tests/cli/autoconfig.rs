@@ -1,11 +1,13 @@
 //! `tritonctl autoconfig`: the config Triton's ONNX Runtime backend
-//! auto-completes (spec autoconfig.md), checked against
+//! auto-completes (docs/spec/autoconfig.md), checked against
 //!
-//! * Triton's own test data (`qa/L0_model_config/autofill_noplatform/onnx`
-//!   must fail with the expected text, `autofill_noplatform_success/onnx`
-//!   must give a config equal as a message to one of the expected files);
-//! * the test vectors of autoconfig.md §13 and more, on the models that
-//!   scripts/gen-autoconfig-models.py wrote into testdata/autoconfig/
+//! * Triton's own test data (docs/spec/validation.md §7.1,
+//!   docs/spec/autoconfig.md §8): the `autofill_noplatform/onnx` cases must
+//!   fail with the expected text, the `autofill_noplatform_success/onnx`
+//!   ones must give a config equal as a message to one of the expected
+//!   files;
+//! * the test vectors of docs/spec/autoconfig.md §13 and more, on the models
+//!   that scripts/gen-autoconfig-models.py wrote into testdata/autoconfig/
 //!   (expected values written by hand from the spec);
 //! * ONNX Runtime's own view of those models (testdata/autoconfig/
 //!   ort_view.json, written by the same script when onnxruntime is
@@ -264,7 +266,7 @@ fn conformance_onnx_successes_equal_an_expected_config() {
 }
 
 // ---------------------------------------------------------------------
-// The test vectors of autoconfig.md §13 (D = 4, CPU host).
+// The test vectors of docs/spec/autoconfig.md §13 (D = 4, CPU host).
 
 #[test]
 fn a1_symbolic_batch_dim() {

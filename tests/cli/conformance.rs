@@ -1,5 +1,6 @@
-//! Conformance with Triton's own test data (`qa/L0_model_config`, copied
-//! under `../shared/conformance/`): for every failure case that the
+//! Conformance with Triton's own test data (the `qa/L0_model_config` suite,
+//! docs/spec/validation.md §7 and §7.1; the tests read a copy under
+//! `../shared/conformance/`): for every failure case that the
 //! configs alone decide, validating the case as a model repository must
 //! give a diagnostic whose `triton_message` holds the text of one of the
 //! case's `expected*` files.

@@ -224,10 +224,9 @@ fn decisions(sim: &Value) -> Vec<String> {
     out
 }
 
-/// The traces are replayed on machines where Triton needs from about 1 ms
-/// (a quiet workstation) to tens of milliseconds (a loaded 2-core CI
-/// machine) between two batches of an instance, and its delays add up along
-/// a chain of batches. Every arrival and timer of the traces is placed so
+/// The traces are replayed on machines where Triton needs a varying time
+/// between two batches of an instance (short on a quiet machine, much
+/// longer on a loaded one), and its delays add up along a chain of batches. Every arrival and timer of the traces is placed so
 /// that the batches do not depend on it: simulate must decide the same for
 /// every per-batch overhead from 0 to 30 ms (scripts/fidelity/fidelity.py,
 /// DESIGN_OVERHEAD_US). A trace edit that puts an arrival near a batch

@@ -1,5 +1,5 @@
 //! Semantic rules: the per-code fixtures under `testdata/rules/<CODE>/` and
-//! Triton's own `qa/L0_model_config` cases.
+//! Triton's own `qa/L0_model_config` cases (docs/spec/validation.md §7).
 //!
 //! Fixture convention: every `fail_*.pbtxt` in `testdata/rules/<CODE>/` must
 //! produce a diagnostic with that code, every `pass_*.pbtxt` must not. The

@@ -856,7 +856,8 @@ fn the_stateful_backend_holds_fewer_sequences_than_triton_admits() {
     let Some(lib) = ort() else { return };
     let dir = tempfile::tempdir().unwrap();
     // max_candidate_sequences 8 with the default use ratio 0.9: the backend
-    // stores 7 sequences, Triton admits 8 (stateful-backend.md §4, §6).
+    // stores 7 sequences, Triton admits 8 (docs/spec/stateful-backend.md §4,
+    // §6).
     let m = accumulate_variant(dir.path(), |c| {
         c.replace(
             "max_candidate_sequence_use_ratio\"\n    value { string_value: \"1.0\" }",
@@ -1202,8 +1203,8 @@ parameters {{ key: "max_candidate_sequence_use_ratio" value {{ string_value: "1.
 }
 
 /// The stateful backend warms every instance up when it loads it
-/// (stateful-backend.md §7): zero inputs, every row starting a sequence,
-/// at max_batch_size, at 1 (unless runs are padded to the preferred
+/// (docs/spec/stateful-backend.md §7): zero inputs, every row starting a
+/// sequence, at max_batch_size, at 1 (unless runs are padded to the preferred
 /// sizes) and at each preferred batch size. A model that cannot run at
 /// its max_batch_size fails there, before any request, although the
 /// padded runs would succeed; with max_batch_size 2 the same model runs.

@@ -297,7 +297,7 @@ fn bad_config_and_latency() {
     assert_eq!(out.code, 2);
 }
 
-/// Expected batches derived by hand from schedulers.md §2.1/§2.4/§2.6
+/// Expected batches derived by hand from docs/spec/schedulers.md §2.1/§2.4/§2.6
 /// (idle dispatch, one instance). Config: max_batch_size 8, preferred
 /// {4} (so MAXP = 4), DELAY = 1000 µs; latency 1000 + 100·b µs.
 ///
@@ -510,7 +510,8 @@ fn human_summary_lists_rejections_with_reasons() {
 // ------------------------------------------------------------------ --sweep
 
 /// A dynamic-batching config: max_batch_size 8 and no preferred sizes, so
-/// the preferred set is {8} (schedulers.md §2.1); queue delay `delay`.
+/// the preferred set is {8} (docs/spec/schedulers.md §2.1); queue delay
+/// `delay`.
 fn delay_config(delay: u64) -> String {
     format!(
         "name: \"sweep\"\nbackend: \"onnxruntime\"\nmax_batch_size: 8\n\
@@ -538,8 +539,9 @@ fn simulate_files(config: &std::path::Path, trace: &std::path::Path) -> Tritonct
     c
 }
 
-/// Expected from schedulers.md §2.4 (idle dispatch, one instance, service
-/// 100 µs, so the instance is free again when the next request arrives):
+/// Expected from docs/spec/schedulers.md §2.4 (idle dispatch, one instance,
+/// service 100 µs, so the instance is free again when the next request
+/// arrives):
 ///
 /// * DELAY 0: each request finds the instance idle and a queue of one;
 ///   no preferred size is reached and DELAY is 0, so it is sent alone:
@@ -929,8 +931,8 @@ fn draw(config: &str, trace: &str, extra: &[&str]) -> (String, String) {
     (std::fs::read_to_string(&svg).unwrap(), out)
 }
 
-/// Slots per schedulers.md §3.1 ("spread" order: slot index first, then
-/// instance): 7 → instance 0 slot 0, 9 → instance 1 slot 0, 11 → instance
+/// Slots per docs/spec/schedulers.md §3.1 ("spread" order: slot index first,
+/// then instance): 7 → instance 0 slot 0, 9 → instance 1 slot 0, 11 → instance
 /// 0 slot 1; instance 1 slot 1 stays empty. One box per executed request,
 /// in its sequence's slot.
 #[test]
@@ -1131,9 +1133,10 @@ fn sweep_refuses_only_what_the_setting_breaks() {
 
 #[test]
 fn sequence_batches_carry_their_control_tensors() {
-    // schedulers.md §3.11 S10: START bool [false, true], READY int32 [0, 1],
-    // CORRID TYPE_INT32, max_batch_size 2, Direct. Ids 7 and 2^32+5 start
-    // together: one batch whose CORRID holds 7 and 5 (truncated to 32 bits).
+    // docs/spec/schedulers.md §3.11 S10: START bool [false, true], READY int32
+    // [0, 1], CORRID TYPE_INT32, max_batch_size 2, Direct. Ids 7 and 2^32+5
+    // start together: one batch whose CORRID holds 7 and 5 (truncated to 32
+    // bits).
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.pbtxt");
     std::fs::write(

@@ -10,9 +10,9 @@ use super::{Release, ReleaseReason, Row, Sched, Scheduler, Slot};
 /// Triton keeps them in a `std::priority_queue` whose comparison looks at
 /// the slot index only, so which instance's slot comes first among equal
 /// indices depends on how the underlying binary heap moves its elements
-/// (libstdc++'s heap algorithms; schedulers-observed.md, Direct). This is
-/// a binary heap in an array (children of `k` at `2k+1` and `2k+2`) that
-/// moves elements the same way:
+/// (libstdc++'s heap algorithms; docs/spec/schedulers-observed.md, Direct).
+/// This is a binary heap in an array (children of `k` at `2k+1` and `2k+2`)
+/// that moves elements the same way:
 ///
 /// * push: the new pair goes to the end and climbs while its parent has a
 ///   strictly larger slot index (an equal parent stops it);
@@ -128,7 +128,7 @@ impl Scheduler {
             }
         }
         // Heads whose shapes differ from the first ready head's are padded
-        // and stay queued (§3.8 rule 4).
+        // and stay queued (docs/spec/schedulers.md §3.8 rule 4).
         let mut entries = std::mem::take(&mut self.entries);
         entries.clear();
         let rep = &self.jobs.get(first.expect("a ready slot")).req.shape;

@@ -14,7 +14,8 @@ pub(super) struct Level {
     pub(super) policy: QueuePolicy,
 }
 
-/// The queue and batch decision of one dynamic batcher (§2.4, P = 0).
+/// The queue and batch decision of one dynamic batcher
+/// (docs/spec/schedulers.md §2.4, P = 0).
 pub(super) struct DynQueue {
     pub(super) levels: Vec<Level>,
     default_level: usize,
@@ -23,7 +24,7 @@ pub(super) struct DynQueue {
     pub(super) mbs: u32,
     pub(super) delay: u64,
     pub(super) batching: bool,
-    /// Compare shape signatures (§2.5).
+    /// Compare shape signatures (docs/spec/schedulers.md §2.5).
     pub(super) shapes: bool,
     /// Lower bound of the live requests' deadlines.
     pub(super) expiry_at: Option<u64>,

@@ -46,8 +46,8 @@ pub(super) enum Cur {
 /// looks again by itself.
 pub(super) const BATCHER_IDLE_WAIT_US: u64 = 500_000;
 
-/// Pipelined mode of the dynamic batcher (schedulers.md §2.6 and
-/// schedulers-observed.md, Dynamic batcher): Triton's batcher thread
+/// Pipelined mode of the dynamic batcher (docs/spec/schedulers.md §2.6 and
+/// docs/spec/schedulers-observed.md, Dynamic batcher): Triton's batcher thread
 /// builds payloads while the instances are busy and hands them to a FIFO
 /// the instances take from. The thread runs only when woken (an arrival
 /// that brings the queue to the stored next preferred size, an instance

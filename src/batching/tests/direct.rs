@@ -1,5 +1,5 @@
 //! The Direct sequence batcher: slots, backlog, padding, idle timeouts
-//! and admission errors (schedulers.md §3.11).
+//! and admission errors (docs/spec/schedulers.md §3.11).
 
 use super::*;
 
@@ -10,7 +10,7 @@ fn direct_free_slots_come_from_tritons_heap() {
     // instance 1's slot 0 before p1 (END) frees instance 0's. The free
     // slots are a heap keyed by slot index only: the next new sequence, r0,
     // gets instance 1's slot 0, s0 instance 0's, and t0 slot 1 of
-    // instance 1 (schedulers-observed.md, Direct).
+    // instance 1 (docs/spec/schedulers-observed.md, Direct).
     let s = settings(
         r#"name: "m" max_batch_size: 2 instance_group [{count: 2}]
            sequence_batching { max_sequence_idle_microseconds: 5000000 direct {} }"#,

@@ -1,4 +1,4 @@
-//! The dynamic batcher: the worked examples of schedulers.md §2.9
+//! The dynamic batcher: the worked examples of docs/spec/schedulers.md §2.9
 //! (preferred sizes, delays, shape breaks, pipelining, queue policies,
 //! priority levels, preserve_ordering).
 
@@ -135,10 +135,10 @@ fn u4_expired_delay_uses_max_batch() {
     );
     assert_eq!(out.batches[1].size, 8);
     // What Triton does with this trace (pipelined mode, this config's
-    // default; schedulers.md 2.6, schedulers-observed.md): while x runs,
-    // [a] is built ahead (a+b passes MAXP 6), [b] follows when its delay
-    // expires at 10 s; at 11 s the instance takes [a] and merges [b] (it
-    // waited longer than the delay, 3+4 <= 8); c then waits its own delay.
+    // default; docs/spec/schedulers.md §2.6, docs/spec/schedulers-observed.md):
+    // while x runs, [a] is built ahead (a+b passes MAXP 6), [b] follows when
+    // its delay expires at 10 s; at 11 s the instance takes [a] and merges [b]
+    // (it waited longer than the delay, 3+4 <= 8); c then waits its own delay.
     let out = run(&settings(QA_BATCHER), 11 * S, trace());
     assert_eq!(
         batches(&out),
@@ -154,7 +154,8 @@ fn u4_expired_delay_uses_max_batch() {
 fn pipelined_batches_are_built_while_the_instance_is_busy() {
     // Recorded on Triton 2.51 (testdata/fidelity/dynamic-prefetch, config
     // dynamic-1: max_batch_size 8, preferred 2 and 4, delay 100 ms, one
-    // instance, 151.6 ms per batch). r2 (3) is cut into its own payload when
+    // instance; the time per batch passed to `run` is that recording's).
+    // r2 (3) is cut into its own payload when
     // r3 (3) arrives (3+3 passes MAXP 4) and stays alone although its delay
     // has expired when the instance frees up; [r5 r6] is built ahead at
     // preferred size 2 and r7 does not wake the batcher (below the stored

@@ -1,4 +1,4 @@
-//! Worked examples of schedulers.md (§2.9, §3.11) and invariants.
+//! Worked examples of docs/spec/schedulers.md (§2.9, §3.11) and invariants.
 //! Expected values are transcribed from the spec.
 
 use super::*;
@@ -160,8 +160,8 @@ fn sizes_no_machine_could_hold_are_refused_with_a_message() {
 #[test]
 fn without_priority_levels_only_the_default_policy_applies() {
     // Triton's PriorityQueue instantiates just the default policy when
-    // priority_levels is 0 (scheduler_utils.cc); a policy listed for key 1
-    // is ignored.
+    // priority_levels is 0 (docs/spec/schedulers.md §2.2); a policy listed
+    // for key 1 is ignored.
     let s = settings(
         r#"name: "m" max_batch_size: 8
            dynamic_batching {

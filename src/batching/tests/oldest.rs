@@ -1,4 +1,4 @@
-//! The Oldest sequence batcher (schedulers.md §3.11).
+//! The Oldest sequence batcher (docs/spec/schedulers.md §3.11).
 
 use super::*;
 

@@ -1,4 +1,4 @@
-//! `--format json`: one document, the shape of cli.md (described by
+//! `--format json`: one document, the shape of docs/spec/cli.md (described by
 //! `schemas/validate.schema.json`). Every key is always present; values
 //! that do not apply are `null` (a file-level finding has no line).
 

@@ -1,4 +1,4 @@
-//! Rules: ensembles (validation.md §3.5).
+//! Rules: ensembles (docs/spec/validation.md §3.5).
 //!
 //! `check` runs the static part Triton applies to one config
 //! (`ValidateEnsembleSchedulingConfig`): steps, maps and the data flow

@@ -1,4 +1,4 @@
-//! Rules: instance groups (validation.md §2.3 and §3.3). Triton first
+//! Rules: instance groups (docs/spec/validation.md §2.3 and §3.3). Triton first
 //! normalizes the groups (`NormalizeInstanceGroup`: names `<m>_<i>`,
 //! `KIND_AUTO` resolved against the server's GPUs, empty GPU lists filled)
 //! and then validates them (`ValidateInstanceGroup`). Both depend on the

@@ -1,6 +1,6 @@
-//! Rules: Triton's `ValidateModelIOConfig` (validation.md §3.2): each input,
-//! then each output, then `batch_input`/`batch_output`. Every message gets
-//! ` for <m>` appended, as Triton does.
+//! Rules: Triton's `ValidateModelIOConfig` (docs/spec/validation.md §3.2): each
+//! input, then each output, then `batch_input`/`batch_output`. Every message
+//! gets ` for <m>` appended, as Triton does.
 //!
 //! Triton runs these checks on the config *after* the backend's
 //! auto-complete when auto-complete is on (the default). So that nothing is

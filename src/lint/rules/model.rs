@@ -1,5 +1,5 @@
-//! Rules: Triton's `ValidateModelConfig` (validation.md §2, §3.1), run on the
-//! config after the backend-field fill-in and normalization.
+//! Rules: Triton's `ValidateModelConfig` (docs/spec/validation.md §2, §3.1),
+//! run on the config after the backend-field fill-in and normalization.
 //!
 //! Triton stops at the first failing check; these rules report every
 //! problem, each with the text Triton prints when it is the first one. Rows

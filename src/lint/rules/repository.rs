@@ -1,9 +1,10 @@
 //! Rules: the model directory and the repository around it.
 //!
 //! Per model (`check`, needs the model directory): the config's name
-//! against the directory name (§3.6), the version directories and the
-//! version policy (§3.7), and whether the backend library can be found
-//! (`backend_model.cc`). Across models (`check_repository`): the ensemble
+//! against the directory name (docs/spec/validation.md §3.6), the version
+//! directories and the version policy (§3.7), and whether the backend
+//! library can be found (Triton's lookup, docs/spec/validation.md §7.1, the
+//! end of the section). Across models (`check_repository`): the ensemble
 //! dependency checks (missing models, cycles, required versions) and the
 //! ensemble composition checks of `ensemble::check_composition`.
 //!
@@ -194,7 +195,8 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     };
     let dir_name = crate::files::dir_name_of(dir).unwrap_or_default();
 
-    // §3.6: only a name written in the config can differ.
+    // docs/spec/validation.md §3.6: only a name written in the config can
+    // differ.
     if !ctx.raw.name.is_empty() && ctx.cfg.name != dir_name {
         out.push(
             ctx.triton(
@@ -212,7 +214,7 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
         );
     }
 
-    // §3.7.
+    // docs/spec/validation.md §3.7.
     let scan = scan_versions(dir, ctx.cfg);
     for ignored in &scan.ignored {
         let code = match ignored.reason {
@@ -258,8 +260,8 @@ pub fn check(ctx: &ModelCtx, out: &mut Vec<Diagnostic>) {
     check_backend_library(ctx, Some(dir), &scan.loaded, out);
 }
 
-/// The backend-library lookup of `backend_model.cc`, as far as it can be
-/// decided without the server (see the module documentation).
+/// Triton's backend-library lookup (docs/spec/validation.md §7.1), as far
+/// as it can be decided without the server (see the module documentation).
 fn check_backend_library(
     ctx: &ModelCtx,
     dir: Option<&Path>,

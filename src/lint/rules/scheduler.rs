@@ -1,6 +1,6 @@
 //! Rules: the custom batch strategy library and the sequence batcher's
-//! implicit state (validation.md §3.4). Triton runs these checks while it
-//! creates the model (batch strategy) and its scheduler (state and
+//! implicit state (docs/spec/validation.md §3.4). Triton runs these checks
+//! while it creates the model (batch strategy) and its scheduler (state and
 //! `initial_state`); the growable-memory checks run when a sequence starts.
 
 use crate::diagnostics::Rule;

@@ -1,5 +1,5 @@
-//! Rules: the Triton stateful backend (`backend: "stateful"`,
-//! triton-inference-server/stateful_backend; stateful-backend.md §2–§4).
+//! Rules: the Triton stateful backend (`backend: "stateful"`;
+//! docs/spec/stateful-backend.md §2–§4).
 //!
 //! The backend reads its settings from the config's `parameters` and the
 //! sequence batcher, keeps every live sequence's state in its own storage and
@@ -806,7 +806,7 @@ fn check_state_pairs(ctx: &ModelCtx, sb: &ModelSequenceBatching, out: &mut Vec<D
     }
 }
 
-/// The storage numbers of stateful-backend.md §4.
+/// The storage numbers of docs/spec/stateful-backend.md §4.
 struct Buffers {
     max_conn: i64,
     init: i64,

@@ -1,6 +1,6 @@
-//! Rules: model warmup (validation.md §3.8) and model metrics (§3.1, the
-//! metric-family warning). Triton builds the warmup requests when it creates
-//! each model instance and fails the load when one cannot be built.
+//! Rules: model warmup (docs/spec/validation.md §3.8) and model metrics (§3.1,
+//! the metric-family warning). Triton builds the warmup requests when it
+//! creates each model instance and fails the load when one cannot be built.
 
 use super::scheduler::{dims_string, dtype_size, element_count, WithMessage};
 use crate::diagnostics::Rule;

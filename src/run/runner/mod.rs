@@ -9,7 +9,7 @@
 //! * the client's tensors, stacked along the batch axis (axis 0 for
 //!   ordinary models; for the stateful backend the leading batch
 //!   dimension of each request is dropped and the requests are stacked
-//!   along the config's `-1` axis, stateful-backend.md §5);
+//!   along the config's `-1` axis, docs/spec/stateful-backend.md §5);
 //! * the control tensors (START/END/READY/CORRID) in the configured data
 //!   types; the stateful backend only passes the START control, as the
 //!   model's boolean reset input;

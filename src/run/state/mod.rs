@@ -2,19 +2,21 @@
 //!
 //! Two ways a model carries state between the requests of a sequence:
 //!
-//! * **The stateful backend** (`backend: "stateful"`, stateful-backend.md):
-//!   the `state_pairs` parameter names pairs `<<<In, Out>>>` of ONNX tensors;
-//!   the backend keeps each sequence's state in its own storage, restores
-//!   it into row *j* of `In` before a run and stores row *j* of `Out` after
-//!   it. Sequences are stacked along the last dynamic dimension of the
-//!   ONNX state tensor. The model resets itself on START (its reset input),
-//!   so the value a new sequence starts from does not matter; we use zeros.
-//! * **Triton's implicit state** (`sequence_batching.state`, schedulers.md
-//!   §3.7): the first request of a sequence gets the `initial_state` (zeros
-//!   for `zero_data`, the bytes of `<model dir>/initial_state/<data_file>`;
-//!   zeros when none is configured, where Triton leaves the memory
-//!   uninitialized), every later one the state output of the previous
-//!   request. Batched along the first axis when `max_batch_size > 0`.
+//! * **The stateful backend** (`backend: "stateful"`,
+//!   docs/spec/stateful-backend.md): the `state_pairs` parameter names pairs
+//!   `<<<In, Out>>>` of ONNX tensors; the backend keeps each sequence's state
+//!   in its own storage, restores it into row *j* of `In` before a run and
+//!   stores row *j* of `Out` after it. Sequences are stacked along the last
+//!   dynamic dimension of the ONNX state tensor. The model resets itself on
+//!   START (its reset input), so the value a new sequence starts from does not
+//!   matter; we use zeros.
+//! * **Triton's implicit state** (`sequence_batching.state`,
+//!   docs/spec/schedulers.md §3.7): the first request of a sequence gets the
+//!   `initial_state` (zeros for `zero_data`, the bytes of
+//!   `<model dir>/initial_state/<data_file>`; zeros when none is configured,
+//!   where Triton leaves the memory uninitialized), every later one the state
+//!   output of the previous request. Batched along the first axis when
+//!   `max_batch_size > 0`.
 //!
 //! [`StateStore`] keeps the states of live sequences under an opaque key
 //! chosen by the runner: [`StateStore::reset`] at START,
@@ -76,7 +78,7 @@ pub struct StatePair {
 }
 
 /// Parses a `state_pairs` value the way the stateful backend does
-/// (stateful-backend.md §3): groups `<<<IN, OUT>>>`, anything between
+/// (docs/spec/stateful-backend.md §3): groups `<<<IN, OUT>>>`, anything between
 /// groups ignored, spaces around names dropped.
 pub fn parse_state_pairs(text: &str) -> Result<Vec<StatePair>, StateError> {
     crate::lint::rules::stateful::parse_state_pairs(text)

@@ -1,29 +1,29 @@
 //! What the stateful backend itself does around each batch, beyond moving
-//! states (that is [`super::state`]): stateful-backend.md §4–§7.
+//! states (that is [`super::state`]): docs/spec/stateful-backend.md §4–§7.
 //!
 //! * **Storage and capacity** (§4; the backend's `ModelState::InitModelState`
-//!   and the chunk handling of `onnx_model_runner.cc`): every instance
+//!   and its chunks of slots): every instance
 //!   keeps its sequences in chunks of slots keyed by correlation id; only
 //!   `floor(max_candidate_sequences × max_candidate_sequence_use_ratio)`
 //!   sequences fit, fewer than Triton admits. A new sequence that finds no
 //!   free slot fails with `Too many simultaneous connections`; its row is
 //!   still computed (as padding here) but nothing is stored for it.
-//! * **`infer_end_requests: "0"`** (§5 step 1, §6; `PreProcessRequests`
-//!   in `request_util.cc`): a request carrying END is not run; its
+//! * **`infer_end_requests: "0"`** (§5 step 1, §6; the backend's
+//!   `PreProcessRequests`): a request carrying END is not run; its
 //!   sequence's slot is freed and it is answered at once with outputs of
 //!   shape `[1, …, 1]` holding one (here zero) element.
-//! * **Padding** (§5 step 2, `TRITONBACKEND_ModelInstanceExecute` in
-//!   `stateful.cc`): every ONNX Runtime run is padded to `max_batch_size`
-//!   rows, or to the smallest preferred batch size that holds the batch
-//!   when `always_pad_to_max_batch` is `"1"`.
+//! * **Padding** (§5 step 2, the backend's
+//!   `TRITONBACKEND_ModelInstanceExecute`): every ONNX Runtime run is
+//!   padded to `max_batch_size` rows, or to the smallest preferred batch
+//!   size that holds the batch when `always_pad_to_max_batch` is `"1"`.
 //! * **Idle sweep** (§5 step 3): ids not used for
 //!   `max_sequence_idle_microseconds` (measured from their last execution)
 //!   lose their slot.
-//! * **Correlation id kinds** (§6, `request_util.cc`): a string id for a
+//! * **Correlation id kinds** (§6): a string id for a
 //!   model whose CORRID control is not `TYPE_STRING` fails the request with
 //!   `correlation ID in request is not an unsigned int`, and the reverse
 //!   with `correlation ID in request is not a string`.
-//! * **Warm-up** (§7, `TrtOnnxModel::Prepare` in `onnx_model_runner.cc`):
+//! * **Warm-up** (§7, the backend's `TrtOnnxModel::Prepare`):
 //!   every instance runs the model at load on zero inputs with every row
 //!   reset, at `max_batch_size`, at 1 (unless `always_pad_to_max_batch`)
 //!   and at each preferred batch size ([`StatefulBackend::warmup_batch_sizes`],
@@ -365,8 +365,8 @@ impl StatefulBackend {
     }
 
     /// The batch sizes of the warm-up runs the backend makes when it loads
-    /// an instance (§7; `TrtOnnxModel::Prepare` in `onnx_model_runner.cc`),
-    /// in its order: the maximum batch size; 1, unless
+    /// an instance (§7; the backend's `TrtOnnxModel::Prepare`), in its
+    /// order: the maximum batch size; 1, unless
     /// `always_pad_to_max_batch` is `"1"`; then every preferred batch size
     /// other than the maximum, ascending.
     pub fn warmup_batch_sizes(&self) -> Vec<usize> {
@@ -542,8 +542,9 @@ pub struct ModelInput<'a> {
 }
 
 /// The inputs of one warm-up run at batch size `b`, bound as the backend
-/// binds them when it loads an instance (§7; `TrtOnnxModel::Prepare` and
-/// `setBindings` in `onnx_model_runner.cc`), in the model's input order:
+/// binds them when it loads an instance (docs/spec/stateful-backend.md §7;
+/// the backend's `TrtOnnxModel::Prepare` and `setBindings`), in the model's
+/// input order:
 ///
 /// * a client input of the config: its config dims, the first `-1` (the
 ///   backend's batch dimension) set to `b`; zeros;

@@ -133,7 +133,8 @@ fn warm_up_inputs_are_zeros_with_every_row_reset_at_the_batch_size() {
 
 #[test]
 fn the_worked_sizing_of_the_accumulate_example() {
-    // stateful-backend.md §4: N 1280, ratio 0.9, B 16, lazy 512/100/32/200.
+    // docs/spec/stateful-backend.md §4: N 1280, ratio 0.9, B 16, lazy
+    // 512/100/32/200.
     let c = config(
         16,
         1280,

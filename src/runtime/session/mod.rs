@@ -96,8 +96,8 @@ pub struct SessionOptions {
     /// allocates with mimalloc (see `src/main.rs`), ONNX Runtime's `malloc`
     /// included, which keeps freed blocks for reuse per thread as the
     /// arena does, without the arena's lock and bookkeeping on every
-    /// tensor allocation (on the accumulate model of `benches/run.rs`, a run is
-    /// about 0.35 µs shorter, a tenth, without it). The outputs are the
+    /// tensor allocation (a run is shorter without it; docs/commands/run.md,
+    /// "Memory allocation"). The outputs are the
     /// same either way. Triton's onnxruntime backend takes it from the
     /// model parameter `enable_mem_arena`, which sets it here too.
     pub cpu_arena: bool,
