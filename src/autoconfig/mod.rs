@@ -298,18 +298,6 @@ fn is_version_name(name: &str) -> bool {
     crate::repo::versions::version_of(name).is_some()
 }
 
-fn sorted_subdirs(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.path().is_dir())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
 impl Target {
     fn resolve(model: &Path, raw: &ModelConfig) -> Result<Target, AutoconfigError> {
         let meta = std::fs::metadata(model)
@@ -355,7 +343,7 @@ impl Target {
         } else {
             raw.default_model_filename.as_str()
         };
-        let subdirs = sorted_subdirs(model);
+        let subdirs = crate::repo::versions::subdirs(model);
         let has_model = subdirs
             .iter()
             .filter(|v| is_version_name(v))
@@ -370,7 +358,7 @@ impl Target {
                     "; {filename} is directly in the directory: move it into a version directory such as 1/, or pass the file itself"
                 ));
             } else if subdirs.iter().any(|m| {
-                sorted_subdirs(&model.join(m))
+                crate::repo::versions::subdirs(&model.join(m))
                     .iter()
                     .any(|v| is_version_name(v))
             }) {

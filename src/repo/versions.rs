@@ -66,16 +66,23 @@ impl VersionScan {
     }
 }
 
-/// Triton's `VersionsToLoad` on `dir` with the (normalized) `cfg`.
-pub fn scan_versions(dir: &Path, cfg: &ModelConfig) -> VersionScan {
-    let mut subdirs: Vec<String> = std::fs::read_dir(dir)
+/// The sub-directories of `dir` (hidden ones included, as Triton lists
+/// them), sorted by name; none when `dir` cannot be read.
+pub fn subdirs(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
         .filter(|e| e.path().is_dir())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    subdirs.sort();
+    names.sort();
+    names
+}
+
+/// Triton's `VersionsToLoad` on `dir` with the (normalized) `cfg`.
+pub fn scan_versions(dir: &Path, cfg: &ModelConfig) -> VersionScan {
+    let subdirs = subdirs(dir);
     let mut scan = VersionScan::default();
     for d in subdirs {
         if NOT_VERSIONS.contains(&d.as_str()) {
