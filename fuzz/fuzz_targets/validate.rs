@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
                 assert!(
                     a <= b && b <= f.src.len(),
                     "{}: span {a}..{b} outside the text",
-                    d.code
+                    d.code()
                 );
             }
         }
