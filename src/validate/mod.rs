@@ -1,18 +1,16 @@
 //! `validate`: files, model directories and model repositories in, a report
 //! out. Nothing here prints; renderers in `diagnostics::render` do.
 
-// Until the simulate and run commands import them from `diagnostics`.
 use crate::config::normalize::{self, prepare, DirFacts};
 use crate::config::ParsedConfig;
-use crate::diagnostics::{Diagnostic, Severity};
-pub use crate::diagnostics::{FileReport, Report};
+use crate::diagnostics::{Diagnostic, FileReport, Report, Severity};
 use crate::files::{dir_name_of, io_message};
 use crate::lint::registry::rule;
 use crate::lint::{self, ServerOptions};
 use crate::repo;
+use crate::settings::{self, Settings};
 
 mod repository;
-use crate::settings::{self, Settings};
 pub use repository::{hidden_dir_report, load_model, validate_repository};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
