@@ -388,9 +388,9 @@ pub fn too_large(limit: u64) -> io::Error {
 
 /// `268435456 bytes (256 MiB)`.
 fn bytes_in_words(n: u64) -> String {
-    if n >= 1 << 20 && n % (1 << 20) == 0 {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
         format!("{n} bytes ({} MiB)", n >> 20)
-    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
         format!("{n} bytes ({} KiB)", n >> 10)
     } else {
         format!("{n} bytes")

@@ -638,6 +638,23 @@ pub fn check_repository(models: &[CheckedModel], opts: &ServerOptions) -> Vec<Ve
     walk.out
 }
 
+/// The finding for a file of a model that `files` refused to read because
+/// it resolves outside the directory being validated.
+pub fn symlink_leaves_repository(path: &Path, outside: &crate::files::OutsideRoot) -> Diagnostic {
+    Diagnostic::new(
+        rule!("E0706"),
+        format!(
+            "{} is a symbolic link to {}, outside {}; it was not read",
+            path.display(),
+            outside.resolved.display(),
+            outside.root.display()
+        ),
+    )
+    .help(
+        "copy the file into the repository, or pass --follow-symlinks if the repository is trusted",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -710,21 +727,4 @@ mod tests {
         assert_eq!(s.loaded, vec![2]);
         assert_eq!(s.missing_specific, vec![(1, 5)]);
     }
-}
-
-/// The finding for a file of a model that `files` refused to read because
-/// it resolves outside the directory being validated.
-pub fn symlink_leaves_repository(path: &Path, outside: &crate::files::OutsideRoot) -> Diagnostic {
-    Diagnostic::new(
-        rule!("E0706"),
-        format!(
-            "{} is a symbolic link to {}, outside {}; it was not read",
-            path.display(),
-            outside.resolved.display(),
-            outside.root.display()
-        ),
-    )
-    .help(
-        "copy the file into the repository, or pass --follow-symlinks if the repository is trusted",
-    )
 }
