@@ -507,3 +507,38 @@ fn a_model_directory_whose_name_is_not_utf8_is_read_under_its_real_name() {
     assert!(!r.stdout.contains("N0701"), "{}", r.stdout);
     assert!(!r.stdout.contains("E0705"), "{}", r.stdout);
 }
+
+// ------------------------------------------------------------- one reader
+
+/// Library and command code read files only through `src/files.rs`, which
+/// applies the rules above; a direct `fs::read` would bypass them.
+#[test]
+fn files_are_read_only_through_the_one_reader() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut sources = Vec::new();
+    walk(&crate_root().join("src"), &mut sources);
+    let mut found = Vec::new();
+    for p in sources {
+        if p.ends_with("files.rs") || p.ends_with("tests.rs") {
+            continue;
+        }
+        let text = fs::read_to_string(&p).unwrap();
+        // Unit tests read their fixtures directly.
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for needle in ["fs::read(", "fs::read_to_string(", "File::open("] {
+            if code.contains(needle) {
+                found.push(format!("{}: {needle}", p.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "read through crate::files instead: {found:?}");
+}
