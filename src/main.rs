@@ -87,7 +87,11 @@ fn remove_temporary_files_on_signals() {
         std::thread::spawn(move || {
             if let Some(signal) = signals.forever().next() {
                 tritonctl::files::remove_temporary_files();
-                std::process::exit(128 + signal);
+                // `_exit`, not `exit`: the other threads are still running
+                // (ONNX Runtime, tokio), and the C and C++ exit handlers
+                // `exit` runs could wait on them or free what they use.
+                // SAFETY: `_exit` ends the process at once; nothing after it runs.
+                unsafe { libc::_exit(128 + signal) }
             }
         });
     }

@@ -540,5 +540,8 @@ fn files_are_read_only_through_the_one_reader() {
             }
         }
     }
-    assert!(found.is_empty(), "read through crate::files instead: {found:?}");
+    assert!(
+        found.is_empty(),
+        "read through crate::files instead: {found:?}"
+    );
 }
