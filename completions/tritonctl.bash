@@ -59,7 +59,7 @@ _tritonctl() {
 
     case "${cmd}" in
         tritonctl)
-            opts="-q -v -h -V --color --quiet --verbose --help --version validate explain completions fmt convert autoconfig simulate trace doctor run perf"
+            opts="-q -v -h -V --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version validate explain completions fmt convert autoconfig simulate trace doctor run perf"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -67,6 +67,10 @@ _tritonctl() {
             case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -77,7 +81,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__autoconfig)
-            opts="-q -v -h -V --default-max-batch-size --max-batch-size --merge --format --write --force --gpus --full --minimal --triton-compatible --color --quiet --verbose --help --version"
+            opts="-q -v -h -V --default-max-batch-size --max-batch-size --merge --format --write --force --gpus --full --minimal --triton-compatible --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -107,6 +111,10 @@ _tritonctl() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -115,7 +123,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__completions)
-            opts="-q -v -h -V --color --quiet --verbose --help --version bash elvish fish powershell zsh"
+            opts="-q -v -h -V --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -123,6 +131,10 @@ _tritonctl() {
             case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -133,7 +145,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__convert)
-            opts="-q -v -h -V --to --color --quiet --verbose --help --version"
+            opts="-q -v -h -V --to --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -147,6 +159,10 @@ _tritonctl() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -155,7 +171,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__doctor)
-            opts="-q -v -h -V --format --color --quiet --verbose --help --version"
+            opts="-q -v -h -V --format --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -169,6 +185,10 @@ _tritonctl() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -177,7 +197,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__explain)
-            opts="-q -v -h -V --all --color --quiet --verbose --help --version"
+            opts="-q -v -h -V --all --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -185,6 +205,10 @@ _tritonctl() {
             case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -195,7 +219,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__fmt)
-            opts="-q -v -h -V --check --diff --color --quiet --verbose --help --version"
+            opts="-q -v -h -V --check --diff --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -203,6 +227,10 @@ _tritonctl() {
             case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -213,7 +241,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__perf)
-            opts="-m -x -u -i -H -p -s -r -b -f -q -v -h -V --model --model-version --url --protocol --streaming --header --concurrency-range --request-rate-range --request-intervals --request-distribution --seed --max-concurrency --measurement-interval --stability-percentage --max-trials --duration --request-count --warmup --timeout --input-data --shape --batch-size --input-tensor-format --output-tensor-format --max-error-rate --format --csv --batched --sequence-length --sequence-length-variation --sequence-id-prefix --sequence-id-range --num-of-sequences --progress --color --quiet --verbose --help --version"
+            opts="-m -x -u -i -H -p -s -r -b -f -q -v -h -V --model --model-version --url --protocol --streaming --header --concurrency-range --request-rate-range --request-intervals --request-distribution --seed --max-concurrency --measurement-interval --stability-percentage --max-trials --duration --request-count --warmup --timeout --input-data --shape --batch-size --input-tensor-format --output-tensor-format --max-error-rate --format --csv --batched --sequence-length --sequence-length-variation --sequence-id-prefix --sequence-id-range --num-of-sequences --progress --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -391,6 +419,10 @@ _tritonctl() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -399,7 +431,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__run)
-            opts="-i -q -v -h -V --input --sequence --device --model-version --format --profile --color --quiet --verbose --help --version"
+            opts="-i -q -v -h -V --input --sequence --device --model-version --format --profile --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -433,6 +465,10 @@ _tritonctl() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -441,7 +477,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__simulate)
-            opts="-q -v -h -V --config --trace --latency --format --timeline --timeline-window --timeline-max-batches --timeline-queue --sweep --color --quiet --verbose --help --version"
+            opts="-q -v -h -V --config --trace --latency --format --timeline --timeline-window --timeline-max-batches --timeline-queue --sweep --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -483,6 +519,10 @@ _tritonctl() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -491,7 +531,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__trace)
-            opts="-q -v -h -V --color --quiet --verbose --help --version generate"
+            opts="-q -v -h -V --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -499,6 +539,10 @@ _tritonctl() {
             case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -509,7 +553,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__trace__subcmd__generate)
-            opts="-o -q -v -h -V --rate --distribution --duration --requests --sequences --sequence-length --sequence-length-variation --think-time-us --priority-levels --string-ids --seed --output --color --quiet --verbose --help --version"
+            opts="-o -q -v -h -V --rate --distribution --duration --requests --sequences --sequence-length --sequence-length-variation --think-time-us --priority-levels --string-ids --seed --output --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -567,6 +611,10 @@ _tritonctl() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -575,7 +623,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__validate)
-            opts="-q -v -h -V --format --strict --allow --deny --platform-default --known-backend --gpus --min-compute-capability --disable-auto-complete-config --exit-zero --config --no-config --color --quiet --verbose --help --version"
+            opts="-q -v -h -V --format --strict --allow --deny --platform-default --known-backend --gpus --min-compute-capability --disable-auto-complete-config --exit-zero --config --no-config --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -615,6 +663,10 @@ _tritonctl() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_tritonctl_global_optspecs
-    string join \n color= q/quiet v/verbose h/help V/version
+    string join \n color= q/quiet v/verbose max-file-bytes= follow-symlinks h/help V/version
 end
 
 function __fish_tritonctl_needs_command
@@ -27,8 +27,10 @@ end
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "validate" -d 'Check config.pbtxt files, model directories and model repositories the way Triton does when it loads them'
@@ -57,36 +59,44 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l config 
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l strict -d 'Warnings count as errors'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l disable-auto-complete-config -d 'Validate as a server started with --disable-auto-complete-config does: configs must be complete, a missing config.pbtxt is an error'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l exit-zero -d 'Exit 0 even when there are error findings'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l no-config -d 'Ignore tritonctl.toml files'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -l all -d 'List every rule'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l check -d 'Write nothing; list the files that would change and exit 1 if any'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l diff -d 'Write nothing; print a unified diff of the changes and exit 1 if any'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -l to -d 'Output format' -r -f -a "json\t'Triton\'s JSON form (what GET /v2/models/<model>/config returns)'
@@ -94,8 +104,10 @@ pbtxt\t'Protobuf text format, in the layout of `tritonctl fmt`'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l max-batch-size -l default-max-batch-size -d 'Triton\'s default-max-batch-size: the max_batch_size given to a model that can batch when the config sets none (0 disables batching)' -r
@@ -106,6 +118,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l gpus 
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l write -d 'Write config.pbtxt into the model directory instead of printing it'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l force -d 'With --write: replace an existing config.pbtxt'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l full -d 'Print everything Triton reports for the model (version policy, instance groups, pinned memory, ...), not only what auto-complete adds'
@@ -113,6 +126,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l minim
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l triton-compatible -d 'Do as Triton does even where it fails: list sequence control and state tensors as ordinary inputs and outputs'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l config -d 'The model\'s config.pbtxt, or its model directory' -r -F
@@ -127,16 +141,20 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l sweep -
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l timeline-queue -d 'Also draw each executed request\'s queue wait (arrival to start of its execution) as a thin bar under the execution'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -f -a "generate" -d 'Write a synthetic trace (JSON Lines, sorted by arrival); the same options and seed give the same bytes'
@@ -155,9 +173,11 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_se
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l string-ids -d 'Sequence ids as strings ("s1") instead of integers'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -l format -d 'Output format: human (default) or json (one object; fields in the documentation of `tritonctl::commands::doctor`)' -r -f -a "human\t'Summary tables (default)'
@@ -165,8 +185,10 @@ json\t'One JSON document: every request, every batch and a summary'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s i -l input -d 'Requests: perf_analyzer\'s input-data JSON, or JSON Lines of requests; `-` reads standard input' -r -F
@@ -178,9 +200,11 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l profile -d '
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l sequence -d 'Stateful mode: fill the sequence control inputs and keep state per sequence (each top-level array of perf_analyzer\'s input data is one sequence)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s m -l model -d 'Model name' -r
@@ -225,9 +249,11 @@ never\t'Never'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l streaming -d 'gRPC only: send requests over bidirectional `ModelStreamInfer` streams (one per request in flight) instead of unary calls'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l batched -d 'Model without the config endpoint (plain KServe v2 servers): the first metadata dim is a batch dim'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s V -l version -d 'Print version'

@@ -49,6 +49,11 @@ fn run() -> ExitStatus {
 }
 
 fn dispatch(cli: &Cli) -> Result<ExitStatus, CommandError> {
+    tritonctl::files::set_read_policy(tritonctl::files::ReadPolicy {
+        max_file_bytes: cli.global.max_file_bytes,
+        follow_symlinks: cli.global.follow_symlinks,
+    });
+    remove_temporary_files_on_signals();
     let ctx = Context {
         global: &cli.global,
         color: term::stdout_color(cli.global.color),
@@ -66,6 +71,29 @@ fn dispatch(cli: &Cli) -> Result<ExitStatus, CommandError> {
         Command::Doctor(a) => commands::doctor::run(a, &ctx, &mut out),
         Command::Run(a) => commands::run::run(a, &ctx, &mut out),
         Command::Perf(a) => commands::perf::run(a, &ctx, &mut out),
+    }
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: remove the temporary files of writes in
+/// progress (`files::write_atomic`), then exit with 128 + the signal, as a
+/// shell reports a process the signal ended.
+fn remove_temporary_files_on_signals() {
+    #[cfg(unix)]
+    {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            return;
+        };
+        std::thread::spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                tritonctl::files::remove_temporary_files();
+                // `_exit`, not `exit`: the other threads are still running
+                // (ONNX Runtime, tokio), and the C and C++ exit handlers
+                // `exit` runs could wait on them or free what they use.
+                // SAFETY: `_exit` ends the process at once; nothing after it runs.
+                unsafe { libc::_exit(128 + signal) }
+            }
+        });
     }
 }
 

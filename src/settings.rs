@@ -72,7 +72,7 @@ struct RawSettings {
 impl Settings {
     /// Reads and checks a settings file.
     pub fn load(path: &Path) -> Result<Settings, SettingsError> {
-        let text = std::fs::read_to_string(path).map_err(|e| SettingsError {
+        let text = crate::files::read_file_to_string(path).map_err(|e| SettingsError {
             path: shown_path(path),
             line: 1,
             column: 1,

@@ -464,7 +464,13 @@ pub fn complete(
     }
 
     let (model_file, version) = target.model_file(&cfg)?;
-    let mut signature = onnx::read_signature(&model_file)?;
+    // A model file found in a model directory is read only inside it.
+    let root = if target.file.is_none() {
+        target.dir.as_deref()
+    } else {
+        None
+    };
+    let mut signature = onnx::read_signature_in(&model_file, root)?;
     let output_shapes = shapes::choose(&mut signature);
     let mut notes = Vec::new();
     model_notes(&signature, &target, &output_shapes, &mut notes);

@@ -42,6 +42,36 @@ pub struct GlobalArgs {
     /// Also report what was checked (on standard error).
     #[arg(short, long, global = true)]
     pub verbose: bool,
+    /// The largest config, trace, input or settings file read, in bytes
+    /// (suffixes K, M, G: powers of 1024); ONNX model files have no limit.
+    #[arg(long, global = true, value_name = "BYTES", default_value = "256M", value_parser = parse_byte_size)]
+    pub max_file_bytes: u64,
+    /// Follow symbolic links that lead out of the directory being
+    /// processed (a model repository or model directory); without it such
+    /// files are reported and not read, nor written through.
+    #[arg(long, global = true)]
+    pub follow_symlinks: bool,
+}
+
+/// `--max-file-bytes`: a number of bytes, optionally with K, M or G
+/// (KiB, MiB, GiB).
+fn parse_byte_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.eq_ignore_ascii_case(&'k') => (&t[..i], 10),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'m') => (&t[..i], 20),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'g') => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of bytes (for example 1048576 or 512M)"))?;
+    n.checked_mul(1 << shift).filter(|&n| n > 0).ok_or_else(|| {
+        format!(
+            "'{s}' must be at least 1 byte and at most {} bytes",
+            u64::MAX
+        )
+    })
 }
 
 #[derive(Debug, Subcommand)]

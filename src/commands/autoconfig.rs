@@ -131,7 +131,7 @@ pub fn run(
     } else {
         files::Replace::Never
     };
-    files::write_atomic(&target, text.as_bytes(), replace).map_err(|e| {
+    files::write_atomic_in(&target, dir, text.as_bytes(), replace).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
             CommandError::Input(format!(
                 "{}: already exists; pass --force to overwrite it, or --merge it to complete it",
@@ -160,7 +160,7 @@ fn read_partial(path: &Path, ctx: &Context) -> Result<Option<ModelConfig>, Comma
         })?;
         ("<stdin>".to_string(), b)
     } else {
-        let b = std::fs::read(path).map_err(|e| {
+        let b = crate::files::read_file(path).map_err(|e| {
             CommandError::Input(format!(
                 "{}: cannot read: {}",
                 path.display(),

@@ -60,20 +60,24 @@ fn read_input(path: &Path) -> Result<(String, Vec<u8>), CommandError> {
         })?;
         return Ok(("<stdin>".into(), bytes));
     }
-    let file = if path.is_dir() {
+    let (file, root) = if path.is_dir() {
         let f = path.join("config.pbtxt");
-        if !f.is_file() {
+        if f.symlink_metadata().is_err() {
             return Err(CommandError::Input(format!(
                 "{}: a directory without a config.pbtxt",
                 path.display()
             )));
         }
-        f
+        (f, Some(path))
     } else {
-        path.to_path_buf()
+        (path.to_path_buf(), None)
     };
     let name = file.display().to_string();
-    let bytes = std::fs::read(&file).map_err(|e| {
+    let read = match root {
+        Some(root) => crate::files::read_in(&file, root),
+        None => crate::files::read_file(&file),
+    };
+    let bytes = read.map_err(|e| {
         CommandError::Input(format!(
             "{name}: cannot read: {}",
             crate::files::io_message(&e)

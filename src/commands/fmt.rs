@@ -8,8 +8,10 @@
 //! - Default: files that change are rewritten in place, atomically: the
 //!   text goes to a temporary file in the same directory, which is flushed
 //!   to disk, given the original's permissions and renamed over it (a
-//!   symbolic link is followed, so the link stays a link). A read-only file
-//!   is left alone and reported.
+//!   symbolic link is followed, so the link stays a link; in a directory
+//!   given, a link that leads out of it is refused unless
+//!   `--follow-symlinks`, as `files` says). A read-only file, a FIFO or a
+//!   device is left alone and reported.
 //! - `--check`: nothing is written; the files that would change are listed
 //!   (`Would reformat: PATH`) and the exit status is 1 if there is one.
 //! - `--diff`: nothing is written; a unified diff of every change goes to
@@ -47,7 +49,10 @@ enum Mode {
 
 enum Target {
     Stdin,
-    File(PathBuf),
+    /// A file, and the directory named on the command line it was found in
+    /// (read and written only inside it, see `files`); `None` for a file
+    /// named on the command line.
+    File(PathBuf, Option<PathBuf>),
 }
 
 #[derive(Default)]
@@ -97,8 +102,10 @@ pub fn run(args: &FmtArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
                 Ok(models) => targets.extend(
                     models
                         .into_iter()
-                        .filter(|m| m.config_path.is_file())
-                        .map(|m| Target::File(m.config_path)),
+                        // A config.pbtxt that is there but not a regular
+                        // file (a FIFO) is reported when it is read.
+                        .filter(|m| m.config_path.symlink_metadata().is_ok())
+                        .map(|m| Target::File(m.config_path, Some(p.clone()))),
                 ),
                 Err(e) => {
                     error(&format!(
@@ -109,7 +116,7 @@ pub fn run(args: &FmtArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
                     tally.errors += 1;
                 }
             },
-            Ok(_) => targets.push(Target::File(p.clone())),
+            Ok(_) => targets.push(Target::File(p.clone(), None)),
         }
     }
 
@@ -124,9 +131,13 @@ pub fn run(args: &FmtArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
                     continue;
                 }
             },
-            Target::File(p) => {
+            Target::File(p, root) => {
                 let name = crate::files::tidy_path(&p.display().to_string());
-                match fs::read(p) {
+                let read = match root {
+                    Some(root) => crate::files::read_in(p, root),
+                    None => crate::files::read_file(p),
+                };
+                match read {
                     Ok(b) => (name, b),
                     Err(e) => {
                         error(&format!(
@@ -173,12 +184,21 @@ pub fn run(args: &FmtArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
         let changed = formatted != src;
         match (mode, t) {
             (Mode::Write, Target::Stdin) => out.write_all(formatted.as_bytes())?,
-            (Mode::Write, Target::File(p)) if changed => {
-                if let Err(e) = crate::files::write_atomic(
-                    p,
-                    formatted.as_bytes(),
-                    crate::files::Replace::Allow,
-                ) {
+            (Mode::Write, Target::File(p, root)) if changed => {
+                let written = match root {
+                    Some(root) => crate::files::write_atomic_in(
+                        p,
+                        root,
+                        formatted.as_bytes(),
+                        crate::files::Replace::Allow,
+                    ),
+                    None => crate::files::write_atomic(
+                        p,
+                        formatted.as_bytes(),
+                        crate::files::Replace::Allow,
+                    ),
+                };
+                if let Err(e) = written {
                     error(&format!("{name}: cannot write, left unchanged: {e}"));
                     tally.errors += 1;
                     continue;

@@ -78,7 +78,7 @@ pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
         )
     } else {
         let name = args.input.display().to_string();
-        let text = std::fs::read_to_string(&args.input).map_err(|e| {
+        let text = crate::files::read_file_to_string(&args.input).map_err(|e| {
             CommandError::Input(format!(
                 "{name}: cannot read: {}",
                 crate::files::io_message(&e)

@@ -32,7 +32,6 @@ mod tests;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, Seek};
 use std::path::{Path, PathBuf};
 
@@ -294,6 +293,12 @@ impl OnnxError {
 /// directory holding `model.onnx` (Triton accepts a directory as the model
 /// file and then reads `model.onnx` inside it).
 pub fn read_signature(path: &Path) -> Result<Signature, OnnxError> {
+    read_signature_in(path, None)
+}
+
+/// [`read_signature`] of a model file found inside the directory `root`
+/// being processed: refused when it resolves outside it (`files`).
+pub fn read_signature_in(path: &Path, root: Option<&Path>) -> Result<Signature, OnnxError> {
     let io_err = |p: &Path, e: io::Error| {
         if e.kind() == io::ErrorKind::NotFound {
             OnnxError::NotFound { path: p.into() }
@@ -320,7 +325,7 @@ pub fn read_signature(path: &Path) -> Result<Signature, OnnxError> {
     } else {
         return Err(OnnxError::NotAFile { path: path.into() });
     };
-    let file = File::open(&file_path).map_err(|e| io_err(&file_path, e))?;
+    let file = crate::files::open_regular(&file_path, root).map_err(|e| io_err(&file_path, e))?;
     let len = file.metadata().map_err(|e| io_err(&file_path, e))?.len();
     read_signature_from(BufReader::with_capacity(64 * 1024, file), len, &file_path)
 }

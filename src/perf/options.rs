@@ -36,7 +36,7 @@ pub fn levels(
         (None, None) => match request_intervals {
             Some(path) => {
                 let name = path.display().to_string();
-                let text = std::fs::read_to_string(path)
+                let text = crate::files::read_file_to_string(path)
                     .map_err(|e| format!("cannot read {name}: {e}"))?;
                 let gaps = schedule::parse_intervals(&name, &text)?;
                 // the level's rate is the file's mean
@@ -126,11 +126,12 @@ pub fn input_data(spec: &str) -> Result<(InputData, Option<DataFile>), String> {
     match InputData::parse(spec) {
         Ok(d) => Ok((d, None)),
         Err(_) => {
-            let text = std::fs::read_to_string(spec).map_err(|e| {
-                format!(
+            let text =
+                crate::files::read_file_to_string(std::path::Path::new(spec)).map_err(|e| {
+                    format!(
                     "--input-data '{spec}' is not 'random', 'zero' or a readable JSON file: {e}"
                 )
-            })?;
+                })?;
             Ok((InputData::Random, Some(DataFile::parse(spec, &text)?)))
         }
     }

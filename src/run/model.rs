@@ -86,7 +86,7 @@ pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadE
     let config_path = dir.join("config.pbtxt");
     let dir_name = crate::files::dir_name_of(dir);
     let (cfg, autocompleted) = if config_path.is_file() {
-        let bytes = std::fs::read(&config_path).map_err(|e| {
+        let bytes = crate::files::read_in(&config_path, dir).map_err(|e| {
             LoadError::Other(format!(
                 "{}: cannot read: {}",
                 config_path.display(),
@@ -220,6 +220,16 @@ pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadE
             file.display()
         )));
     }
+    // ONNX Runtime opens the file itself: check first that it is a regular
+    // file inside the model directory (`files`), so that a FIFO or a link
+    // out of the directory is refused with a message.
+    crate::files::open_regular(&file, Some(dir)).map_err(|e| {
+        LoadError::Other(format!(
+            "{}: cannot read: {}",
+            file.display(),
+            crate::files::io_message(&e)
+        ))
+    })?;
     model.model_file = Some(file);
     Ok(model)
 }

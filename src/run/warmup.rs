@@ -179,7 +179,7 @@ fn from_file(
     model_dir: &Path,
 ) -> Result<TensorData, String> {
     let path = model_dir.join("warmup").join(file);
-    let bytes = std::fs::read(&path)
+    let bytes = crate::files::read_in(&path, model_dir)
         .map_err(|e| format!("warmup input '{name}': cannot read {}: {e}", path.display()))?;
     decode_first(dtype, count, &bytes).map_err(|e| match e {
         // Triton's text, including its missing space.

@@ -9,7 +9,7 @@ use std::path::Path;
 pub fn read_latency(spec: &str) -> Result<Latency, Error> {
     let path = Path::new(spec);
     if !spec.is_empty() && path.is_file() {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = crate::files::read_file_to_string(path).map_err(|e| {
             Error::Input(format!(
                 "{spec}: cannot read: {}",
                 crate::files::io_message(&e)

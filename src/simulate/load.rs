@@ -68,6 +68,7 @@ pub fn load_config(path: &Path) -> Result<Loaded, Error> {
         }
         (f, Some(path.to_path_buf()))
     } else {
+        // A file named on the command line: read wherever it leads.
         let dir =
             (path.file_name().is_some_and(|n| n == "config.pbtxt")).then(|| match path.parent() {
                 Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -76,7 +77,11 @@ pub fn load_config(path: &Path) -> Result<Loaded, Error> {
         (path.to_path_buf(), dir)
     };
     let name = file.display().to_string();
-    let bytes = std::fs::read(&file).map_err(|e| {
+    let read = match model_dir.as_deref() {
+        Some(dir) if path.is_dir() => crate::files::read_in(&file, dir),
+        _ => crate::files::read_file(&file),
+    };
+    let bytes = read.map_err(|e| {
         Error::Input(format!(
             "{name}: cannot read: {}",
             crate::files::io_message(&e)

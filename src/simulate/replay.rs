@@ -58,17 +58,25 @@ impl TraceInput {
 
     fn open(&self) -> Result<(Box<dyn BufRead + '_>, String), Error> {
         Ok(match self {
-            TraceInput::Stdin => (Box::new(std::io::stdin().lock()), "<stdin>".into()),
+            TraceInput::Stdin => (
+                Box::new(std::io::BufReader::new(crate::files::Limited::new(
+                    std::io::stdin().lock(),
+                ))),
+                "<stdin>".into(),
+            ),
             TraceInput::Memory(b) => (Box::new(b.as_slice()), "<stdin>".into()),
             TraceInput::File(path) => {
                 let name = path.display().to_string();
-                let f = std::fs::File::open(path).map_err(|e| {
+                let f = crate::files::open_regular(path, None).map_err(|e| {
                     Error::Input(format!(
                         "{name}: cannot read: {}",
                         crate::files::io_message(&e)
                     ))
                 })?;
-                (Box::new(std::io::BufReader::new(f)), name)
+                (
+                    Box::new(std::io::BufReader::new(crate::files::Limited::new(f))),
+                    name,
+                )
             }
         })
     }

@@ -93,11 +93,12 @@ fn prefixed(color: ColorChoice, prefix: &str, c: anstyle::AnsiColor, message: &s
     eprint(&line);
 }
 
-/// All of standard input.
+/// All of standard input, at most `--max-file-bytes` (`files`).
 pub fn read_stdin() -> io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    io::Read::read_to_end(&mut io::stdin().lock(), &mut buf)?;
-    Ok(buf)
+    crate::files::read_all_limited(
+        io::stdin().lock(),
+        crate::files::read_policy().max_file_bytes,
+    )
 }
 
 /// True when the error (or one it wraps) is a closed pipe.

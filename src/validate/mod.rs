@@ -185,8 +185,10 @@ pub fn validate_paths(paths: &[PathBuf], opts: &ValidateOptions) -> Result<Repor
             path: p.display().to_string(),
             message: io_message(&e),
         })?;
-        if meta.is_file() {
-            let bytes = std::fs::read(p).map_err(|e| InputError::Unreadable {
+        if !meta.is_dir() {
+            // Named on the command line: read wherever it leads, but only a
+            // regular file (a FIFO or a device is refused, never waited on).
+            let bytes = crate::files::read_file(p).map_err(|e| InputError::Unreadable {
                 path: p.display().to_string(),
                 message: io_message(&e),
             })?;
@@ -209,6 +211,7 @@ pub fn validate_paths(paths: &[PathBuf], opts: &ValidateOptions) -> Result<Repor
                         name: dir_name_of(dir).unwrap_or_default(),
                         dir: dir.to_path_buf(),
                         config_path: p.clone(),
+                        root: None,
                     };
                     report
                         .files
@@ -221,7 +224,7 @@ pub fn validate_paths(paths: &[PathBuf], opts: &ValidateOptions) -> Result<Repor
                     &opts.lint,
                 )),
             }
-        } else if meta.is_dir() {
+        } else {
             let mut models = repo::discover(p).map_err(|e| InputError::Unreadable {
                 path: p.display().to_string(),
                 message: io_message(&e),

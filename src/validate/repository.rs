@@ -33,8 +33,16 @@ pub fn hidden_dir_report(dir: &Path) -> FileReport {
 pub fn load_model(m: &ModelEntry, opts: &ServerOptions) -> (CheckedModel, FileReport) {
     let mut diagnostics = Vec::new();
     let mut missing = false;
-    let parsed = match std::fs::read(&m.config_path) {
+    let parsed = match m.read(&m.config_path) {
         Ok(bytes) => Some(ParsedConfig::from_bytes(bytes)),
+        Err(e) if crate::files::outside_root(&e).is_some() => {
+            let outside = crate::files::outside_root(&e).expect("checked");
+            diagnostics.push(lint::rules::repository::symlink_leaves_repository(
+                &m.config_path,
+                outside,
+            ));
+            None
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && opts.autocomplete => {
             // Triton starts from an empty config and lets auto-complete fill it.
             missing = true;
@@ -42,8 +50,12 @@ pub fn load_model(m: &ModelEntry, opts: &ServerOptions) -> (CheckedModel, FileRe
         }
         Err(e) => {
             let reason = match e.kind() {
-                std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
-                std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
+                std::io::ErrorKind::NotFound if e.get_ref().is_none() => {
+                    "No such file or directory".to_string()
+                }
+                std::io::ErrorKind::PermissionDenied if e.get_ref().is_none() => {
+                    "Permission denied".to_string()
+                }
                 _ => e.to_string(),
             };
             let mut d = Diagnostic::new(rule!("E0705"), String::new()).triton(format!(
@@ -167,8 +179,12 @@ pub fn validate_repository(models: &[ModelEntry], opts: &ServerOptions) -> Vec<F
             if name.starts_with('.') || name.contains(['/', '\\']) || name == ".." {
                 continue;
             }
-            if let Some(dir) = roots.iter().map(|r| r.join(&name)).find(|d| d.is_dir()) {
-                let (lm, _) = load_model(&ModelEntry::new(dir, name), opts);
+            if let Some((root, dir)) = roots
+                .iter()
+                .map(|r| (r.clone(), r.join(&name)))
+                .find(|(_, d)| d.is_dir())
+            {
+                let (lm, _) = load_model(&ModelEntry::new(dir, name).within(&root), opts);
                 loaded.push(lm);
                 added = true;
             }
@@ -207,8 +223,11 @@ fn bls_reports(
             return None;
         }
         *extra.entry(name.to_string()).or_insert_with(|| {
-            let dir = roots.iter().map(|r| r.join(name)).find(|d| d.is_dir())?;
-            let (lm, _) = load_model(&ModelEntry::new(dir, name.to_string()), opts);
+            let (root, dir) = roots
+                .iter()
+                .map(|r| (r, r.join(name)))
+                .find(|(_, d)| d.is_dir())?;
+            let (lm, _) = load_model(&ModelEntry::new(dir, name.to_string()).within(root), opts);
             Some(
                 lm.prepared
                     .as_ref()
@@ -221,6 +240,7 @@ fn bls_reports(
         let info = bls::ModelInfo {
             name: &m.entry.name,
             dir: &m.entry.dir,
+            root: m.entry.root.as_deref(),
             cfg: m.prepared.as_ref().map(|p| &p.cfg),
         };
         out.extend(bls::check_model(&info, &mut lookup));

@@ -70,6 +70,9 @@ pub struct ModelInfo<'a> {
     /// Triton's name for the model.
     pub name: &'a str,
     pub dir: &'a Path,
+    /// The directory being validated, outside which nothing is read
+    /// (`files::read_in`); `None`: anywhere.
+    pub root: Option<&'a Path>,
     /// The config after Triton's fill-in, when it could be read.
     pub cfg: Option<&'a ModelConfig>,
 }
@@ -130,8 +133,25 @@ pub fn check_model(model: &ModelInfo<'_>, lookup: &mut Lookup<'_>) -> Vec<FileRe
     }
     let mut reports = Vec::new();
     for path in model_files(model.dir, cfg) {
-        let Ok(bytes) = std::fs::read(&path) else {
-            continue;
+        let read = match model.root {
+            Some(root) => crate::files::read_in(&path, root),
+            None => crate::files::read_file(&path),
+        };
+        let bytes = match read {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                if let Some(outside) = crate::files::outside_root(&e) {
+                    reports.push(FileReport {
+                        path: path.display().to_string(),
+                        model: Some(model.name.to_string()),
+                        src: String::new(),
+                        diagnostics: vec![super::repository::symlink_leaves_repository(
+                            &path, outside,
+                        )],
+                    });
+                }
+                continue;
+            }
         };
         let src = String::from_utf8_lossy(&bytes).into_owned();
         let diagnostics = check_source(&src, model.name, lookup);

@@ -153,6 +153,14 @@ pub const RULES: &[Rule] = &[
         None,
     ),
     rule(
+        "E0706",
+        "symlink-leaves-repository",
+        Severity::Error,
+        "A model's file is a symbolic link that leads out of the directory being validated",
+        "A `config.pbtxt`, `model.py` or other file of a model resolves, through a symbolic link, to a file outside the model repository (or model directory) being validated, such as `/etc/passwd` or `/proc/self/environ`. tritonctl does not read it, so that a repository from an untrusted pull request cannot make a CI log show files of the machine; the model is not checked. Triton follows such links, so the model may load on a server that has the file. Copy the file into the repository, or pass `--follow-symlinks` when the repository is trusted.",
+        None,
+    ),
+    rule(
         "N0702",
         "ensemble-dependency-fails",
         Severity::Note,
@@ -628,6 +636,23 @@ pub fn check_repository(models: &[CheckedModel], opts: &ServerOptions) -> Vec<Ve
         visit(e, &mut walk, models, &targets, &is_ens, opts);
     }
     walk.out
+}
+
+/// The finding for a file of a model that `files` refused to read because
+/// it resolves outside the directory being validated.
+pub fn symlink_leaves_repository(path: &Path, outside: &crate::files::OutsideRoot) -> Diagnostic {
+    Diagnostic::new(
+        rule!("E0706"),
+        format!(
+            "{} is a symbolic link to {}, outside {}; it was not read",
+            path.display(),
+            outside.resolved.display(),
+            outside.root.display()
+        ),
+    )
+    .help(
+        "copy the file into the repository, or pass --follow-symlinks if the repository is trusted",
+    )
 }
 
 #[cfg(test)]

@@ -214,7 +214,7 @@ pub fn implicit_states(cfg: &ModelConfig, model_dir: &Path) -> Result<Vec<StateS
                     }
                     Some(StateData::DataFile(file)) => {
                         let path = model_dir.join("initial_state").join(file);
-                        initial_from_file(name, dtype, dims, file, &path)?
+                        initial_from_file(name, dtype, dims, file, &path, model_dir)?
                     }
                     None => {
                         return Err(StateError::Config(format!(
@@ -252,13 +252,14 @@ fn initial_from_file(
     dims: Vec<i64>,
     file: &str,
     path: &Path,
+    model_dir: &Path,
 ) -> Result<Tensor, StateError> {
     let err = |message: String| StateError::InitialFile {
         state: state.to_string(),
         message,
     };
-    let bytes =
-        std::fs::read(path).map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
+    let bytes = crate::files::read_in(path, model_dir)
+        .map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
     let count = element_count(&dims).ok_or_else(|| err(format!("invalid dims {dims:?}")))?;
     let data = decode_first(dtype, count, &bytes).map_err(|e| {
         err(match e {
