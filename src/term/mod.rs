@@ -138,7 +138,10 @@ mod tests {
             anstyle::AnsiColor::Red,
             "m/\u{1b}]0;pwned\u{7}: bad\nerror: forged",
         );
-        assert_eq!(line, "error: m/\\u{1b}]0;pwned\\u{7}: bad\\nerror: forged\n");
+        assert_eq!(
+            line,
+            "error: m/\\u{1b}]0;pwned\\u{7}: bad\\nerror: forged\n"
+        );
         let colored = prefixed_line(true, "warning", anstyle::AnsiColor::Yellow, "\u{1b}[2J");
         assert!(colored.ends_with(": \\u{1b}[2J\n"));
     }

@@ -253,7 +253,9 @@ mod tests {
 
     #[test]
     fn widths_match_the_escapes() {
-        for c in ['a', 'é', '\n', '\t', '\u{0}', '\u{1b}', '\u{9f}', '\u{202e}'] {
+        for c in [
+            'a', 'é', '\n', '\t', '\u{0}', '\u{1b}', '\u{9f}', '\u{202e}',
+        ] {
             assert_eq!(
                 shown_width(c),
                 escape(&c.to_string()).chars().count(),

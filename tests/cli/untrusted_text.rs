@@ -90,7 +90,11 @@ fn a_directory_name_cannot_forge_an_output_line() {
     std::fs::create_dir_all(model.join("1")).unwrap();
     // A syntax error: the finding points into the file (`-->` line) and
     // the repository checks quote the directory's name.
-    std::fs::write(model.join("config.pbtxt"), "name: \"other\"\nmax_batch_size: \n").unwrap();
+    std::fs::write(
+        model.join("config.pbtxt"),
+        "name: \"other\"\nmax_batch_size: \n",
+    )
+    .unwrap();
     for format in ["human", "github", "junit"] {
         let (_, out, err) = tritonctl()
             .current_dir(tmp.path())
@@ -118,7 +122,9 @@ fn a_directory_name_cannot_forge_an_output_line() {
         .find(|l| l.trim_start().starts_with("-->"))
         .unwrap_or_else(|| panic!("a --> line: {out}"));
     assert!(
-        arrow.contains("repo/m\\nerror[E9999]: forged\\n\\u{1b}]0;pwned\\u{7}\\u{1b}[2J/config.pbtxt"),
+        arrow.contains(
+            "repo/m\\nerror[E9999]: forged\\n\\u{1b}]0;pwned\\u{7}\\u{1b}[2J/config.pbtxt"
+        ),
         "{arrow}"
     );
 }
@@ -164,7 +170,10 @@ fn fmt_diff_shows_control_characters_of_comments_escaped() {
             .run()
             .parts();
         assert_eq!(code, 1, "{out}{err}");
-        assert!(out.contains("# \\u{1b}]0;pwned\\u{7}\\u{1b}[2J comment"), "{out}");
+        assert!(
+            out.contains("# \\u{1b}]0;pwned\\u{7}\\u{1b}[2J comment"),
+            "{out}"
+        );
         if color == "never" {
             assert_clean("fmt --diff", &out);
         } else {
@@ -197,11 +206,16 @@ fn a_long_source_line_is_shown_as_a_window() {
         .lines()
         .find(|l| l.starts_with("1 |"))
         .unwrap_or_else(|| panic!("the line is shown: {out}"));
-    assert!(shown.starts_with("1 | …") && shown.contains("bogus_field: 1"), "{shown}");
+    assert!(
+        shown.starts_with("1 | …") && shown.contains("bogus_field: 1"),
+        "{shown}"
+    );
     let caret = out.lines().find(|l| l.contains('^')).unwrap();
     assert_eq!(
         caret.find('^'),
-        shown.find("bogus_field").map(|b| shown[..b].chars().count()),
+        shown
+            .find("bogus_field")
+            .map(|b| shown[..b].chars().count()),
         "{shown}\n{caret}"
     );
 }

@@ -56,7 +56,9 @@ pub fn escape_data(s: &str) -> String {
             '%' => out.push_str("%25"),
             '\r' => out.push_str("%0D"),
             '\n' => out.push_str("%0A"),
-            c if display::needs_escape(c) => display::push_escaped(&mut out, c.encode_utf8(&mut [0; 4])),
+            c if display::needs_escape(c) => {
+                display::push_escaped(&mut out, c.encode_utf8(&mut [0; 4]))
+            }
             c => out.push(c),
         }
     }

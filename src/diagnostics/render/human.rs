@@ -535,7 +535,10 @@ mod tests {
         assert!(out.contains(&format!(":1:{}", at + 1)), "{out}");
         let lines: Vec<&str> = out.lines().collect();
         let shown = lines[3];
-        assert!(shown.starts_with("1 | …") && shown.ends_with('…'), "{shown}");
+        assert!(
+            shown.starts_with("1 | …") && shown.ends_with('…'),
+            "{shown}"
+        );
         assert_eq!(shown.chars().count(), "1 | ".len() + 2 + SNIPPET_WIDTH);
         let caret = lines[4];
         let col = |l: &str, c: char| l.chars().position(|x| x == c);
@@ -550,12 +553,20 @@ mod tests {
         assert!(lines[6].matches('-').count() <= SNIPPET_WIDTH + 1);
         // A span near the end shows the end of the line.
         let src = format!("{long} z\n");
-        let d = Diagnostic::new(&TEST_RULE, "z").at(crate::text::Span::new(src.len() - 2, src.len() - 1));
+        let d = Diagnostic::new(&TEST_RULE, "z")
+            .at(crate::text::Span::new(src.len() - 2, src.len() - 1));
         let out = one_file(src, d);
         let shown = out.lines().nth(3).unwrap();
-        assert!(shown.starts_with("1 | …") && shown.ends_with(" z"), "{shown}");
+        assert!(
+            shown.starts_with("1 | …") && shown.ends_with(" z"),
+            "{shown}"
+        );
         let caret = out.lines().nth(4).unwrap();
-        assert_eq!(caret.chars().count(), shown.chars().count(), "{shown}\n{caret}");
+        assert_eq!(
+            caret.chars().count(),
+            shown.chars().count(),
+            "{shown}\n{caret}"
+        );
     }
 
     #[test]
