@@ -269,3 +269,44 @@ fn perf_shows_a_servers_error_text_escaped() {
     );
     assert!(!err.lines().any(|l| l.starts_with(FORGED)), "{err}");
 }
+
+#[cfg(feature = "run")]
+#[test]
+fn run_table_shows_ids_and_errors_escaped() {
+    let Some(lib) = crate::common::ort_library().map(|l| l.path) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let id = format!("{PWNED}\n{FORGED}");
+    let rows: Vec<serde_json::Value> = (0..9).map(|_| serde_json::json!([1, 2, 3, 4])).collect();
+    let text = format!(
+        "{}\n{}\n",
+        serde_json::json!({"id": id, "inputs": {"Input": [[0, 0, 0, 1]]}}),
+        // Refused (batch of 9 > max_batch_size 8): the error quotes the id.
+        serde_json::json!({"id": format!("big{id}"), "inputs": {"Input": rows}}),
+    );
+    let input = tmp.path().join("in.jsonl");
+    std::fs::write(&input, text).unwrap();
+    let model = crate::common::crate_root()
+        .join("testdata")
+        .join("run")
+        .join("preprocess");
+    let (code, out, err) = tritonctl()
+        .env("ORT_DYLIB_PATH", &lib)
+        .arg("run")
+        .arg(&model)
+        .arg("--input")
+        .arg(&input)
+        .run()
+        .parts();
+    assert_eq!(code, 1, "{out}{err}");
+    assert_clean("run", &out);
+    assert_clean("run", &err);
+    assert!(out.contains("\\u{1b}]0;pwned\\u{7}"), "{out}");
+    assert!(
+        !out.lines()
+            .chain(err.lines())
+            .any(|l| l.contains(FORGED) && !l.contains("\\nerror[E9999]: forged")),
+        "no forged line: {out}{err}"
+    );
+}
