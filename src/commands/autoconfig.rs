@@ -21,6 +21,7 @@ use crate::diagnostics::{render, Severity};
 use crate::diagnostics::{FileReport, Report};
 use crate::files;
 use crate::schema::inference::ModelConfig;
+use crate::text::display::{DisplayPath, Untrusted};
 use std::io::Write;
 use std::path::Path;
 
@@ -71,7 +72,7 @@ pub fn run(
             .unwrap_or_default();
         crate::term::eprint(&format!(
             "read {}{version}: {} input(s), {} output(s), IR version {}, opset {}\n",
-            outcome.model_file.display(),
+            DisplayPath(&outcome.model_file),
             outcome.signature.inputs.len(),
             outcome.signature.outputs.len(),
             outcome.signature.ir_version,
@@ -146,7 +147,7 @@ pub fn run(
         }
     })?;
     if !ctx.global.quiet {
-        crate::term::eprint(&format!("wrote {}\n", target.display()));
+        crate::term::eprint(&format!("wrote {}\n", DisplayPath(&target)));
     }
     Ok(ExitStatus::Success)
 }
@@ -198,7 +199,10 @@ fn read_partial(path: &Path, ctx: &Context) -> Result<Option<ModelConfig>, Comma
     Ok(None)
 }
 
+/// `note: text` on standard error; the text quotes names from the model
+/// and is shown escaped.
 fn note(ctx: &Context, text: &str) {
+    let text = Untrusted(text);
     let line = if crate::term::stderr_color(ctx.global.color) {
         let s = anstyle::Style::new()
             .bold()
@@ -230,9 +234,15 @@ fn report_failure(args: &AutoconfigArgs, ctx: &Context, f: &LoadFailure) {
         Some(m) if !f.model_side => m,
         _ => &args.model,
     };
-    let mut text = format!("{}: {}\n  --> {}\n", f.status, f.text, file.display());
+    // Triton's text and the help quote names from the model file.
+    let mut text = format!(
+        "{}: {}\n  --> {}\n",
+        f.status,
+        Untrusted(&f.text),
+        DisplayPath(file)
+    );
     if let Some(h) = &f.help {
-        text.push_str(&format!("  = help: {h}\n"));
+        text.push_str(&format!("  = help: {}\n", Untrusted(h)));
     }
     let (s, e) = if crate::term::stderr_color(ctx.global.color) {
         let s = anstyle::Style::new()

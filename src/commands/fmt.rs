@@ -36,6 +36,7 @@ use crate::cli::FmtArgs;
 use crate::diagnostics::render::plural;
 use crate::diagnostics::{FileReport, Report};
 use crate::format::{format_text, unified_diff, FormatError};
+use crate::text::display::Untrusted;
 use std::fs;
 use std::io::Write;
 use std::path::PathBuf;
@@ -132,7 +133,8 @@ pub fn run(args: &FmtArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
                 }
             },
             Target::File(p, root) => {
-                let name = crate::files::tidy_path(&p.display().to_string());
+                // Shown escaped, bytes that are not UTF-8 as `\xff`.
+                let name = crate::files::tidy_path(&crate::text::display::path(p));
                 let read = match root {
                     Some(root) => crate::files::read_in(p, root),
                     None => crate::files::read_file(p),
@@ -204,7 +206,7 @@ pub fn run(args: &FmtArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
                     continue;
                 }
             }
-            (Mode::Check, _) if changed => writeln!(out, "Would reformat: {name}")?,
+            (Mode::Check, _) if changed => writeln!(out, "Would reformat: {}", Untrusted(&name))?,
             (Mode::Diff, _) if changed => {
                 let d = unified_diff(&src, &formatted, &name, &name);
                 out.write_all(paint_diff(&d, ctx.color).as_bytes())?;
@@ -213,7 +215,8 @@ pub fn run(args: &FmtArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
         }
         if ctx.global.verbose {
             crate::term::eprint(&format!(
-                "{name}: {}\n",
+                "{}: {}\n",
+                Untrusted(&name),
                 match (changed, mode) {
                     (false, _) => "already formatted",
                     (true, Mode::Write) => "reformatted",
@@ -274,15 +277,22 @@ fn summary(mode: Mode, t: &Tally) -> String {
 }
 
 /// Colours a diff's lines (headers bold, hunk headers cyan, removals red,
-/// additions green).
+/// additions green). The lines are the input's: control characters in them
+/// (a carriage return, ESC in a comment) are shown escaped
+/// ([`crate::text::display`]); tabs too, which shows a tab the formatter
+/// replaced.
 fn paint_diff(diff: &str, color: bool) -> String {
     use anstyle::{AnsiColor, Style};
-    if !color {
-        return diff.to_string();
-    }
-    let mut out = String::with_capacity(diff.len() * 2);
+    let mut out = String::with_capacity(if color { diff.len() * 2 } else { diff.len() });
     for line in diff.split_inclusive('\n') {
         let body = line.strip_suffix('\n').unwrap_or(line);
+        let shown = crate::text::display::escape(body);
+        let newline = if line.ends_with('\n') { "\n" } else { "" };
+        if !color {
+            out.push_str(&shown);
+            out.push_str(newline);
+            continue;
+        }
         let style = if body.starts_with("--- ") || body.starts_with("+++ ") {
             Style::new().bold()
         } else if body.starts_with("@@") {
@@ -295,13 +305,11 @@ fn paint_diff(diff: &str, color: bool) -> String {
             Style::new()
         };
         if style == Style::new() {
-            out.push_str(line);
+            out.push_str(&shown);
         } else {
-            out.push_str(&format!("{style}{body}{style:#}"));
-            if line.ends_with('\n') {
-                out.push('\n');
-            }
+            out.push_str(&format!("{style}{shown}{style:#}"));
         }
+        out.push_str(newline);
     }
     out
 }

@@ -145,7 +145,7 @@ pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
                 out,
                 "{} requests on {} ({}): {} ok, {failed} failed",
                 output.results.len(),
-                model.name,
+                crate::text::display::Untrusted(&model.name),
                 device,
                 output.results.len() - failed
             )?;

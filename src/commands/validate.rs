@@ -65,7 +65,7 @@ pub fn run(
             });
             crate::term::eprint(&format!(
                 "checked {} ({}, {}, {})\n",
-                f.path,
+                crate::text::display::Untrusted(&f.path),
                 render::plural(s.errors, "error"),
                 render::plural(s.warnings, "warning"),
                 render::plural(s.notes, "note"),

@@ -198,8 +198,8 @@ impl PerfReport {
         };
         format!(
             "model {} at {} ({} over {}, inputs {}, outputs {}, batch {})\n{source}{t}\n",
-            self.model,
-            self.url,
+            crate::text::display::Untrusted(&self.model),
+            crate::text::display::Untrusted(&self.url),
             self.mode.replace('_', " "),
             if self.protocol == "grpc" {
                 "gRPC"

@@ -15,6 +15,7 @@ use super::input::FailedRequest;
 use crate::batching::CorrId;
 use crate::inputs::codec::{b64_encode, bf16_to_f32, f16_to_f32};
 use crate::tensor::{Tensor, TensorData};
+use crate::text::display::{escape, Untrusted};
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
 use std::io::{self, Write};
@@ -244,6 +245,9 @@ impl Default for TableOptions {
 
 /// The human table: one row per result with its id, sequence, status and
 /// its outputs (one line each: `NAME TYPE [shape]: v1, v2, …`) or error.
+/// Ids, names, string values and errors come from the input, the config or
+/// the model: each is shown escaped ([`crate::text::display`]), so that none
+/// can add a line to the table or reach the terminal as a control sequence.
 pub fn render_table(results: &[RunResult], opts: &TableOptions) -> comfy_table::Table {
     use comfy_table::{presets, Table};
     let mut t = Table::new();
@@ -253,7 +257,7 @@ pub fn render_table(results: &[RunResult], opts: &TableOptions) -> comfy_table::
         let seq = r
             .sequence_id
             .as_ref()
-            .map_or_else(|| "-".to_string(), |s| s.to_string());
+            .map_or_else(|| "-".to_string(), |s| escape(&s.to_string()).into_owned());
         let (status, detail) = match &r.outcome {
             Ok(outputs) => (
                 "ok",
@@ -263,14 +267,19 @@ pub fn render_table(results: &[RunResult], opts: &TableOptions) -> comfy_table::
                     .collect::<Vec<_>>()
                     .join("\n"),
             ),
-            Err(e) => ("error", cut(e, opts.max_error_chars)),
+            Err(e) => ("error", escape(&cut(e, opts.max_error_chars)).into_owned()),
         };
-        t.add_row(vec![r.id.clone(), seq, status.to_string(), detail]);
+        t.add_row(vec![
+            escape(&r.id).into_owned(),
+            seq,
+            status.to_string(),
+            detail,
+        ]);
     }
     t
 }
 
-/// `NAME TYPE [d0,d1]: v1, v2, … (N values)`.
+/// `NAME TYPE [d0,d1]: v1, v2, … (N values)`, escaped as display text.
 pub fn summarize(name: &str, t: &Tensor, max_values: usize) -> String {
     let n = t.data.len();
     let shown: Vec<String> = (0..n.min(max_values))
@@ -278,7 +287,8 @@ pub fn summarize(name: &str, t: &Tensor, max_values: usize) -> String {
         .collect();
     let dims: Vec<String> = t.shape.iter().map(|d| d.to_string()).collect();
     let mut s = format!(
-        "{name} {} [{}]: {}",
+        "{} {} [{}]: {}",
+        Untrusted(name),
         t.dtype().wire_name(),
         dims.join(","),
         shown.join(", ")
@@ -305,7 +315,7 @@ fn element_text(data: &TensorData, i: usize) -> String {
         TensorData::F64(v) => v[i].to_string(),
         TensorData::Bf16(v) => bf16_to_f32(v[i]).to_string(),
         TensorData::Bytes(v) => match std::str::from_utf8(&v[i]) {
-            Ok(s) => format!("{:?}", cut(s, 40)),
+            Ok(s) => format!("\"{}\"", escape(&cut(s, 40)).replace('"', "\\\"")),
             Err(_) => format!("<{} bytes>", v[i].len()),
         },
     }
@@ -493,5 +503,39 @@ mod tests {
             ),
             "o BYTES [2]: <1 bytes>, \"\""
         );
+    }
+
+    #[test]
+    fn the_table_shows_input_text_escaped() {
+        let hostile = "\u{1b}]0;pwned\u{7}\u{1b}[2J\nforged\u{202e}";
+        let results = vec![
+            ok(
+                hostile,
+                Some(CorrId::Str(hostile.into())),
+                vec![(
+                    hostile,
+                    tensor(
+                        &[1],
+                        TensorData::Bytes(vec![format!("say \"{hostile}\"").into_bytes()]),
+                    ),
+                )],
+            ),
+            RunResult {
+                id: "e".into(),
+                sequence_id: None,
+                outcome: Err(format!("model says {hostile}")),
+            },
+        ];
+        let text = render_table(&results, &TableOptions::default()).to_string();
+        assert!(
+            !text
+                .chars()
+                .any(|c| c != '\n' && crate::text::display::needs_escape(c)),
+            "{text:?}"
+        );
+        assert!(!text.contains("\nforged"), "no forged line: {text}");
+        assert!(text.contains("\\u{1b}]0;pwned\\u{7}"), "{text}");
+        assert!(text.contains("\\nforged\\u{202e}"), "{text}");
+        assert!(text.contains("\"say \\\"\\u{1b}"), "{text}");
     }
 }

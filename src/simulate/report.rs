@@ -6,6 +6,7 @@ use super::stats::{Stats, Summary};
 use super::Error;
 use crate::batching::controls::{ControlKind, ControlSpec, ControlTensor};
 use crate::batching::{CorrId, SchedulerKind, Settings, SlotRecord, Status};
+use crate::text::display::{self, Untrusted};
 use serde::Serialize;
 use std::io::Write;
 
@@ -140,7 +141,8 @@ pub fn write_json(
     Ok(())
 }
 
-/// The summary tables of one run of the model of `settings`.
+/// The summary tables of one run of the model of `settings`; names and
+/// reasons from the input are shown escaped ([`crate::text::display`]).
 pub fn write_human(out: &mut dyn Write, settings: &Settings, s: &Summary) -> Result<(), Error> {
     use comfy_table::{presets, CellAlignment, Table};
     let new_table = || {
@@ -157,7 +159,7 @@ pub fn write_human(out: &mut dyn Write, settings: &Settings, s: &Summary) -> Res
     writeln!(
         out,
         "model '{}': {scheduler}, max_batch_size {}, {} instance{}",
-        settings.model,
+        Untrusted(&settings.model),
         settings.max_batch_size,
         settings.instances,
         if settings.instances == 1 { "" } else { "s" }
@@ -234,7 +236,8 @@ pub fn write_human(out: &mut dyn Write, settings: &Settings, s: &Summary) -> Res
             t.add_row(vec![
                 r.status.replace('_', " "),
                 r.count.to_string(),
-                r.reason.clone(),
+                // Reasons quote the trace (a sequence's id) and the config.
+                display::escape(&r.reason).into_owned(),
             ]);
         }
         writeln!(out, "{t}")?;

@@ -22,6 +22,7 @@ use crate::batching::{Latency, Settings};
 use crate::config::path::{FieldPath, FieldTarget};
 use crate::config::ParsedConfig;
 use crate::diagnostics::Severity;
+use crate::text::display::{self, Untrusted};
 use prost_reflect::{Kind, MapKey, Value};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -406,7 +407,7 @@ fn write_sweep_human(
     writeln!(
         out,
         "model '{}': {} of the same trace{}",
-        base.model,
+        Untrusted(&base.model),
         if rows.len() == 1 {
             "1 setting".to_string()
         } else {
@@ -420,7 +421,10 @@ fn write_sweep_human(
     )?;
     let mut t = Table::new();
     t.load_preset(presets::UTF8_FULL_CONDENSED);
-    let mut header: Vec<String> = axes.iter().map(|a| a.key.clone()).collect();
+    let mut header: Vec<String> = axes
+        .iter()
+        .map(|a| display::escape(&a.key).into_owned())
+        .collect();
     let stats_cols = [
         "throughput/s",
         "p50 (µs)",
@@ -442,7 +446,7 @@ fn write_sweep_human(
         let mut row: Vec<String> = axes
             .iter()
             .zip(&r.choice)
-            .map(|(a, &i)| a.values[i].0.clone())
+            .map(|(a, &i)| display::escape(&a.values[i].0).into_owned())
             .collect();
         match &r.outcome {
             Ok(s) => {
@@ -463,7 +467,10 @@ fn write_sweep_human(
             }
             Err(why) => {
                 row.extend(stats_cols.iter().map(|_| "-".to_string()));
-                let mut note = why.first().cloned().unwrap_or_default();
+                let mut note = why
+                    .first()
+                    .map(|w| display::escape(w).into_owned())
+                    .unwrap_or_default();
                 if why.len() > 1 {
                     note.push_str(&format!(" (and {} more)", why.len() - 1));
                 }

@@ -74,23 +74,35 @@ pub fn eprint(text: &str) {
 }
 
 /// `error: message` on standard error, `error:` in red when colour is on.
+/// The message is one line: control characters in it (which can only come
+/// from the input it quotes) are shown escaped
+/// ([`crate::text::display`]).
 pub fn error(color: ColorChoice, message: &str) {
     prefixed(color, "error", anstyle::AnsiColor::Red, message);
 }
 
-/// `warning: message` on standard error.
+/// `warning: message` on standard error, escaped as [`error`]'s.
 pub fn warning(color: ColorChoice, message: &str) {
     prefixed(color, "warning", anstyle::AnsiColor::Yellow, message);
 }
 
+/// `note: message` on standard error, escaped as [`error`]'s.
+pub fn note(color: ColorChoice, message: &str) {
+    prefixed(color, "note", anstyle::AnsiColor::Cyan, message);
+}
+
 fn prefixed(color: ColorChoice, prefix: &str, c: anstyle::AnsiColor, message: &str) {
-    let line = if stderr_color(color) {
+    eprint(&prefixed_line(stderr_color(color), prefix, c, message));
+}
+
+fn prefixed_line(color: bool, prefix: &str, c: anstyle::AnsiColor, message: &str) -> String {
+    let message = crate::text::display::escape(message);
+    if color {
         let s = anstyle::Style::new().bold().fg_color(Some(c.into()));
         format!("{s}{prefix}{s:#}: {message}\n")
     } else {
         format!("{prefix}: {message}\n")
-    };
-    eprint(&line);
+    }
 }
 
 /// All of standard input, at most `--max-file-bytes` (`files`).
@@ -117,6 +129,22 @@ mod tests {
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| v.to_string())
         }
+    }
+
+    #[test]
+    fn messages_show_control_characters_escaped() {
+        let line = prefixed_line(
+            false,
+            "error",
+            anstyle::AnsiColor::Red,
+            "m/\u{1b}]0;pwned\u{7}: bad\nerror: forged",
+        );
+        assert_eq!(
+            line,
+            "error: m/\\u{1b}]0;pwned\\u{7}: bad\\nerror: forged\n"
+        );
+        let colored = prefixed_line(true, "warning", anstyle::AnsiColor::Yellow, "\u{1b}[2J");
+        assert!(colored.ends_with(": \\u{1b}[2J\n"));
     }
 
     #[test]

@@ -3,6 +3,9 @@
 //!
 //! Everything in the tree and in diagnostics carries byte ranges into the
 //! source; line and column are computed only when a diagnostic is rendered.
+//! Untrusted text is turned into display text by [`display`].
+
+pub mod display;
 
 use std::fmt;
 

@@ -31,3 +31,4 @@ mod rules;
 mod run;
 mod simulate;
 mod snapshots;
+mod untrusted_text;

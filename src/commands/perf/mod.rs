@@ -125,7 +125,8 @@ pub fn run(
     };
     if !ctx.global.quiet {
         for n in &report.notes {
-            crate::term::eprint(&format!("note: {n}\n"));
+            // Notes quote the server's answers.
+            crate::term::eprint(&format!("note: {}\n", crate::text::display::Untrusted(n)));
         }
     }
     for w in &report.warnings {

@@ -3,11 +3,12 @@
 //! Columns only when the span lies on one line (GitHub ignores them
 //! otherwise); file-level findings carry no line. Values are escaped as the
 //! Actions runner expects: `%`, CR and LF everywhere, and `:` and `,` also
-//! in properties.
+//! in properties; other control characters are shown as `\u{1b}` text.
 
 use super::{portable_path, Location, RenderOptions};
 use crate::diagnostics::Report;
 use crate::diagnostics::Severity;
+use crate::text::display;
 use crate::text::LineIndex;
 use std::io::{self, Write};
 
@@ -45,11 +46,23 @@ pub fn render(out: &mut dyn Write, report: &Report, opts: &RenderOptions) -> io:
     Ok(())
 }
 
-/// Escapes the message part of a workflow command.
+/// Escapes the message part of a workflow command: `%`, CR and LF as the
+/// runner decodes them, and every other control character (ESC, ...) as
+/// display text ([`crate::text::display`]), so that none reaches the log.
 pub fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '\r' => out.push_str("%0D"),
+            '\n' => out.push_str("%0A"),
+            c if display::needs_escape(c) => {
+                display::push_escaped(&mut out, c.encode_utf8(&mut [0; 4]))
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Escapes a property value of a workflow command.
@@ -65,5 +78,9 @@ mod tests {
     fn escaping() {
         assert_eq!(escape_data("50% a\r\nb: c, d"), "50%25 a%0D%0Ab: c, d");
         assert_eq!(escape_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
+        assert_eq!(
+            escape_data("\u{1b}]0;pwned\u{7}\u{1b}[2J\t\u{202e}"),
+            "\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\t\\u{202e}"
+        );
     }
 }

@@ -13,15 +13,32 @@
 //! Secondary labels are underlined with `-` and carry their message; a span
 //! over several lines is shown on its first line. A summary line ends the
 //! output unless `quiet`.
+//!
+//! Everything taken from the input is shown escaped
+//! ([`crate::text::display`]): the message, labels, help and Triton's text
+//! (one line each), the path and the source lines. A source line wider than
+//! [`SNIPPET_WIDTH`] columns is cut to a window around its marks, with `…`
+//! where it goes on, so that a long line is not echoed whole; line and
+//! column numbers stay those of the file.
 
 use super::{plural, sorted, Location, RenderOptions, Summary};
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::diagnostics::{FileReport, Report};
+use crate::text::display::{self, Untrusted};
 use crate::text::LineIndex;
 use anstyle::{AnsiColor, Style};
 use std::io::{self, Write};
 
 const TAB_WIDTH: usize = 4;
+
+/// The most columns of one source line a snippet shows.
+pub const SNIPPET_WIDTH: usize = 120;
+
+/// Columns shown before the first mark when a line is cut.
+const CONTEXT_BEFORE: usize = 40;
+
+/// Where a line goes on beyond the part shown.
+const CUT: &str = "…";
 
 struct Styles {
     error: Style,
@@ -153,7 +170,7 @@ fn render_diagnostic(
         out,
         "{}{}",
         paint(sev, &format!("{}[{}]", d.severity.as_str(), d.code())),
-        paint(st.bold, &format!(": {}", d.message))
+        paint(st.bold, &format!(": {}", Untrusted(&d.message)))
     )?;
 
     let mut marks = Vec::new();
@@ -168,12 +185,13 @@ fn render_diagnostic(
     let pad = " ".repeat(width);
     let bar = paint(st.gutter, "|");
 
+    let path = Untrusted(&file.path);
     let location = match d.span {
         Some(span) => {
             let l = Location::of(index, src, span);
-            format!("{}:{}:{}", file.path, l.line, l.column)
+            format!("{path}:{}:{}", l.line, l.column)
         }
-        None => file.path.clone(),
+        None => path.to_string(),
     };
     writeln!(out, "{pad}{} {location}", paint(st.gutter, "-->"))?;
 
@@ -187,30 +205,31 @@ fn render_diagnostic(
             match prev {
                 // One line between two shown ones: show it rather than `...`.
                 Some(p) if line == p + 2 => {
-                    source_line(out, index, src, p + 1, width, st)?;
+                    source_line(out, index, src, p + 1, &[], width, st)?;
                 }
                 Some(p) if line > p + 2 => writeln!(out, "{}", paint(st.gutter, "..."))?,
                 _ => {}
             }
             prev = Some(line);
-            source_line(out, index, src, line, width, st)?;
             let mut here: Vec<&Mark> = marks.iter().filter(|m| m.line == line).collect();
             here.sort_by_key(|m| (!m.primary, m.start));
+            let shown = source_line(out, index, src, line, &here, width, st)?;
             for m in here {
                 let (ch, style) = if m.primary {
                     ('^', sev)
                 } else {
                     ('-', st.secondary)
                 };
-                let mut under: String = std::iter::repeat_n(ch, m.end - m.start).collect();
+                let (at, len) = shown.place(m);
+                let mut under: String = std::iter::repeat_n(ch, len).collect();
                 if !m.message.is_empty() {
                     under.push(' ');
-                    under.push_str(m.message);
+                    display::push_escaped(&mut under, m.message);
                 }
                 writeln!(
                     out,
                     "{pad} {bar} {}{}",
-                    " ".repeat(m.start),
+                    " ".repeat(at),
                     paint(style, &under)
                 )?;
             }
@@ -229,41 +248,102 @@ fn render_diagnostic(
     if !notes.is_empty() {
         writeln!(out, "{pad} {bar}")?;
         for (kind, text) in notes {
-            let mut lines = text.lines();
-            let first = lines.next().unwrap_or("");
+            // One line: a line break in the text is shown escaped, so that
+            // no value can start a line of its own.
             writeln!(
                 out,
-                "{pad} {} {}: {first}",
+                "{pad} {} {}: {}",
                 paint(st.gutter, "="),
-                paint(if kind == "help" { st.help } else { st.bold }, kind)
+                paint(if kind == "help" { st.help } else { st.bold }, kind),
+                Untrusted(text)
             )?;
-            let indent = " ".repeat(kind.len() + 2);
-            for more in lines {
-                writeln!(out, "{pad}   {indent}{more}")?;
-            }
         }
     }
     writeln!(out)?;
     Ok(())
 }
 
-/// `NN | text` for 0-based `line`.
+/// The part of a source line that was shown.
+struct Shown {
+    /// Shown column of the line where the text starts.
+    start: usize,
+    /// Shown column just past the text.
+    end: usize,
+    cut_before: bool,
+    cut_after: bool,
+}
+
+impl Shown {
+    /// Where a mark goes under the shown text (column after the gutter)
+    /// and how wide it is: clipped to the window, and on the `…` when it
+    /// lies wholly outside it.
+    fn place(&self, m: &Mark) -> (usize, usize) {
+        let lead = usize::from(self.cut_before);
+        if self.cut_before && m.end <= self.start {
+            return (0, 1);
+        }
+        if self.cut_after && m.start >= self.end {
+            return (lead + self.end - self.start, 1);
+        }
+        let start = m.start.max(self.start);
+        let end = if self.cut_after {
+            m.end.min(self.end)
+        } else {
+            m.end
+        };
+        // A mark on blanks after the shown text (which are not printed)
+        // stays near it, however many blanks there are.
+        let limit = lead + self.end - self.start + SNIPPET_WIDTH;
+        (
+            (lead + start - self.start).min(limit),
+            end.saturating_sub(start).clamp(1, SNIPPET_WIDTH),
+        )
+    }
+}
+
+/// `NN | text` for 0-based `line`: tabs expanded, the rest escaped, and cut
+/// to a window around `marks` (the first one, primary first, leads) when
+/// the line is wider than [`SNIPPET_WIDTH`].
 fn source_line(
     out: &mut dyn Write,
     index: &LineIndex,
     src: &str,
     line: usize,
+    marks: &[&Mark],
     width: usize,
     st: &Styles,
-) -> io::Result<()> {
-    let text = expand(index.line_text(src, line).trim_end());
+) -> io::Result<Shown> {
+    let text = index.line_text(src, line).trim_end();
+    let total = display_width(text);
+    let from = if total <= SNIPPET_WIDTH {
+        0
+    } else {
+        let anchor = marks.first().map_or(0, |m| m.start);
+        anchor
+            .saturating_sub(CONTEXT_BEFORE)
+            .min(total - SNIPPET_WIDTH)
+    };
+    let w = display::window(text, from, SNIPPET_WIDTH, TAB_WIDTH);
+    let shown = Shown {
+        start: w.start,
+        end: w.start + w.text.chars().count(),
+        cut_before: w.cut_before,
+        cut_after: w.cut_after,
+    };
     let number = paint(st.gutter, &format!("{:>width$}", line + 1));
     let bar = paint(st.gutter, "|");
-    if text.is_empty() {
-        writeln!(out, "{number} {bar}")
+    if w.text.is_empty() && !w.cut_before && !w.cut_after {
+        writeln!(out, "{number} {bar}")?;
     } else {
-        writeln!(out, "{number} {bar} {text}")
+        writeln!(
+            out,
+            "{number} {bar} {}{}{}",
+            if w.cut_before { CUT } else { "" },
+            w.text,
+            if w.cut_after { CUT } else { "" }
+        )?;
     }
+    Ok(shown)
 }
 
 /// Where a span is underlined: its first line, from its start to its end or
@@ -296,24 +376,17 @@ fn mark<'a>(
     }
 }
 
+/// Shown columns of `s`: tabs expanded, escapes as long as they are.
 fn display_width(s: &str) -> usize {
     s.chars()
-        .map(|c| if c == '\t' { TAB_WIDTH } else { 1 })
+        .map(|c| {
+            if c == '\t' {
+                TAB_WIDTH
+            } else {
+                display::shown_width(c)
+            }
+        })
         .sum()
-}
-
-/// A source line as printed: tabs expanded, control characters (and bytes
-/// that were not UTF-8) shown as U+FFFD, so columns line up with the marks.
-fn expand(line: &str) -> String {
-    let mut s = String::with_capacity(line.len());
-    for c in line.chars() {
-        match c {
-            '\t' => s.push_str(&" ".repeat(TAB_WIDTH)),
-            c if c.is_control() => s.push('\u{FFFD}'),
-            c => s.push(c),
-        }
-    }
-    s
 }
 
 #[cfg(test)]
@@ -371,7 +444,8 @@ mod tests {
         let idx = LineIndex::new(src);
         let m = mark(&idx, src, crate::text::Span::new(1, 5), true, "");
         assert_eq!((m.start, m.end), (4, 8));
-        assert_eq!(&expand(idx.line_text(src, 0))[m.start..m.end], "name");
+        let w = display::window(idx.line_text(src, 0), 0, SNIPPET_WIDTH, TAB_WIDTH);
+        assert_eq!(&w.text[m.start..m.end], "name");
     }
 
     #[test]
@@ -403,6 +477,96 @@ mod tests {
                 diagnostics: vec![d],
             }],
         }
+    }
+
+    fn one_file(src: String, d: Diagnostic) -> String {
+        let report = Report {
+            files: vec![FileReport {
+                path: "m\n\u{1b}[2J/config.pbtxt".into(),
+                model: Some("m".into()),
+                src,
+                diagnostics: vec![d],
+            }],
+        };
+        let mut out = Vec::new();
+        render(&mut out, &report, &RenderOptions::default()).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn input_text_is_shown_escaped_on_one_line_each() {
+        let src = "name: \"a\u{1b}[2J\tb\u{202e}\"\n".to_string();
+        let d = Diagnostic::new(&TEST_RULE, "model 'a\u{1b}[2J\nerror[E0000]: forged'")
+            .at(crate::text::Span::new(6, 18))
+            .label(crate::text::Span::new(0, 4), "name\u{7} here")
+            .help("rename\n= help: forged")
+            .triton("Triton\r\u{9b}says");
+        let out = one_file(src, d);
+        let shown = "\"a\\u{1b}[2J    b\\u{202e}\"";
+        let carets = format!("  |       {}", "^".repeat(shown.len()));
+        let source = format!("1 | name: {shown}");
+        let expected = [
+            "error[E0101]: model 'a\\u{1b}[2J\\nerror[E0000]: forged'",
+            " --> m\\n\\u{1b}[2J/config.pbtxt:1:7",
+            "  |",
+            &source,
+            &carets,
+            "  | ---- name\\u{7} here",
+            "  |",
+            "  = help: rename\\n= help: forged",
+            "  = triton: Triton\\r\\u{9b}says",
+            "",
+            "Found 1 error in 1 file.",
+        ];
+        assert_eq!(out.lines().collect::<Vec<_>>(), expected, "{out}");
+    }
+
+    #[test]
+    fn long_lines_are_cut_to_a_window_around_the_span() {
+        let long = "x".repeat(100_000);
+        let src = format!("a: \"{long}\" bad: 1 \"{long}\"\n");
+        let at = src.find("bad").unwrap();
+        let d = Diagnostic::new(&TEST_RULE, "unknown")
+            .at(crate::text::Span::new(at, at + 3))
+            .label(crate::text::Span::new(0, 1), "far away")
+            .label(crate::text::Span::new(3, src.len() - 1), "long string");
+        let out = one_file(src.clone(), d);
+        assert!(out.len() < 2000, "{out}");
+        assert!(out.contains(&format!(":1:{}", at + 1)), "{out}");
+        let lines: Vec<&str> = out.lines().collect();
+        let shown = lines[3];
+        assert!(
+            shown.starts_with("1 | …") && shown.ends_with('…'),
+            "{shown}"
+        );
+        assert_eq!(shown.chars().count(), "1 | ".len() + 2 + SNIPPET_WIDTH);
+        let caret = lines[4];
+        let col = |l: &str, c: char| l.chars().position(|x| x == c);
+        assert_eq!(
+            col(caret, '^'),
+            shown.find("bad").map(|b| shown[..b].chars().count())
+        );
+        assert_eq!(caret.matches('^').count(), 3);
+        // The far label points at the cut; the long one is clipped.
+        assert_eq!(lines[5], "  | - far away");
+        assert!(lines[6].starts_with("  |  -"), "{}", lines[6]);
+        assert!(lines[6].matches('-').count() <= SNIPPET_WIDTH + 1);
+        // A span near the end shows the end of the line.
+        let src = format!("{long} z\n");
+        let d = Diagnostic::new(&TEST_RULE, "z")
+            .at(crate::text::Span::new(src.len() - 2, src.len() - 1));
+        let out = one_file(src, d);
+        let shown = out.lines().nth(3).unwrap();
+        assert!(
+            shown.starts_with("1 | …") && shown.ends_with(" z"),
+            "{shown}"
+        );
+        let caret = out.lines().nth(4).unwrap();
+        assert_eq!(
+            caret.chars().count(),
+            shown.chars().count(),
+            "{shown}\n{caret}"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use super::{plural, sorted, Location, RenderOptions, Summary};
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::diagnostics::{FileReport, Report};
+use crate::text::display::{self, Untrusted};
 use crate::text::LineIndex;
 use std::io::{self, Write};
 
@@ -34,11 +35,10 @@ pub fn render(out: &mut dyn Write, report: &Report, _opts: &RenderOptions) -> io
 fn testcase(out: &mut dyn Write, f: &FileReport) -> io::Result<()> {
     let index = LineIndex::new(&f.src);
     let classname = f.model.as_deref().unwrap_or("tritonctl");
+    let path = escape(&display::escape(&f.path));
     let open = format!(
-        r#"    <testcase name="{}" classname="{}" file="{}""#,
-        escape(&f.path),
-        escape(classname),
-        escape(&f.path)
+        r#"    <testcase name="{path}" classname="{}" file="{path}""#,
+        escape(&display::escape(classname)),
     );
     if f.diagnostics.is_empty() {
         return writeln!(out, "{open}/>");
@@ -49,7 +49,7 @@ fn testcase(out: &mut dyn Write, f: &FileReport) -> io::Result<()> {
         .into_iter()
         .partition(|d| d.severity == Severity::Error);
     if let Some(first) = errors.first() {
-        let mut message = format!("{}: {}", first.code(), first.message);
+        let mut message = format!("{}: {}", first.code(), Untrusted(&first.message));
         if errors.len() > 1 {
             message.push_str(&format!(
                 " (and {} more)",
@@ -81,14 +81,21 @@ fn describe(index: &LineIndex, f: &FileReport, d: &Diagnostic) -> String {
     let at = match d.span {
         Some(s) => {
             let l = Location::of(index, &f.src, s);
-            format!("{}:{}:{}", f.path, l.line, l.column)
+            format!("{}:{}:{}", Untrusted(&f.path), l.line, l.column)
         }
-        None => f.path.clone(),
+        None => display::escape(&f.path).into_owned(),
     };
-    let mut s = format!("{at}: {}[{}] {}", d.severity.as_str(), d.code(), d.message);
+    // One line per finding (and one for its help): line breaks in the
+    // texts are shown escaped.
+    let mut s = format!(
+        "{at}: {}[{}] {}",
+        d.severity.as_str(),
+        d.code(),
+        Untrusted(&d.message)
+    );
     if let Some(h) = &d.help {
         s.push_str("\n  help: ");
-        s.push_str(h);
+        display::push_escaped(&mut s, h);
     }
     s
 }
@@ -103,8 +110,9 @@ pub fn escape(s: &str) -> String {
     escape_with(s, true)
 }
 
-/// Escapes text for XML 1.0; characters XML cannot carry at all become
-/// U+FFFD.
+/// Escapes text for XML 1.0. Control characters (which XML 1.0 cannot
+/// carry, or should not) and bidirectional overrides are shown as display
+/// text (`\u{1b}`, [`crate::text::display`]), as in every other output.
 fn escape_with(s: &str, attr: bool) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -118,7 +126,10 @@ fn escape_with(s: &str, attr: bool) -> String {
             '\r' if attr => out.push_str("&#13;"),
             '\t' if attr => out.push_str("&#9;"),
             '\n' | '\r' | '\t' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
+            c if display::needs_escape(c) => {
+                display::push_escaped(&mut out, c.encode_utf8(&mut [0; 4]))
+            }
+            '\u{FFFE}' | '\u{FFFF}' => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }
@@ -133,8 +144,12 @@ mod tests {
     fn escapes_markup_and_control_characters() {
         assert_eq!(
             escape("a<b & \"c\"\u{1a}\n"),
-            "a&lt;b &amp; &quot;c&quot;\u{FFFD}&#10;"
+            "a&lt;b &amp; &quot;c&quot;\\u{1a}&#10;"
         );
         assert_eq!(escape_text("'a'\n<b>"), "'a'\n&lt;b&gt;");
+        assert_eq!(
+            escape_text("\u{1b}]0;x\u{7}\u{85}\u{202e}\u{ffff}"),
+            "\\u{1b}]0;x\\u{7}\\u{85}\\u{202e}\u{FFFD}"
+        );
     }
 }
