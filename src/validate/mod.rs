@@ -182,14 +182,14 @@ pub fn validate_paths(paths: &[PathBuf], opts: &ValidateOptions) -> Result<Repor
     let mut report = Report::default();
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|e| InputError::Unreadable {
-            path: p.display().to_string(),
+            path: crate::text::display::path(p).into_owned(),
             message: io_message(&e),
         })?;
         if !meta.is_dir() {
             // Named on the command line: read wherever it leads, but only a
             // regular file (a FIFO or a device is refused, never waited on).
             let bytes = crate::files::read_file(p).map_err(|e| InputError::Unreadable {
-                path: p.display().to_string(),
+                path: crate::text::display::path(p).into_owned(),
                 message: io_message(&e),
             })?;
             // A file named config.pbtxt inside a directory is that model's config.
@@ -218,7 +218,7 @@ pub fn validate_paths(paths: &[PathBuf], opts: &ValidateOptions) -> Result<Repor
                         .extend(validate_repository(&[entry], &opts.lint));
                 }
                 None => report.files.push(check_config_file(
-                    p.display().to_string(),
+                    crate::text::display::path(p).into_owned(),
                     bytes,
                     None,
                     &opts.lint,
@@ -226,7 +226,7 @@ pub fn validate_paths(paths: &[PathBuf], opts: &ValidateOptions) -> Result<Repor
             }
         } else {
             let mut models = repo::discover(p).map_err(|e| InputError::Unreadable {
-                path: p.display().to_string(),
+                path: crate::text::display::path(p).into_owned(),
                 message: io_message(&e),
             })?;
             models.retain(|m| !opts.excluded(&m.dir, p));

@@ -18,7 +18,7 @@ pub fn hidden_dir_report(dir: &Path) -> FileReport {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     FileReport {
-        path: dir.display().to_string(),
+        path: crate::text::display::path(dir).into_owned(),
         model: None,
         src: String::new(),
         diagnostics: vec![Diagnostic::new(
@@ -102,7 +102,7 @@ pub fn load_model(m: &ModelEntry, opts: &ServerOptions) -> (CheckedModel, FileRe
     }
     let has_errors = diagnostics.iter().any(|d| d.severity == Severity::Error);
     let report = FileReport {
-        path: m.config_path.display().to_string(),
+        path: crate::text::display::path(&m.config_path).into_owned(),
         model: Some(prepared.as_ref().map_or(m.name.clone(), |p| p.name.clone())),
         src,
         diagnostics,
