@@ -23,6 +23,8 @@ mod generated;
 mod perf;
 #[cfg(feature = "perf")]
 mod perf_grpc;
+#[cfg(feature = "perf")]
+mod perf_hostile;
 mod properties;
 mod repository;
 mod rule_docs;
