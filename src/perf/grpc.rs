@@ -121,13 +121,19 @@ fn encode_extra(params: Option<&Map<String, Value>>, id: Option<&str>) -> Bytes 
 
 /// Decodes and checks an inference answer; with the time it took.
 fn decode_response(bytes: &[u8]) -> (Result<(), ErrorKind>, Duration) {
-    use prost::Message;
     let t = Instant::now();
-    let r = match pb::ModelInferResponse::decode(bytes) {
+    let r = check_response_bytes(bytes);
+    (r, t.elapsed())
+}
+
+/// Decodes and checks an encoded `ModelInferResponse`; a pure function of
+/// the bytes, also fuzzed (`fuzz/fuzz_targets/perf_response.rs`).
+pub fn check_response_bytes(bytes: &[u8]) -> Result<(), ErrorKind> {
+    use prost::Message;
+    match pb::ModelInferResponse::decode(bytes) {
         Ok(resp) => check_response(&resp),
         Err(_) => Err(ErrorKind::Malformed),
-    };
-    (r, t.elapsed())
+    }
 }
 
 /// A reply for a waiting stream request: its outcome and its decoding
