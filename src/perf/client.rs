@@ -653,7 +653,7 @@ impl PerfClient {
             }
         };
         Ok(Prepared {
-            bytes: Bytes::from(body.bytes.clone()),
+            bytes: body.bytes.clone(),
             body,
             grpc,
         })

@@ -397,9 +397,10 @@ pub fn request_from_body(
         model_version: version.unwrap_or_default().to_string(),
         ..Default::default()
     };
-    let mut tail: &[u8] = match body.header_len {
-        Some(n) if n <= body.bytes.len() => &body.bytes[n..],
-        _ => &[],
+    // slices of the body's bytes, shared rather than copied
+    let mut tail: Bytes = match body.header_len {
+        Some(n) if n <= body.bytes.len() => body.bytes.slice(n..),
+        _ => Bytes::new(),
     };
     let empty = Vec::new();
     let inputs = body
@@ -422,11 +423,9 @@ pub fn request_from_body(
                 if n > tail.len() {
                     return Err(format!("input '{name}': binary data is cut short"));
                 }
-                let (chunk, rest) = tail.split_at(n);
-                tail = rest;
-                chunk.to_vec()
+                tail.split_to(n)
             }
-            None => raw_from_json(&name, dt, &t["data"])?,
+            None => Bytes::from(raw_from_json(&name, dt, &t["data"])?),
         };
         req.inputs.push(pb::model_infer_request::InferInputTensor {
             name,
@@ -434,7 +433,7 @@ pub fn request_from_body(
             shape,
             ..Default::default()
         });
-        req.raw_input_contents.push(Bytes::from(raw));
+        req.raw_input_contents.push(raw);
     }
     if let Some(outs) = body.header.get("outputs").and_then(Value::as_array) {
         for o in outs {

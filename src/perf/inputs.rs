@@ -9,6 +9,7 @@ use crate::inputs::codec::{encode_le, f64_to_bf16};
 use crate::inputs::data_file;
 use crate::inputs::json::{json_values, values_from_json};
 use crate::tensor::DataType;
+use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
 /// Where input values come from.
@@ -36,7 +37,8 @@ impl InputData {
 /// A ready request body.
 #[derive(Debug, Clone)]
 pub struct Body {
-    pub bytes: Vec<u8>,
+    /// Shared, not copied, by the prepared requests.
+    pub bytes: Bytes,
     /// Length of the JSON header when binary tensors follow it
     /// (`Inference-Header-Content-Length`).
     pub header_len: Option<usize>,
@@ -259,7 +261,7 @@ pub fn build(info: &ModelInfo, opt: BodyOptions) -> Result<Body, String> {
         None
     };
     Ok(Body {
-        bytes,
+        bytes: Bytes::from(bytes),
         header_len,
         header: req,
     })
@@ -471,7 +473,7 @@ fn entry_body(
         n
     });
     Ok(Body {
-        bytes,
+        bytes: Bytes::from(bytes),
         header_len,
         header: req,
     })
