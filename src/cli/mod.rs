@@ -621,6 +621,17 @@ pub struct PerfArgs {
     /// of kind `timeout`).
     #[arg(long, value_name = "MS", default_value_t = 30000)]
     pub timeout: u64,
+    /// The largest response body read, in bytes (a larger one is refused
+    /// unread or cut off at the limit). Default: 16 MiB for the metadata,
+    /// config and statistics endpoints, and for inference 4 times the
+    /// outputs' size at the batch size sent, at least 64 MiB.
+    #[arg(long = "max-response-bytes", value_name = "BYTES")]
+    pub max_response_bytes: Option<u64>,
+    /// The largest input tensor built, in bytes as sent (elements times
+    /// element size; 32 bytes per element as JSON), checked before it is
+    /// allocated.
+    #[arg(long = "max-input-bytes", value_name = "BYTES", default_value_t = 1 << 30)]
+    pub max_input_bytes: u64,
     /// Input values: `random` (seeded), `zero`, or a JSON file in
     /// perf_analyzer's format (`{"data": [{"INPUT": [..]}, ...]}`, values
     /// also as `{"content": [..], "shape": [..]}` or `{"b64": ".."}`; for

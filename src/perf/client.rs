@@ -86,6 +86,9 @@ pub enum ErrorKind {
     Grpc(i32),
     /// A gRPC stream reply carrying an `error_message`.
     StreamError,
+    /// An answer larger than this many bytes (`--max-response-bytes`): it
+    /// is not read further.
+    TooLarge(u64),
 }
 
 impl ErrorKind {
@@ -99,6 +102,7 @@ impl ErrorKind {
             ErrorKind::Malformed => "malformed".into(),
             ErrorKind::Grpc(c) => super::grpc::code_key(*c),
             ErrorKind::StreamError => "grpc_stream_error".into(),
+            ErrorKind::TooLarge(_) => "response_too_large".into(),
         }
     }
 }
@@ -152,8 +156,18 @@ type Conn = SendRequest<TimedBody>;
 pub struct ClientConfig {
     pub endpoint: Endpoint,
     pub headers: Vec<(String, String)>,
+    /// Bounds each request: connecting, sending, the answer's head and its
+    /// whole body.
     pub timeout: Duration,
+    /// The largest answer read from the discovery endpoints (metadata,
+    /// config, statistics).
+    pub max_response_bytes: u64,
 }
+
+/// The largest answer read from the metadata, config and statistics
+/// endpoints when `--max-response-bytes` is not given: far above what a
+/// model's documents take, far below what would exhaust memory.
+pub const DEFAULT_DISCOVERY_RESPONSE_BYTES: u64 = 16 << 20;
 
 /// A pool of keep-alive connections: a request takes an idle connection
 /// or opens one, and gives it back when the answer was read completely.
@@ -161,6 +175,8 @@ pub struct ClientConfig {
 pub struct Client {
     cfg: Arc<ClientConfig>,
     idle: Arc<Mutex<Vec<Conn>>>,
+    /// The largest inference answer read (see [`PerfClient::with_infer_limit`]).
+    infer_limit: u64,
 }
 
 /// A full answer.
@@ -178,9 +194,11 @@ pub struct Answer {
 
 impl Client {
     pub fn new(cfg: ClientConfig) -> Self {
+        let infer_limit = cfg.max_response_bytes;
         Client {
             cfg: Arc::new(cfg),
             idle: Arc::new(Mutex::new(Vec::new())),
+            infer_limit,
         }
     }
 
@@ -219,7 +237,9 @@ impl Client {
         }
     }
 
-    /// Sends one request and reads the whole answer, within the timeout.
+    /// Sends one request and reads the whole answer, within the timeout
+    /// (which bounds the head and the body: a server trickling bytes
+    /// cannot hold a request longer) and at most `limit` bytes of body.
     pub async fn send(
         &self,
         method: Method,
@@ -227,10 +247,11 @@ impl Client {
         body: Bytes,
         content_type: Option<&str>,
         header_len: Option<usize>,
+        limit: u64,
     ) -> Result<Answer, ErrorKind> {
         match tokio::time::timeout(
             self.cfg.timeout,
-            self.send_inner(method, path, body, content_type, header_len),
+            self.send_inner(method, path, body, content_type, header_len, limit),
         )
         .await
         {
@@ -246,6 +267,7 @@ impl Client {
         body: Bytes,
         content_type: Option<&str>,
         header_len: Option<usize>,
+        limit: u64,
     ) -> Result<Answer, ErrorKind> {
         let mut conn = self.take().await?;
         let mut req = Request::builder()
@@ -276,10 +298,21 @@ impl Client {
         let head_at = Instant::now();
         let sent_at = sent.get().copied();
         let (parts, body) = resp.into_parts();
-        let body = body
+        // a Content-Length above the limit is refused unread; a chunked or
+        // endless body stops at the limit (the connection is then dropped)
+        if hyper::body::Body::size_hint(&body).lower() > limit {
+            return Err(ErrorKind::TooLarge(limit));
+        }
+        let body = http_body_util::Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX))
             .collect()
             .await
-            .map_err(|_| ErrorKind::Connection)?
+            .map_err(|e| {
+                if e.is::<http_body_util::LengthLimitError>() {
+                    ErrorKind::TooLarge(limit)
+                } else {
+                    ErrorKind::Connection
+                }
+            })?
             .to_bytes();
         // a connection the server is about to close is not reused: the
         // next request on it would fail
@@ -289,8 +322,7 @@ impl Client {
         let header_len = parts
             .headers
             .get("inference-header-content-length")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<usize>().ok());
+            .and_then(|v| parse_header_len(v.as_bytes()));
         Ok(Answer {
             status: parts.status,
             header_len,
@@ -303,7 +335,14 @@ impl Client {
     /// GET a JSON document; `Ok(None)` for a 4xx/5xx answer.
     pub async fn get_json(&self, path: &str) -> Result<Option<Value>, String> {
         let a = self
-            .send(Method::GET, path, Bytes::new(), None, None)
+            .send(
+                Method::GET,
+                path,
+                Bytes::new(),
+                None,
+                None,
+                self.cfg.max_response_bytes,
+            )
             .await
             .map_err(|k| self.describe(&k))?;
         if !a.status.is_success() {
@@ -321,7 +360,14 @@ impl Client {
     /// GET and the HTTP status with the error text of a failed answer.
     pub async fn get_status(&self, path: &str) -> Result<(u16, String), String> {
         let a = self
-            .send(Method::GET, path, Bytes::new(), None, None)
+            .send(
+                Method::GET,
+                path,
+                Bytes::new(),
+                None,
+                None,
+                self.cfg.max_response_bytes,
+            )
             .await
             .map_err(|k| self.describe(&k))?;
         let text = serde_json::from_slice::<Value>(&a.body)
@@ -349,8 +395,16 @@ impl Client {
                 format!("the server at {at} answered {}", super::grpc::code_key(*c))
             }
             ErrorKind::StreamError => format!("the server at {at} reported an error on the stream"),
+            ErrorKind::TooLarge(n) => too_large(at, *n),
         }
     }
+}
+
+/// The sentence for an answer above `--max-response-bytes`.
+pub fn too_large(at: &str, limit: u64) -> String {
+    format!(
+        "the server at {at} sent a response larger than {limit} bytes, the limit of --max-response-bytes (raise it if such responses are expected)"
+    )
 }
 
 /// Whether the server keeps the connection open after this answer:
@@ -379,17 +433,32 @@ pub fn check_infer_answer(a: &Answer) -> Result<(), ErrorKind> {
     if a.status != StatusCode::OK {
         return Err(ErrorKind::Http(a.status.as_u16()));
     }
-    let (head, tail) = match a.header_len {
-        Some(n) if n <= a.body.len() => (&a.body[..n], &a.body[n..]),
+    check_infer_body(a.header_len, &a.body)
+}
+
+/// The `Inference-Header-Content-Length` header's value, when it is a
+/// number.
+pub fn parse_header_len(value: &[u8]) -> Option<usize> {
+    std::str::from_utf8(value).ok()?.trim().parse().ok()
+}
+
+/// Checks the body of a 200 inference answer (see
+/// [`check_infer_answer`]); a pure function of the bytes, also fuzzed
+/// (`fuzz/fuzz_targets/perf_response.rs`).
+pub fn check_infer_body(header_len: Option<usize>, body: &[u8]) -> Result<(), ErrorKind> {
+    let (head, tail) = match header_len {
+        Some(n) if n <= body.len() => (&body[..n], &body[n..]),
         Some(_) => return Err(ErrorKind::Malformed),
-        None => (&a.body[..], &[][..]),
+        None => (body, &[][..]),
     };
     let v: Value = serde_json::from_slice(head).map_err(|_| ErrorKind::Malformed)?;
     let outputs = v["outputs"].as_array().ok_or(ErrorKind::Malformed)?;
-    let binary: u64 = outputs
+    // sizes from the server: summed without overflow
+    let binary = outputs
         .iter()
         .filter_map(|o| o["parameters"]["binary_data_size"].as_u64())
-        .sum();
+        .try_fold(0u64, u64::checked_add)
+        .ok_or(ErrorKind::Malformed)?;
     if binary != tail.len() as u64 {
         return Err(ErrorKind::Malformed);
     }
@@ -436,20 +505,38 @@ fn version_path(model: &str, version: Option<&str>) -> String {
 impl PerfClient {
     /// A client for the server at `url`; nothing is sent yet. Must be
     /// called inside a tokio runtime.
+    /// `max_response_bytes` bounds every answer until
+    /// [`PerfClient::with_infer_limit`] sets the one for inference.
     pub fn new(
         protocol: Protocol,
         url: &str,
         headers: &[(String, String)],
         timeout: Duration,
+        max_response_bytes: u64,
     ) -> Result<Self, String> {
         match protocol {
             Protocol::Http => Ok(PerfClient::Http(Client::new(ClientConfig {
                 endpoint: Endpoint::parse(url)?,
                 headers: headers.to_vec(),
                 timeout,
+                max_response_bytes,
             }))),
-            Protocol::Grpc { streaming } => GrpcClient::new(url, headers, timeout, streaming)
-                .map(|g| PerfClient::Grpc(Box::new(g))),
+            Protocol::Grpc { streaming } => {
+                GrpcClient::new(url, headers, timeout, streaming, max_response_bytes)
+                    .map(|g| PerfClient::Grpc(Box::new(g)))
+            }
+        }
+    }
+
+    /// The same client (and connections) with inference answers bounded
+    /// by `limit` bytes (once the model's outputs are known).
+    pub fn with_infer_limit(&self, limit: u64) -> Self {
+        match self {
+            PerfClient::Http(c) => PerfClient::Http(Client {
+                infer_limit: limit,
+                ..c.clone()
+            }),
+            PerfClient::Grpc(g) => PerfClient::Grpc(Box::new(g.with_infer_limit(limit))),
         }
     }
 
@@ -566,7 +653,7 @@ impl PerfClient {
             }
         };
         Ok(Prepared {
-            bytes: Bytes::from(body.bytes.clone()),
+            bytes: body.bytes.clone(),
             body,
             grpc,
         })
@@ -598,6 +685,7 @@ impl PerfClient {
                         bytes,
                         Some(req.body.content_type()),
                         header_len,
+                        c.infer_limit,
                     )
                     .await?;
                 check_infer_answer(&a)?;
@@ -680,5 +768,19 @@ mod tests {
             Err(ErrorKind::Http(500))
         );
         assert_eq!(ErrorKind::Http(503).key(), "http_503");
+    }
+
+    #[test]
+    fn binary_sizes_from_the_server_do_not_overflow() {
+        let head = br#"{"outputs":[{"parameters":{"binary_data_size":18446744073709551615}},{"parameters":{"binary_data_size":2}}]}"#;
+        let mut b = head.to_vec();
+        b.push(0);
+        assert_eq!(
+            check_infer_body(Some(head.len()), &b),
+            Err(ErrorKind::Malformed)
+        );
+        assert_eq!(parse_header_len(b" 12 "), Some(12));
+        assert_eq!(parse_header_len(b"\xff"), None);
+        assert_eq!(ErrorKind::TooLarge(5).key(), "response_too_large");
     }
 }

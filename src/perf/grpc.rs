@@ -121,13 +121,19 @@ fn encode_extra(params: Option<&Map<String, Value>>, id: Option<&str>) -> Bytes 
 
 /// Decodes and checks an inference answer; with the time it took.
 fn decode_response(bytes: &[u8]) -> (Result<(), ErrorKind>, Duration) {
-    use prost::Message;
     let t = Instant::now();
-    let r = match pb::ModelInferResponse::decode(bytes) {
+    let r = check_response_bytes(bytes);
+    (r, t.elapsed())
+}
+
+/// Decodes and checks an encoded `ModelInferResponse`; a pure function of
+/// the bytes, also fuzzed (`fuzz/fuzz_targets/perf_response.rs`).
+pub fn check_response_bytes(bytes: &[u8]) -> Result<(), ErrorKind> {
+    use prost::Message;
+    match pb::ModelInferResponse::decode(bytes) {
         Ok(resp) => check_response(&resp),
         Err(_) => Err(ErrorKind::Malformed),
-    };
-    (r, t.elapsed())
+    }
 }
 
 /// A reply for a waiting stream request: its outcome and its decoding
@@ -203,6 +209,7 @@ impl InferStream {
 /// A gRPC connection to one server, shared by every request.
 #[derive(Clone)]
 pub struct GrpcClient {
+    channel: Channel,
     client: GrpcInferenceServiceClient<Channel>,
     /// The same connection for inference, with messages sent and received
     /// as bytes (see [`RawCodec`]).
@@ -245,6 +252,9 @@ pub fn kind_of(s: &Status) -> ErrorKind {
         if s.code() == Code::Internal && s.message().starts_with("failed to decode") {
             return ErrorKind::Malformed;
         }
+        if let Some(limit) = too_large_limit(s) {
+            return ErrorKind::TooLarge(limit);
+        }
         return ErrorKind::Grpc(s.code() as i32);
     };
     // a failure on this side: find out whether a connection was made
@@ -262,7 +272,11 @@ pub fn kind_of(s: &Status) -> ErrorKind {
                 return ErrorKind::Connect;
             }
         }
-        if src.to_string().contains("connect") {
+        // hyper-util's connector names its failures ("tcp connect error",
+        // "dns error"); errors once connected (an HTTP/2 "connection
+        // error", a GOAWAY) are not failures to connect
+        let text = src.to_string();
+        if text.starts_with("tcp ") || text == "dns error" {
             return ErrorKind::Connect;
         }
         match src.source() {
@@ -270,6 +284,27 @@ pub fn kind_of(s: &Status) -> ErrorKind {
             None => return ErrorKind::Connection,
         }
     }
+}
+
+/// Whether a failed call is a status the server sent (not a failure on
+/// this side: no connection, a timeout, an answer above the limit).
+fn from_server(s: &Status) -> bool {
+    std::error::Error::source(s).is_none()
+        && s.code() != Code::DeadlineExceeded
+        && too_large_limit(s).is_none()
+}
+
+/// The limit named by tonic's refusal of a message above
+/// `max_decoding_message_size`.
+fn too_large_limit(s: &Status) -> Option<u64> {
+    if s.code() != Code::OutOfRange {
+        return None;
+    }
+    let rest = s
+        .message()
+        .strip_prefix("Error, decoded message length too large")?;
+    let (_, limit) = rest.split_once("the limit is: ")?;
+    limit.trim_end_matches(" bytes").trim().parse().ok()
 }
 
 /// Checks a reply: as many raw output buffers as outputs (when raw).
@@ -362,9 +397,10 @@ pub fn request_from_body(
         model_version: version.unwrap_or_default().to_string(),
         ..Default::default()
     };
-    let mut tail: &[u8] = match body.header_len {
-        Some(n) if n <= body.bytes.len() => &body.bytes[n..],
-        _ => &[],
+    // slices of the body's bytes, shared rather than copied
+    let mut tail: Bytes = match body.header_len {
+        Some(n) if n <= body.bytes.len() => body.bytes.slice(n..),
+        _ => Bytes::new(),
     };
     let empty = Vec::new();
     let inputs = body
@@ -387,11 +423,9 @@ pub fn request_from_body(
                 if n > tail.len() {
                     return Err(format!("input '{name}': binary data is cut short"));
                 }
-                let (chunk, rest) = tail.split_at(n);
-                tail = rest;
-                chunk.to_vec()
+                tail.split_to(n)
             }
-            None => raw_from_json(&name, dt, &t["data"])?,
+            None => Bytes::from(raw_from_json(&name, dt, &t["data"])?),
         };
         req.inputs.push(pb::model_infer_request::InferInputTensor {
             name,
@@ -399,7 +433,7 @@ pub fn request_from_body(
             shape,
             ..Default::default()
         });
-        req.raw_input_contents.push(Bytes::from(raw));
+        req.raw_input_contents.push(raw);
     }
     if let Some(outs) = body.header.get("outputs").and_then(Value::as_array) {
         for o in outs {
@@ -489,6 +523,19 @@ pub fn config_json(c: &crate::schema::inference::ModelConfig) -> Result<Value, S
         .map_err(|e| format!("the model config does not convert to JSON: {e}"))
 }
 
+/// A message size limit as tonic takes it (at most Triton's 2 GiB).
+fn decoding_limit(bytes: u64) -> usize {
+    usize::try_from(bytes).map_or(MAX_MESSAGE_SIZE, |b| b.min(MAX_MESSAGE_SIZE))
+}
+
+/// The inference client: messages as bytes, answers of at most `limit`
+/// bytes.
+fn raw_client(channel: &Channel, limit: u64) -> tonic::client::Grpc<Channel> {
+    tonic::client::Grpc::new(channel.clone())
+        .max_decoding_message_size(decoding_limit(limit))
+        .max_encoding_message_size(MAX_MESSAGE_SIZE)
+}
+
 impl GrpcClient {
     /// A client for `url` (`HOST:PORT`, `grpc://` or `http://HOST:PORT`,
     /// port 8001 by default). Connects lazily: a refused connection shows
@@ -498,6 +545,7 @@ impl GrpcClient {
         headers: &[(String, String)],
         timeout: Duration,
         streaming: bool,
+        max_response_bytes: u64,
     ) -> Result<Self, String> {
         let url = url.strip_prefix("grpc://").unwrap_or(url);
         let authority = Endpoint::parse_with_port(url, 8001)?.authority;
@@ -515,15 +563,15 @@ impl GrpcClient {
             .tcp_nodelay(true)
             .http2_adaptive_window(true)
             .connect_lazy();
-        let raw = tonic::client::Grpc::new(channel.clone())
-            .max_decoding_message_size(MAX_MESSAGE_SIZE)
-            .max_encoding_message_size(MAX_MESSAGE_SIZE);
-        let client = GrpcInferenceServiceClient::new(channel)
-            .max_decoding_message_size(MAX_MESSAGE_SIZE)
+        // tonic refuses a message whose length prefix is above the limit
+        // before reading it
+        let client = GrpcInferenceServiceClient::new(channel.clone())
+            .max_decoding_message_size(decoding_limit(max_response_bytes))
             .max_encoding_message_size(MAX_MESSAGE_SIZE);
         Ok(GrpcClient {
+            raw: raw_client(&channel, max_response_bytes),
+            channel,
             client,
-            raw,
             authority,
             headers: Arc::new(meta),
             timeout,
@@ -533,6 +581,15 @@ impl GrpcClient {
 
     pub fn authority(&self) -> &str {
         &self.authority
+    }
+
+    /// The same connection with inference answers bounded by `limit`
+    /// bytes.
+    pub fn with_infer_limit(&self, limit: u64) -> Self {
+        GrpcClient {
+            raw: raw_client(&self.channel, limit),
+            ..self.clone()
+        }
     }
 
     fn request<T>(&self, msg: T) -> tonic::Request<T> {
@@ -552,7 +609,14 @@ impl GrpcClient {
                     "cannot connect to the gRPC server at {at} (connection refused or unreachable)"
                 )
             }
-            ErrorKind::Connection => format!("the gRPC connection to {at} broke: {}", s.message()),
+            // before the load, the first calls: a server that takes the
+            // connection but breaks the call is not speaking gRPC (an
+            // HTTP/1.1 port, another protocol, or a crash)
+            ErrorKind::Connection => format!(
+                "the server at {at} accepted the connection but does not speak gRPC (HTTP/2): {}; is it an HTTP port? (Triton's gRPC port is 8001)",
+                s.message()
+            ),
+            ErrorKind::TooLarge(n) => super::client::too_large(at, n),
             _ => format!(
                 "the gRPC server at {at} answered {}: {}",
                 code_key(s.code() as i32)
@@ -585,19 +649,14 @@ impl GrpcClient {
         let mut c = self.client.clone();
         match self.within(c.model_metadata(req)).await {
             Ok(r) => Ok(metadata_json(r.get_ref())),
-            Err(s)
-                if std::error::Error::source(&s).is_none()
-                    && s.code() != Code::DeadlineExceeded =>
-            {
-                Err(format!(
-                    "model '{model}' is not available at {}: gRPC {}: {}",
-                    self.authority,
-                    code_key(s.code() as i32)
-                        .trim_start_matches("grpc_")
-                        .to_uppercase(),
-                    s.message()
-                ))
-            }
+            Err(s) if from_server(&s) => Err(format!(
+                "model '{model}' is not available at {}: gRPC {}: {}",
+                self.authority,
+                code_key(s.code() as i32)
+                    .trim_start_matches("grpc_")
+                    .to_uppercase(),
+                s.message()
+            )),
             Err(s) => Err(self.describe(&s)),
         }
     }
@@ -618,12 +677,7 @@ impl GrpcClient {
                 Some(cfg) => config_json(cfg).map(Some),
                 None => Ok(None),
             },
-            Err(s)
-                if std::error::Error::source(&s).is_none()
-                    && s.code() != Code::DeadlineExceeded =>
-            {
-                Ok(None)
-            }
+            Err(s) if from_server(&s) => Ok(None),
             Err(s) => Err(self.describe(&s)),
         }
     }
@@ -801,6 +855,7 @@ mod tests {
                 },
             ],
             outputs: vec!["Y".into()],
+            output_sizes: vec![Some((3, 4))],
             sequence: false,
             decoupled: false,
             has_config: true,
@@ -816,6 +871,7 @@ mod tests {
                 seed: 7,
                 binary_inputs: binary,
                 binary_outputs: binary,
+                max_input_bytes: 1 << 20,
             },
         )
         .unwrap()

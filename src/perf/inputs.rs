@@ -3,12 +3,13 @@
 //! arrays or with the binary tensor data extension, outputs asked for as
 //! binary or JSON.
 
-use super::model::ModelInfo;
+use super::model::{check_size, check_tensor_size, generated_element_size, ModelInfo};
 use super::rng::Rng;
 use crate::inputs::codec::{encode_le, f64_to_bf16};
 use crate::inputs::data_file;
 use crate::inputs::json::{json_values, values_from_json};
 use crate::tensor::DataType;
+use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
 /// Where input values come from.
@@ -36,7 +37,8 @@ impl InputData {
 /// A ready request body.
 #[derive(Debug, Clone)]
 pub struct Body {
-    pub bytes: Vec<u8>,
+    /// Shared, not copied, by the prepared requests.
+    pub bytes: Bytes,
     /// Length of the JSON header when binary tensors follow it
     /// (`Inference-Header-Content-Length`).
     pub header_len: Option<usize>,
@@ -85,13 +87,23 @@ pub struct BodyOptions {
     pub seed: u64,
     pub binary_inputs: bool,
     pub binary_outputs: bool,
+    /// `--max-input-bytes`: the largest input tensor built, as sent.
+    pub max_input_bytes: u64,
 }
 
 /// One generated tensor: raw little-endian bytes (BYTES with 4-byte length
-/// prefixes) and the same values as JSON.
-fn generate(dt: DataType, n: usize, data: InputData, rng: &mut Rng) -> (Vec<u8>, Vec<Value>) {
-    let mut raw = Vec::new();
-    let mut js = Vec::with_capacity(n);
+/// prefixes) and, with `json`, the same values as JSON.
+fn generate(
+    dt: DataType,
+    n: usize,
+    data: InputData,
+    rng: &mut Rng,
+    json: bool,
+) -> (Vec<u8>, Vec<Value>) {
+    // the caller checked the size (`--max-input-bytes`); JSON values only
+    // when they are sent (they take several times the raw bytes)
+    let mut raw = Vec::with_capacity(n.saturating_mul(dt.element_size().unwrap_or(4 + 16)));
+    let mut js = Vec::with_capacity(if json { n } else { 0 });
     let zero = data == InputData::Zero;
     for _ in 0..n {
         let small = if zero { 0 } else { rng.below(16) };
@@ -100,36 +112,52 @@ fn generate(dt: DataType, n: usize, data: InputData, rng: &mut Rng) -> (Vec<u8>,
             DataType::Bool => {
                 let b = small % 2;
                 raw.push(b as u8);
-                js.push(Value::Bool(b == 1));
+                if json {
+                    js.push(Value::Bool(b == 1));
+                }
             }
             DataType::U8 => {
                 raw.push(small as u8);
-                js.push(json!(small));
+                if json {
+                    js.push(json!(small));
+                }
             }
             DataType::I8 => {
                 raw.push(small as i8 as u8);
-                js.push(json!(small));
+                if json {
+                    js.push(json!(small));
+                }
             }
             DataType::U16 | DataType::I16 => {
                 raw.extend_from_slice(&(small as u16).to_le_bytes());
-                js.push(json!(small));
+                if json {
+                    js.push(json!(small));
+                }
             }
             DataType::U32 | DataType::I32 => {
                 raw.extend_from_slice(&(small as u32).to_le_bytes());
-                js.push(json!(small));
+                if json {
+                    js.push(json!(small));
+                }
             }
             DataType::U64 | DataType::I64 => {
                 raw.extend_from_slice(&small.to_le_bytes());
-                js.push(json!(small));
+                if json {
+                    js.push(json!(small));
+                }
             }
             DataType::F32 => {
                 let v = unit as f32;
                 raw.extend_from_slice(&v.to_le_bytes());
-                js.push(json!(v));
+                if json {
+                    js.push(json!(v));
+                }
             }
             DataType::F64 => {
                 raw.extend_from_slice(&unit.to_le_bytes());
-                js.push(json!(unit));
+                if json {
+                    js.push(json!(unit));
+                }
             }
             DataType::F16 => {
                 // exponent 0..14 (values below 1), any mantissa
@@ -139,13 +167,17 @@ fn generate(dt: DataType, n: usize, data: InputData, rng: &mut Rng) -> (Vec<u8>,
                     ((rng.below(15) as u16) << 10) | rng.below(1024) as u16
                 };
                 raw.extend_from_slice(&bits.to_le_bytes());
-                js.push(Value::Null);
+                if json {
+                    js.push(Value::Null);
+                }
             }
             DataType::Bf16 => {
                 // In [0, 1): never beyond the range.
                 let bits = f64_to_bf16(unit).unwrap_or_default();
                 raw.extend_from_slice(&bits.to_le_bytes());
-                js.push(Value::Null);
+                if json {
+                    js.push(Value::Null);
+                }
             }
             DataType::Bytes => {
                 let s: String = if zero {
@@ -157,7 +189,9 @@ fn generate(dt: DataType, n: usize, data: InputData, rng: &mut Rng) -> (Vec<u8>,
                 };
                 raw.extend_from_slice(&(s.len() as u32).to_le_bytes());
                 raw.extend_from_slice(s.as_bytes());
-                js.push(Value::String(s));
+                if json {
+                    js.push(Value::String(s));
+                }
             }
         }
     }
@@ -175,9 +209,17 @@ pub fn build(info: &ModelInfo, opt: BodyOptions) -> Result<Body, String> {
             shape.push(opt.batch as i64);
         }
         shape.extend_from_slice(&input.dims);
+        // checked before anything is allocated
+        check_tensor_size(
+            &input.name,
+            input.datatype,
+            &shape,
+            generated_element_size(input.datatype, opt.binary_inputs),
+            opt.max_input_bytes,
+        )?;
         let n = crate::tensor::element_count(&shape)
             .ok_or_else(|| format!("input '{}': shape {shape:?} is too large", input.name))?;
-        let (raw, values) = generate(input.datatype, n, opt.data, &mut rng);
+        let (raw, values) = generate(input.datatype, n, opt.data, &mut rng, !opt.binary_inputs);
         let mut t = Map::new();
         t.insert("name".into(), json!(input.name));
         t.insert("shape".into(), json!(shape));
@@ -219,7 +261,7 @@ pub fn build(info: &ModelInfo, opt: BodyOptions) -> Result<Body, String> {
         None
     };
     Ok(Body {
-        bytes,
+        bytes: Bytes::from(bytes),
         header_len,
         header: req,
     })
@@ -271,6 +313,7 @@ impl DataFile {
         batch: u64,
         binary_inputs: bool,
         binary_outputs: bool,
+        max_input_bytes: u64,
     ) -> Result<(Vec<Body>, Vec<Vec<usize>>), String> {
         let mut bodies = Vec::new();
         let mut index = Vec::new();
@@ -278,8 +321,15 @@ impl DataFile {
             let mut ids = Vec::new();
             for (path, e) in stream {
                 let at = format!("{}: {path}", self.name);
-                let body = entry_body(info, e, batch, binary_inputs, binary_outputs)
-                    .map_err(|m| format!("{at}: {m}"))?;
+                let body = entry_body(
+                    info,
+                    e,
+                    batch,
+                    binary_inputs,
+                    binary_outputs,
+                    max_input_bytes,
+                )
+                .map_err(|m| format!("{at}: {m}"))?;
                 ids.push(bodies.len());
                 bodies.push(body);
             }
@@ -296,6 +346,7 @@ fn entry_body(
     batch: u64,
     binary_inputs: bool,
     binary_outputs: bool,
+    max_input_bytes: u64,
 ) -> Result<Body, String> {
     let names: Vec<&str> = info.inputs.iter().map(|i| i.name.as_str()).collect();
     if let Some(k) = e.keys().find(|k| !names.contains(&k.as_str())) {
@@ -354,12 +405,30 @@ fn entry_body(
     // The same values for every element of the batch.
     let copies = batch.max(1) as usize;
     for (input, shape, data) in tensors {
+        // the entry's values repeated for the batch: checked before the
+        // copies are made
+        let one = if binary_inputs {
+            Some(encode_le(&data))
+        } else {
+            None
+        };
+        let per_copy = match &one {
+            Some(raw) => raw.len() as u64,
+            None => (data.len() as u64).saturating_mul(super::model::JSON_BYTES_PER_ELEMENT),
+        };
+        check_size(
+            &input.name,
+            input.datatype,
+            &shape,
+            per_copy.checked_mul(copies as u64),
+            max_input_bytes,
+        )?;
         let mut t = Map::new();
         t.insert("name".into(), json!(input.name));
         t.insert("shape".into(), json!(shape));
         t.insert("datatype".into(), json!(input.datatype.wire_name()));
-        if binary_inputs {
-            let raw = encode_le(&data).repeat(copies);
+        if let Some(one) = one {
+            let raw = one.repeat(copies);
             t.insert("parameters".into(), json!({"binary_data_size": raw.len()}));
             chunks.push(raw);
         } else {
@@ -404,7 +473,7 @@ fn entry_body(
         n
     });
     Ok(Body {
-        bytes,
+        bytes: Bytes::from(bytes),
         header_len,
         header: req,
     })
@@ -425,6 +494,7 @@ mod tests {
                 dims: vec![3],
             }],
             outputs: vec!["Y".into()],
+            output_sizes: vec![Some((3, 4))],
             sequence: false,
             decoupled: false,
             has_config: true,
@@ -438,6 +508,7 @@ mod tests {
             seed: 1,
             binary_inputs: binary,
             binary_outputs: binary,
+            max_input_bytes: 1 << 20,
         }
     }
 
@@ -485,6 +556,46 @@ mod tests {
     }
 
     #[test]
+    fn input_sizes_are_checked_before_allocating() {
+        let mut m = info(DataType::F32);
+        m.inputs[0].dims = vec![1_000_000_000_000];
+        let mut o = opts(true);
+        o.batch = 1;
+        let e = build(&m, o).unwrap_err();
+        assert!(
+            e.contains("input 'X'")
+                && e.contains("[1, 1000000000000]")
+                && e.contains("--max-input-bytes"),
+            "{e}"
+        );
+        // the batch size sent, not max_batch_size (8)
+        m.inputs[0].dims = vec![1000];
+        o.max_input_bytes = 4000;
+        let b = build(&m, o).unwrap();
+        assert_eq!(b.bytes.len() - b.header_len.unwrap(), 4000);
+        o.batch = 2;
+        assert!(build(&m, o).unwrap_err().contains("8000 bytes"));
+        // as JSON, 32 bytes per element
+        o.batch = 1;
+        o.binary_inputs = false;
+        assert!(build(&m, o).unwrap_err().contains("32000 bytes"));
+        o.max_input_bytes = 32000;
+        assert!(build(&m, o).is_ok());
+    }
+
+    #[test]
+    fn data_entries_repeated_for_the_batch_are_checked() {
+        let file = DataFile::parse("d.json", r#"{"data": [{"X": [1, 2, 3]}]}"#).unwrap();
+        let m = info(DataType::F32);
+        assert!(file.bodies(&m, 8, true, true, 96).is_ok());
+        let e = file.bodies(&m, 8, true, true, 95).unwrap_err();
+        assert!(
+            e.contains("d.json: data[0]: input 'X'") && e.contains("96 bytes"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn seeded_and_zero() {
         let a = build(&info(DataType::F32), opts(true)).unwrap();
         let b = build(&info(DataType::F32), opts(true)).unwrap();
@@ -502,7 +613,7 @@ mod tests {
         let file = DataFile::parse("d.json", &format!(r#"{{"data": [{{"X": {value}}}]}}"#))?;
         let mut m = info(dt);
         m.max_batch_size = 0;
-        let (bodies, _) = file.bodies(&m, 1, true, true)?;
+        let (bodies, _) = file.bodies(&m, 1, true, true, 1 << 20)?;
         let b = &bodies[0];
         Ok(b.bytes[b.header_len.unwrap()..].to_vec())
     }

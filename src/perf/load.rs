@@ -53,6 +53,12 @@ pub struct PerfOptions {
     pub window: Window,
     pub warmup: Duration,
     pub timeout: Duration,
+    /// `--max-response-bytes`: the largest answer read (`None`: 16 MiB
+    /// from the discovery endpoints, and for inference a default from the
+    /// model's outputs, see [`ModelInfo::default_response_limit`]).
+    pub max_response_bytes: Option<u64>,
+    /// `--max-input-bytes`: the largest input tensor built.
+    pub max_input_bytes: u64,
     pub input_data: InputData,
     /// `--input-data FILE`, parsed (checked against the model later).
     pub data_file: Option<DataFile>,
@@ -346,14 +352,29 @@ pub fn run(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfReport, St
 
 async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfReport, StartError> {
     let version = opts.version.as_deref();
-    let client = PerfClient::new(opts.protocol, &opts.url, &opts.headers, opts.timeout)
-        .map_err(StartError::Usage)?;
+    let discovery_limit = opts
+        .max_response_bytes
+        .unwrap_or(super::client::DEFAULT_DISCOVERY_RESPONSE_BYTES);
+    let client = PerfClient::new(
+        opts.protocol,
+        &opts.url,
+        &opts.headers,
+        opts.timeout,
+        discovery_limit,
+    )
+    .map_err(StartError::Usage)?;
     let base = model_path(&opts.model, &opts.version);
     // the other servers of `-u`: same settings, the model must be there
     let mut clients = vec![(client.authority().to_string(), client.clone())];
     for url in opts.urls.iter().skip(1) {
-        let c = PerfClient::new(opts.protocol, url, &opts.headers, opts.timeout)
-            .map_err(StartError::Usage)?;
+        let c = PerfClient::new(
+            opts.protocol,
+            url,
+            &opts.headers,
+            opts.timeout,
+            discovery_limit,
+        )
+        .map_err(StartError::Usage)?;
         c.metadata(&opts.model, version)
             .await
             .map_err(StartError::Unreachable)?;
@@ -439,12 +460,19 @@ async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfRe
             seed: opts.seed,
             binary_inputs,
             binary_outputs,
+            max_input_bytes: opts.max_input_bytes,
         },
     )
     .map_err(StartError::Usage)?;
     let (data, streams) = match &opts.data_file {
         Some(file) => file
-            .bodies(&info, opts.batch, binary_inputs, binary_outputs)
+            .bodies(
+                &info,
+                opts.batch,
+                binary_inputs,
+                binary_outputs,
+                opts.max_input_bytes,
+            )
             .map_err(StartError::Usage)?,
         None => (Vec::new(), Vec::new()),
     };
@@ -457,6 +485,14 @@ async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfRe
     let request = client
         .prepare(body, &opts.model, version)
         .map_err(StartError::Usage)?;
+    // inference answers: the limit given, else one from the outputs
+    let infer_limit = opts
+        .max_response_bytes
+        .unwrap_or_else(|| info.default_response_limit(opts.batch, binary_outputs));
+    let clients: Vec<(String, PerfClient)> = clients
+        .into_iter()
+        .map(|(u, c)| (u, c.with_infer_limit(infer_limit)))
+        .collect();
     let stats_path = format!("{base}/stats");
     let mut has_stats = true;
     for (_, c) in &clients {
@@ -506,6 +542,15 @@ async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfRe
         )
         .await;
         levels.push(result);
+    }
+    let too_large: u64 = levels
+        .iter()
+        .filter_map(|l| l.errors_by_kind.get(&ErrorKind::TooLarge(0).key()))
+        .sum();
+    if too_large > 0 {
+        warnings.push(format!(
+            "{too_large} responses were larger than {infer_limit} bytes, the limit of --max-response-bytes, and were not read (raise it if such responses are expected)"
+        ));
     }
     Ok(PerfReport {
         model: opts.model.clone(),

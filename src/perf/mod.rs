@@ -17,6 +17,8 @@
 //! Nothing here prints; progress is reported through a callback.
 
 pub mod client;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod grpc;
 pub mod inputs;
 pub mod load;

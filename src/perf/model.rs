@@ -19,6 +19,10 @@ pub struct ModelInfo {
     pub max_batch_size: u64,
     pub inputs: Vec<InputSpec>,
     pub outputs: Vec<String>,
+    /// Per output (in metadata order), its elements per batch element and
+    /// the bytes of one element when its dims and datatype are fixed;
+    /// `None` for variable dims, BYTES or an unknown datatype.
+    pub output_sizes: Vec<Option<(u64, u64)>>,
     /// The config has `sequence_batching`.
     pub sequence: bool,
     /// `model_transaction_policy.decoupled`.
@@ -42,10 +46,59 @@ fn dims_of(v: Option<&Value>) -> Result<Vec<i64>, String> {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(a)) => a
             .iter()
-            .map(|d| lenient_int(d).ok_or_else(|| format!("dimension {d} is not an integer")))
+            .map(|d| {
+                lenient_int(d).ok_or_else(|| match d {
+                    // a whole number beyond i64 (dims are int64 in the protocol)
+                    Value::Number(n) if n.is_u64() => {
+                        format!("dimension {d} is too large (at most {})", i64::MAX)
+                    }
+                    Value::String(t) if is_whole(t) => {
+                        format!("dimension {d} is too large (at most {})", i64::MAX)
+                    }
+                    _ => format!("dimension {d} is not an integer"),
+                })
+            })
             .collect(),
         Some(other) => Err(format!("dims {other} is not an array")),
     }
+}
+
+/// Digits only, with an optional sign: a whole number, however large.
+fn is_whole(t: &str) -> bool {
+    let t = t.trim();
+    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The largest inference answer read when `--max-response-bytes` is not
+/// given is 4 times the outputs' expected size at the batch size sent, and
+/// at least this (outputs with variable dims or strings have no expected
+/// size).
+pub const MIN_DEFAULT_RESPONSE_BYTES: u64 = 64 << 20;
+
+/// Bytes per element of an output asked for as JSON: a number as JSON
+/// text with its separator.
+pub const JSON_BYTES_PER_ELEMENT: u64 = 32;
+
+/// Bytes per element of a generated input as sent: its size, or for
+/// BYTES a 4-byte length and at most 16 characters; as JSON at least
+/// [`JSON_BYTES_PER_ELEMENT`].
+pub fn generated_element_size(dt: DataType, binary: bool) -> u64 {
+    let raw = dt.element_size().map_or(4 + 16, |n| n as u64);
+    if binary {
+        raw
+    } else {
+        raw.max(JSON_BYTES_PER_ELEMENT)
+    }
+}
+
+/// The elements and bytes per element of one output, when fixed.
+fn output_size(datatype: Option<&str>, dims: &[i64]) -> Option<(u64, u64)> {
+    let size = DataType::parse(datatype?)?.element_size()? as u64;
+    let elements = dims.iter().try_fold(1u64, |acc, &d| {
+        u64::try_from(d).ok().and_then(|d| acc.checked_mul(d))
+    })?;
+    Some((elements, size))
 }
 
 fn datatype(name: &str) -> Result<DataType, String> {
@@ -73,6 +126,7 @@ impl ModelInfo {
             max_batch_size: 0,
             inputs: Vec::new(),
             outputs,
+            output_sizes: Vec::new(),
             sequence: false,
             decoupled: false,
             has_config: config.is_some(),
@@ -114,7 +168,58 @@ impl ModelInfo {
                 }
             }
         }
+        // the config's output dims (without the batch dim), else the
+        // metadata's; anything unreadable is simply not a fixed size
+        let cfg_outputs = config
+            .and_then(|c| c["output"].as_array())
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let strip_batch = info.max_batch_size > 0;
+        for o in meta["outputs"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            let Some(name) = o["name"].as_str() else {
+                continue;
+            };
+            let from_cfg = cfg_outputs
+                .iter()
+                .find(|c| c["name"].as_str() == Some(name) && c.get("reshape").is_none());
+            let dims = match from_cfg {
+                Some(c) => dims_of(c.get("dims")).ok(),
+                None => dims_of(o.get("shape")).ok().map(|mut d| {
+                    if strip_batch && !d.is_empty() {
+                        d.remove(0);
+                    }
+                    d
+                }),
+            };
+            info.output_sizes
+                .push(dims.and_then(|d| output_size(o["datatype"].as_str(), &d)));
+        }
         Ok(info)
+    }
+
+    /// The default limit of an inference answer at batch size `batch`:
+    /// 4 times the outputs' size (elements times element size, or
+    /// [`JSON_BYTES_PER_ELEMENT`] as JSON), at least
+    /// [`MIN_DEFAULT_RESPONSE_BYTES`].
+    pub fn default_response_limit(&self, batch: u64, binary_outputs: bool) -> u64 {
+        let expected = self
+            .output_sizes
+            .iter()
+            .flatten()
+            .map(|&(elements, size)| {
+                let per = if binary_outputs {
+                    size
+                } else {
+                    JSON_BYTES_PER_ELEMENT
+                };
+                elements.saturating_mul(per).saturating_mul(batch.max(1))
+            })
+            .fold(0u64, u64::saturating_add);
+        expected.saturating_mul(4).max(MIN_DEFAULT_RESPONSE_BYTES)
     }
 
     fn meta_input(m: &Value, strip_batch: bool) -> Result<InputSpec, String> {
@@ -145,9 +250,18 @@ impl ModelInfo {
                 .ok_or_else(|| format!("--shape '{s}' is not NAME:D1,D2,..."))?;
             let dims: Vec<i64> = dims
                 .split(',')
-                .map(|d| d.trim().parse::<i64>().ok().filter(|v| *v >= 0))
-                .collect::<Option<_>>()
-                .ok_or_else(|| format!("--shape '{s}': dims must be whole numbers >= 0"))?;
+                .map(|d| {
+                    let d = d.trim();
+                    match d.parse::<i64>() {
+                        Ok(v) if v >= 0 => Ok(v),
+                        Err(_) if is_whole(d) && !d.starts_with('-') => Err(format!(
+                            "--shape '{s}': dim {d} is too large (at most {})",
+                            i64::MAX
+                        )),
+                        _ => Err(format!("--shape '{s}': dims must be whole numbers >= 0")),
+                    }
+                })
+                .collect::<Result<_, _>>()?;
             let names: Vec<String> = self.inputs.iter().map(|i| i.name.clone()).collect();
             let input = self
                 .inputs
@@ -227,6 +341,43 @@ impl ModelInfo {
     }
 }
 
+/// Checks that a tensor of `shape` with `element_bytes` per element takes
+/// at most `limit` bytes (overflow counts as above it); the message names
+/// the input, its shape, the size, the limit and the flag.
+pub fn check_tensor_size(
+    name: &str,
+    datatype: DataType,
+    shape: &[i64],
+    element_bytes: u64,
+    limit: u64,
+) -> Result<(), String> {
+    let bytes = shape.iter().try_fold(element_bytes, |acc, &d| {
+        acc.checked_mul(u64::try_from(d).unwrap_or(0))
+    });
+    check_size(name, datatype, shape, bytes, limit)
+}
+
+/// As [`check_tensor_size`], for a size already computed (`None`: it
+/// overflowed).
+pub fn check_size(
+    name: &str,
+    datatype: DataType,
+    shape: &[i64],
+    bytes: Option<u64>,
+    limit: u64,
+) -> Result<(), String> {
+    if bytes.is_some_and(|b| b <= limit) {
+        return Ok(());
+    }
+    let size = match bytes {
+        Some(b) => format!("{b} bytes"),
+        None => format!("more than {} bytes", u64::MAX),
+    };
+    Err(format!(
+        "input '{name}' ({datatype} with shape {shape:?}) takes {size}, above the limit of {limit} bytes per input tensor (--max-input-bytes raises it)"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,5 +425,62 @@ mod tests {
             .unwrap_err()
             .contains("not an input"));
         assert!(b.apply_shapes(&["X:a".into()], true).is_err());
+    }
+
+    #[test]
+    fn too_large_dims_are_named_as_such() {
+        let mut info = ModelInfo::new(&meta(), None, false).unwrap();
+        let e = info
+            .apply_shapes(&["X:18446744073709551615,1".into()], true)
+            .unwrap_err();
+        assert!(e.contains("dim 18446744073709551615 is too large"), "{e}");
+        assert!(!e.contains("non-negative") && !e.contains(">= 0"), "{e}");
+        let e = info.apply_shapes(&["X:-3,1".into()], true).unwrap_err();
+        assert!(e.contains("whole numbers >= 0"), "{e}");
+        let cfg = json!({"max_batch_size": 1, "input": [{"name": "X", "dims": [18446744073709551615u64]}]});
+        let e = ModelInfo::new(&meta(), Some(&cfg), false).unwrap_err();
+        assert!(e.contains("18446744073709551615 is too large"), "{e}");
+        let cfg = json!({"max_batch_size": 1, "input": [{"name": "X", "dims": ["99999999999999999999"]}]});
+        let e = ModelInfo::new(&meta(), Some(&cfg), false).unwrap_err();
+        assert!(e.contains("is too large"), "{e}");
+    }
+
+    #[test]
+    fn tensor_sizes_are_checked_without_overflow() {
+        let e =
+            check_tensor_size("X", DataType::F32, &[1, 1_000_000_000_000], 4, 1 << 30).unwrap_err();
+        assert!(
+            e.contains("input 'X'")
+                && e.contains("[1, 1000000000000]")
+                && e.contains("4000000000000 bytes")
+                && e.contains("1073741824")
+                && e.contains("--max-input-bytes"),
+            "{e}"
+        );
+        let e =
+            check_tensor_size("X", DataType::F32, &[i64::MAX, i64::MAX], 4, 1 << 30).unwrap_err();
+        assert!(e.contains("more than 18446744073709551615 bytes"), "{e}");
+        assert!(check_tensor_size("X", DataType::F32, &[2, 3], 4, 24).is_ok());
+        assert!(check_tensor_size("X", DataType::F32, &[2, 3], 4, 23).is_err());
+    }
+
+    #[test]
+    fn default_response_limit_follows_the_outputs() {
+        let meta = json!({"name": "m", "inputs": [],
+            "outputs": [{"name": "Y", "datatype": "FP32", "shape": [-1, 1000, 1000]},
+                        {"name": "S", "datatype": "BYTES", "shape": [-1, 1]}]});
+        let cfg = json!({"max_batch_size": 64});
+        let info = ModelInfo::new(&meta, Some(&cfg), false).unwrap();
+        assert_eq!(info.output_sizes, vec![Some((1_000_000, 4)), None]);
+        // small outputs: the floor
+        assert_eq!(info.default_response_limit(1, true), 64 << 20);
+        // 4 x 32 x 4 MB
+        assert_eq!(info.default_response_limit(32, true), 4 * 32 * 4_000_000);
+        // as JSON, 32 bytes per element
+        assert_eq!(info.default_response_limit(2, false), 4 * 2 * 32_000_000);
+        let huge = json!({"name": "m", "inputs": [],
+            "outputs": [{"name": "Y", "datatype": "FP64", "shape": [-1, 4611686018427387904i64]}]});
+        let info = ModelInfo::new(&huge, Some(&cfg), false).unwrap();
+        assert_eq!(info.default_response_limit(8, true), u64::MAX);
     }
 }

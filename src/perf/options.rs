@@ -151,6 +151,25 @@ pub fn check_limits(warmup: f64, max_error_rate: f64, timeout_ms: u64) -> Result
     Ok(())
 }
 
+/// `--max-concurrency`, `--max-response-bytes` and `--max-input-bytes`:
+/// at least 1 (0 has no meaning, and would be a limit nothing passes).
+pub fn check_maxima(
+    max_concurrency: usize,
+    max_response_bytes: Option<u64>,
+    max_input_bytes: u64,
+) -> Result<(), String> {
+    if max_concurrency == 0 {
+        return Err("--max-concurrency must be at least 1".into());
+    }
+    if max_response_bytes == Some(0) {
+        return Err("--max-response-bytes must be at least 1".into());
+    }
+    if max_input_bytes == 0 {
+        return Err("--max-input-bytes must be at least 1".into());
+    }
+    Ok(())
+}
+
 /// The servers to load: the given ones, else Triton's default HTTP or
 /// gRPC port on this machine.
 pub fn urls(given: &[String], grpc: bool) -> Vec<String> {

@@ -2,7 +2,8 @@
 //! testdata/fuzz-regressions/, through the same checks as the targets:
 //! parsing (the fast parser and the grammar agree), the `fmt` round trip
 //! (the printed text parses to the same document, and printing is
-//! idempotent) and the whole `validate` pipeline with its renderers.
+//! idempotent), the whole `validate` pipeline with its renderers, and
+//! perf's reading of server responses.
 
 use crate::common::crate_root;
 use tritonctl::diagnostics::render::{render, Format, RenderOptions};
@@ -78,5 +79,8 @@ fn fuzz_findings_stay_fixed() {
             roundtrip_check(&name, src);
         }
         validate_check(&name, &bytes);
+        // perf's reading of server responses (the perf_response target)
+        #[cfg(feature = "perf")]
+        tritonctl::perf::fuzz::responses(&bytes);
     }
 }

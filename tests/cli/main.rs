@@ -24,6 +24,8 @@ mod paths;
 mod perf;
 #[cfg(feature = "perf")]
 mod perf_grpc;
+#[cfg(feature = "perf")]
+mod perf_hostile;
 mod properties;
 mod repository;
 mod rule_docs;

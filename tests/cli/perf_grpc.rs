@@ -60,17 +60,18 @@ fn x_input(shape: Vec<i64>) -> pb::model_metadata_response::TensorMetadata {
     }
 }
 
-/// Elements of X per batch element: 4, or 200000 (800 kB) for model "big".
+/// Elements of X per batch element: 4, 200000 (800 kB) for model "big",
+/// 10^12 (4 TB, a hostile server's dims) for model "huge".
 fn width(model: &str) -> i64 {
-    if model == "big" {
-        200_000
-    } else {
-        4
+    match model {
+        "big" => 200_000,
+        "huge" => 1_000_000_000_000,
+        _ => 4,
     }
 }
 
 fn known(model: &str) -> bool {
-    matches!(model, "m" | "seq" | "big")
+    matches!(model, "m" | "seq" | "big" | "huge")
 }
 
 fn param(p: &pb::InferParameter) -> Option<&ParameterChoice> {
@@ -691,4 +692,86 @@ fn messages_above_4_mib_go_through() {
     let l = &doc["levels"][0];
     assert_eq!(u(&l["requests"]), 3, "{l:#}");
     assert_eq!(u(&l["errors"]), 0, "{l:#}");
+}
+
+#[test]
+fn input_dims_no_memory_holds_are_refused_before_allocating() {
+    let s = Server::start(Behaviour::default());
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", "huge", "-u", &s.url(), "-i", "grpc"])
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("input 'X'")
+            && err.contains("[1, 1000000000000]")
+            && err.contains("4000000000000 bytes")
+            && err.contains("1073741824 bytes")
+            && err.contains("--max-input-bytes"),
+        "{err}"
+    );
+    assert_eq!(s.state.unary.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn answers_above_max_response_bytes_are_not_read() {
+    let s = Server::start(Behaviour::default());
+    let url = s.url();
+    // inference answers of 800 kB, unary and streamed
+    for streaming in [false, true] {
+        let mut args = vec![
+            "-m",
+            "big",
+            "-u",
+            &url,
+            "-i",
+            "grpc",
+            "--request-count",
+            "3",
+            "--max-response-bytes",
+            "100000",
+            "--format",
+            "json",
+        ];
+        if streaming {
+            args.push("--streaming");
+        }
+        let (code, out, err) = tritonctl()
+            .arg("perf")
+            .args(&args)
+            .timeout(HANG)
+            .run()
+            .parts();
+        assert_eq!(code, 1, "{out}{err}");
+        let doc: Value = serde_json::from_str(&out).unwrap();
+        let l = &doc["levels"][0];
+        assert!(u(&l["errors_by_kind"]["response_too_large"]) >= 1, "{l:#}");
+        assert!(
+            err.contains("larger than 100000 bytes") && err.contains("--max-response-bytes"),
+            "{err}"
+        );
+    }
+    // the metadata answer (about 100 bytes) above a limit of 10
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &url,
+            "-i",
+            "grpc",
+            "--max-response-bytes",
+            "10",
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("larger than 10 bytes") && err.contains("--max-response-bytes"),
+        "{err}"
+    );
 }

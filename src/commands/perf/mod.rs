@@ -63,6 +63,12 @@ pub fn run(
     check::check_sequence_length_variation(args.sequence_length_variation).map_err(usage)?;
     let (input_data, data_file) = check::input_data(&args.input_data).map_err(usage)?;
     check::check_limits(args.warmup, args.max_error_rate, args.timeout).map_err(usage)?;
+    check::check_maxima(
+        args.max_concurrency,
+        args.max_response_bytes,
+        args.max_input_bytes,
+    )
+    .map_err(usage)?;
     let urls = check::urls(&args.url, args.protocol == PerfProtocol::Grpc);
     let sequence_ids = check::sequence_ids(args.sequence_id_range.as_deref()).map_err(usage)?;
     check::check_sequences(args.sequence_length, args.num_of_sequences).map_err(usage)?;
@@ -85,10 +91,12 @@ pub fn run(
         },
         intervals,
         seed: args.seed,
-        max_concurrency: args.max_concurrency.max(1),
+        max_concurrency: args.max_concurrency,
         window,
         warmup: Duration::from_secs_f64(args.warmup),
         timeout: Duration::from_millis(args.timeout),
+        max_response_bytes: args.max_response_bytes,
+        max_input_bytes: args.max_input_bytes,
         input_data,
         data_file,
         shapes: args.shape.clone(),

@@ -1,0 +1,91 @@
+//! One entry point for the `perf_response` fuzz target
+//! (`fuzz/fuzz_targets/perf_response.rs`) and its regressions
+//! (`tests/cli/fuzz_regressions.rs`): arbitrary bytes through everything
+//! perf reads from a server, as a hostile server could send them. Nothing
+//! may panic, and nothing may allocate beyond the limits it is given.
+
+use super::client::check_infer_body;
+use super::grpc::{self, pb};
+use super::inputs::{self, BodyOptions, InputData};
+use super::model::ModelInfo;
+use super::stats::Snapshot;
+use serde_json::Value;
+
+/// The input tensor limit while fuzzing (`--max-input-bytes`): small, so
+/// that dims from the input cannot exhaust the fuzzer's memory unnoticed.
+const MAX_INPUT_BYTES: u64 = 1 << 20;
+
+/// Runs `data` through perf's response parsing: an HTTP inference answer
+/// (JSON, and binary with the `Inference-Header-Content-Length` taken from
+/// the first two bytes), the metadata and config documents (split at the
+/// first NUL byte) as JSON and as gRPC messages, turned into the model's
+/// inputs and request bodies, the statistics, and gRPC inference answers.
+pub fn responses(data: &[u8]) {
+    // HTTP inference answers
+    let _ = check_infer_body(None, data);
+    if let [a, b, rest @ ..] = data {
+        let _ = check_infer_body(Some(usize::from(u16::from_le_bytes([*a, *b]))), rest);
+    }
+    let _ = super::client::parse_header_len(data);
+
+    // metadata and config as JSON
+    let (meta, config) = match data.iter().position(|b| *b == 0) {
+        Some(i) => (&data[..i], Some(&data[i + 1..])),
+        None => (data, None),
+    };
+    if let Ok(meta) = serde_json::from_slice::<Value>(meta) {
+        let config = config.and_then(|c| serde_json::from_slice::<Value>(c).ok());
+        for batched in [false, true] {
+            model(&meta, config.as_ref(), batched);
+        }
+        let _ = Snapshot::parse(&meta, "m");
+    }
+
+    // gRPC messages
+    use prost::Message;
+    let _ = grpc::check_response_bytes(data);
+    let _ = pb::ModelStreamInferResponse::decode(data);
+    if let Ok(m) = pb::ModelMetadataResponse::decode(data) {
+        let meta = grpc::metadata_json(&m);
+        model(&meta, None, true);
+    }
+    if let Ok(c) = pb::ModelConfigResponse::decode(data) {
+        if let Some(cfg) = c.config {
+            if let Ok(json) = grpc::config_json(&cfg) {
+                let meta = serde_json::json!({"name": "m", "inputs": [], "outputs": []});
+                model(&meta, Some(&json), false);
+            }
+        }
+    }
+    if let Ok(s) = pb::ModelStatisticsResponse::decode(data) {
+        let _ = Snapshot::parse(&grpc::statistics_json(&s), "m");
+    }
+}
+
+/// What perf does with a model's documents before the load: its inputs,
+/// the response limit, and one request body in each form.
+fn model(meta: &Value, config: Option<&Value>, batched: bool) {
+    let Ok(mut info) = ModelInfo::new(meta, config, batched) else {
+        return;
+    };
+    let _ = info.default_response_limit(u64::MAX, false);
+    if info.apply_shapes(&[], true).is_err() || info.check_batch(1).is_err() {
+        return;
+    }
+    for binary in [true, false] {
+        let body = inputs::build(
+            &info,
+            BodyOptions {
+                batch: 1,
+                data: InputData::Zero,
+                seed: 0,
+                binary_inputs: binary,
+                binary_outputs: binary,
+                max_input_bytes: MAX_INPUT_BYTES,
+            },
+        );
+        if let Ok(body) = body {
+            let _ = grpc::request_from_body(&body, "m", None);
+        }
+    }
+}
