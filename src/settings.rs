@@ -43,6 +43,8 @@ pub struct Settings {
     pub rules: Vec<(&'static str, Level)>,
     /// Glob patterns of paths skipped when walking a repository.
     pub exclude: Vec<String>,
+    /// `exclude`, compiled (same order).
+    excludes: Vec<Exclude>,
     /// Platform assumed when a config names neither platform nor backend
     /// (like `--platform-default`, which wins over it).
     pub default_platform: Option<String>,
@@ -138,10 +140,12 @@ impl Settings {
                 return Err(err(p.span().start, "the platform is empty".into()));
             }
         }
+        let mut excludes = Vec::new();
         for g in &raw.exclude {
             if g.get_ref().trim().is_empty() {
                 return Err(err(g.span().start, "an exclude pattern is empty".into()));
             }
+            excludes.push(Exclude::new(g.get_ref()).map_err(|e| err(g.span().start, e))?);
         }
         Ok(Settings {
             path: path.to_path_buf(),
@@ -151,6 +155,7 @@ impl Settings {
                 .unwrap_or_else(|| PathBuf::from(".")),
             rules,
             exclude: raw.exclude.into_iter().map(Spanned::into_inner).collect(),
+            excludes,
             default_platform: platform.map(Spanned::into_inner),
         })
     }
@@ -161,38 +166,81 @@ impl Settings {
     }
 
     /// Whether `path` (a model directory or file met while walking) matches
-    /// an exclude pattern. Patterns hold `*`, `?` and `**`; one without `/`
-    /// matches any single path component, one with `/` the path relative to
-    /// the settings file's directory. A match excludes everything below.
+    /// an exclude pattern (see [`Exclude`]). A match excludes everything
+    /// below.
     ///
     /// Only components below `walked` (the directory named on the command
     /// line) are matched: a path given explicitly is never excluded.
     pub fn excludes(&self, path: &Path, walked: &Path) -> bool {
-        if self.exclude.is_empty() {
+        if self.excludes.is_empty() {
             return false;
         }
         let Some(rel) = relative_to(path, &self.root) else {
             return false;
         };
         let skip = relative_to(walked, &self.root).map_or(0, |w| w.len());
-        let parts: Vec<&str> = rel.iter().map(String::as_str).collect();
-        if parts.len() <= skip {
+        if rel.len() <= skip {
             return false;
         }
-        self.exclude.iter().any(|pattern| {
-            let pattern = pattern
-                .trim()
-                .trim_start_matches("./")
-                .trim_end_matches('/');
-            if !pattern.contains('/') {
-                return parts[skip..].iter().any(|p| wildcard(pattern, p));
-            }
-            let pat: Vec<&str> = pattern
-                .trim_start_matches('/')
-                .split('/')
-                .filter(|s| !s.is_empty())
-                .collect();
-            (skip + 1..=parts.len()).any(|n| glob_parts(&pat, &parts[..n]))
+        self.excludes.iter().any(|e| e.matches(&rel, skip))
+    }
+}
+
+/// One `exclude` pattern, a glob (globset's syntax): `*` and `?` match
+/// within one path component, `**` any number of components, `[a-z]` one
+/// character of a class, `{a,b}` either alternative. One without `/`
+/// matches any single component; one with `/` the path (or a leading part
+/// of it) relative to the settings file's directory.
+#[derive(Debug, Clone)]
+struct Exclude {
+    /// Matched against the path's leading parts, or against each component
+    /// for a pattern without `/`.
+    glob: globset::GlobMatcher,
+    /// For `dir/**`, `dir` itself too.
+    dir: Option<globset::GlobMatcher>,
+    per_component: bool,
+}
+
+impl Exclude {
+    /// The compiled pattern, or why it is not a glob (naming it).
+    fn new(pattern: &str) -> Result<Exclude, String> {
+        let pattern = pattern
+            .trim()
+            .trim_start_matches("./")
+            .trim_end_matches('/');
+        let per_component = !pattern.contains('/');
+        let pattern = pattern.trim_start_matches('/');
+        let compile = |p: &str| {
+            globset::GlobBuilder::new(p)
+                .literal_separator(true)
+                .build()
+                .map(|g| g.compile_matcher())
+                .map_err(|e| {
+                    format!(
+                        "exclude pattern '{pattern}' is not a valid glob: {}",
+                        e.kind()
+                    )
+                })
+        };
+        Ok(Exclude {
+            glob: compile(pattern)?,
+            dir: match pattern.strip_suffix("/**") {
+                Some(d) if !d.is_empty() => Some(compile(d)?),
+                _ => None,
+            },
+            per_component,
+        })
+    }
+
+    /// Whether the path of components `parts` matches, looking only at the
+    /// components after the first `skip`.
+    fn matches(&self, parts: &[String], skip: usize) -> bool {
+        if self.per_component {
+            return parts[skip..].iter().any(|p| self.glob.is_match(p));
+        }
+        (skip + 1..=parts.len()).any(|n| {
+            let prefix = parts[..n].join("/");
+            self.glob.is_match(&prefix) || self.dir.as_ref().is_some_and(|d| d.is_match(&prefix))
         })
     }
 }
@@ -232,42 +280,6 @@ fn absolute(p: &Path) -> PathBuf {
     }
 }
 
-/// Component-wise glob match where `**` spans any number of components.
-fn glob_parts(pat: &[&str], parts: &[&str]) -> bool {
-    match pat.split_first() {
-        None => parts.is_empty(),
-        Some((&"**", rest)) => (0..=parts.len()).any(|i| glob_parts(rest, &parts[i..])),
-        Some((p, rest)) => {
-            !parts.is_empty() && wildcard(p, parts[0]) && glob_parts(rest, &parts[1..])
-        }
-    }
-}
-
-/// `*` and `?` wildcards within one component.
-fn wildcard(pat: &str, s: &str) -> bool {
-    let p: Vec<char> = pat.chars().collect();
-    let s: Vec<char> = s.chars().collect();
-    let (mut pi, mut si) = (0, 0);
-    let (mut star, mut mark) = (None, 0);
-    while si < s.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == s[si]) {
-            pi += 1;
-            si += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = si;
-            pi += 1;
-        } else if let Some(st) = star {
-            pi = st + 1;
-            mark += 1;
-            si = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
-
 /// The settings file for `path`: `tritonctl.toml` in its directory (its
 /// parent, for a file) or the nearest ancestor, stopping after the
 /// directory that holds `.git` or at the root.
@@ -297,14 +309,46 @@ pub fn discover(path: &Path) -> Option<PathBuf> {
 mod tests {
     use super::*;
 
+    fn exclude(pattern: &str, path: &str) -> bool {
+        let parts: Vec<String> = path.split('/').map(str::to_string).collect();
+        Exclude::new(pattern).unwrap().matches(&parts, 0)
+    }
+
     #[test]
     fn wildcards() {
-        assert!(wildcard("legacy_*", "legacy_bert"));
-        assert!(!wildcard("legacy_*", "bert"));
-        assert!(wildcard("m?", "m1"));
-        assert!(glob_parts(&["a", "**"], &["a"]));
-        assert!(glob_parts(&["**", "b"], &["a", "x", "b"]));
-        assert!(!glob_parts(&["a", "*"], &["b", "c"]));
+        assert!(exclude("legacy_*", "models/legacy_bert"));
+        assert!(!exclude("legacy_*", "models/bert"));
+        assert!(exclude("m?", "m1"));
+        assert!(exclude("a/**", "a"));
+        assert!(exclude("a/**", "a/b/c"));
+        assert!(exclude("**/b", "a/x/b"));
+        assert!(!exclude("a/*", "b/c"));
+        assert!(!exclude("a/*", "ab"));
+        assert!(exclude("./a/*/", "a/c"));
+        assert!(exclude("[mn]odel_{x,y}", "node/model_y"));
+    }
+
+    /// Issue 28: invalid globs were accepted silently (and matched
+    /// nothing); they are refused, naming the pattern, the reason and
+    /// where it is.
+    #[test]
+    fn invalid_exclude_globs_are_refused_with_their_reason() {
+        for (pattern, reason) in [
+            ("[z-a]", "invalid range"),
+            ("{a,b", "unclosed alternate group"),
+            ("models/[abc", "unclosed character class"),
+        ] {
+            let text = format!("platform = \"x\"\nexclude = [\"ok\", \"{pattern}\"]\n");
+            let e = Settings::parse(&text, Path::new("t.toml")).unwrap_err();
+            assert!(
+                e.message.starts_with(&format!(
+                    "exclude pattern '{pattern}' is not a valid glob: "
+                )) && e.message.contains(reason),
+                "{pattern}: {}",
+                e.message
+            );
+            assert_eq!((e.line, e.column), (2, 18), "{pattern}");
+        }
     }
 
     #[test]

@@ -251,8 +251,21 @@ impl Latency {
     /// Execution time in µs of a batch of `size` (0 when the model says
     /// so; saturates at `u64::MAX`).
     pub fn eval(&self, size: u32) -> u64 {
+        let v = self.eval_f64(size);
+        // NaN and negatives are 0; huge values (and +inf) saturate.
+        if v > 0.0 {
+            v.round() as u64
+        } else {
+            0
+        }
+    }
+
+    /// Execution time in µs of a batch of `size` before rounding: may be
+    /// negative, huge or infinite (`1e308+1e308*b`), which [`Self::eval`]
+    /// clamps and a caller may want to refuse instead.
+    pub fn eval_f64(&self, size: u32) -> f64 {
         let x = f64::from(size);
-        let v = match self {
+        match self {
             Latency::Linear { a, b } => a + b * x,
             Latency::Points(p) => match p.len() {
                 0 => 0.0,
@@ -269,12 +282,6 @@ impl Latency {
                     y0 + (y1 - y0) * (x - x0) / (x1 - x0)
                 }
             },
-        };
-        // NaN and negatives are 0; huge values (and +inf) saturate.
-        if v > 0.0 {
-            v.round() as u64
-        } else {
-            0
         }
     }
 }

@@ -239,8 +239,23 @@ impl From<serde_json::Error> for JsonError {
     }
 }
 
-/// Reads a ModelConfig from its JSON form.
+/// Reads a ModelConfig from its JSON form. Refused besides what the schema
+/// refuses: a document that is not an object, and a key given twice in one
+/// object (serde_json would keep the last one silently; protobuf's JSON
+/// parser refuses it too).
 pub fn from_json(text: &str) -> Result<DynamicMessage, JsonError> {
+    let start = text.len() - text.trim_start_matches(JSON_BLANKS).len();
+    if text[start..].starts_with('[') {
+        let index = crate::text::LineIndex::new(text);
+        let at = index.line_col(text, start);
+        return Err(JsonError {
+            line: at.line,
+            column: at.column,
+            message: "expected a JSON object (a ModelConfig), found an array".into(),
+        });
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde::de::DeserializeSeed::deserialize(NoDuplicateKeys, &mut de)?;
     let mut de = serde_json::Deserializer::from_str(text);
     let msg = DynamicMessage::deserialize_with_options(
         crate::schema::model_config(),
@@ -251,12 +266,81 @@ pub fn from_json(text: &str) -> Result<DynamicMessage, JsonError> {
     Ok(msg)
 }
 
+const JSON_BLANKS: [char; 5] = ['\u{feff}', ' ', '\t', '\r', '\n'];
+
+/// Walks a JSON document and fails at the first key repeated within one
+/// object, naming it (serde_json adds the position, just after the key).
+struct NoDuplicateKeys;
+
+impl<'de> serde::de::DeserializeSeed<'de> for NoDuplicateKeys {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicateKeys {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(NoDuplicateKeys)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(serde::de::Error::custom(format!(
+                    "the key '{}' is given twice in one object",
+                    key.escape_debug()
+                )));
+            }
+            map.next_value_seed(NoDuplicateKeys)?;
+        }
+        Ok(())
+    }
+}
+
 /// Whether a config text is JSON rather than text format: its first
-/// character that is not a blank is `{` (a text-format document starts with
-/// a field name or a `#` comment).
+/// character that is not a blank is `{`, or `[` opening an array (a
+/// text-format document starts with a field name, a `#` comment or `[` and
+/// the name of an extension).
 pub fn looks_like_json(text: &str) -> bool {
-    text.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n'])
-        .starts_with('{')
+    let rest = text.trim_start_matches(JSON_BLANKS);
+    if rest.starts_with('{') {
+        return true;
+    }
+    let Some(inner) = rest.strip_prefix('[') else {
+        return false;
+    };
+    let inner = inner.trim_start_matches(JSON_BLANKS);
+    inner.starts_with([
+        '{', '[', '"', ']', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9',
+    ]) || ["true", "false", "null"].iter().any(|w| {
+        inner.strip_prefix(w).is_some_and(|r| {
+            !r.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        })
+    })
 }
 
 /// Whether two messages are equal field by field: the same fields set, with
@@ -335,6 +419,39 @@ mod tests {
         assert!(e.message.contains("nmae"), "{}", e.message);
         assert!(from_json("{} x").is_err());
         assert!(from_json("{\"input\": [{\"data_type\": \"TYPE_F32\"}]}").is_err());
+    }
+
+    /// Issue 28: duplicate keys were accepted silently (the last one won)
+    /// and an array was read as text format.
+    #[test]
+    fn duplicate_keys_and_arrays_are_refused_with_their_position() {
+        let e = from_json("{\n  \"name\": \"a\",\n  \"name\": \"b\"\n}").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("the key 'name' is given twice"), "{e}");
+        let e = from_json("{\"input\": [{\"name\": \"x\", \"dims\": [1], \"dims\": [2]}]}")
+            .unwrap_err();
+        assert!(e.message.contains("'dims'"), "{e}");
+        // The same key in two objects is fine.
+        assert!(from_json("{\"input\": [{\"name\": \"x\"}, {\"name\": \"y\"}]}").is_ok());
+        for text in ["[{\"name\": \"m\"}]", "\n  [ ]", "[1, 2]", "[true]"] {
+            assert!(looks_like_json(text), "{text}");
+            let e = from_json(text).unwrap_err();
+            assert_eq!(
+                e.message, "expected a JSON object (a ModelConfig), found an array",
+                "{text}"
+            );
+            assert_eq!(
+                (e.line, e.column),
+                if text.starts_with('\n') {
+                    (2, 3)
+                } else {
+                    (1, 1)
+                }
+            );
+        }
+        // A text-format extension field is not JSON.
+        assert!(!looks_like_json("[ext.name]: 1"));
+        assert!(!looks_like_json("[truely.x]: 1"));
     }
 
     #[test]

@@ -315,6 +315,10 @@ fn syntax_error(src: &str, e: pest::error::Error<Rule>) -> Diagnostic {
             }
         }
     }
+    if let Some(nul) = nul_in_string(src, pos) {
+        return Diagnostic::new(E0001, "a NUL character is not allowed in a string")
+            .at(Span::new(nul, nul + 1));
+    }
     let found = found_at(src, pos);
     let message = if expected.is_empty() {
         format!("unexpected {found}")
@@ -332,6 +336,30 @@ fn syntax_error(src: &str, e: pest::error::Error<Rule>) -> Diagnostic {
         d = d.help(h);
     }
     d
+}
+
+/// The offset of a NUL inside the string literal that starts at `pos`,
+/// before its closing quote or the end of its line: both
+/// parsers refuse it there, as protobuf's does ("Invalid control
+/// characters encountered in text"), and the grammar's own words would
+/// name the opening quote instead.
+fn nul_in_string(src: &str, pos: usize) -> Option<usize> {
+    let bytes = src.as_bytes();
+    let quote = *bytes.get(pos)?;
+    if quote != b'"' && quote != b'\'' {
+        return None;
+    }
+    let mut i = pos + 1;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            0 => return Some(i),
+            b'\\' => i += 2,
+            b'\n' => return None,
+            _ if b == quote => return None,
+            _ => i += 1,
+        }
+    }
+    None
 }
 
 fn join_or(words: &[&str]) -> String {
@@ -398,6 +426,35 @@ mod tests {
             Ok(_) => panic!("{src:?} should not parse"),
             Err(e) => *e,
         }
+    }
+
+    /// Issue 28: a NUL in a string was reported as `found '"'` at the
+    /// opening quote; it is named, at its own position.
+    #[test]
+    fn a_nul_in_a_string_is_named_at_its_position() {
+        for (src, at) in [
+            ("name: \"a\0b\"\n", 8),
+            ("name: 'x\\'\0'", 10),
+            ("name: \"ok\" \"\0\"", 12),
+            ("input [ { name: \"\0\" } ]", 17),
+        ] {
+            let d = err(src);
+            assert_eq!(
+                d.message, "a NUL character is not allowed in a string",
+                "{src:?}"
+            );
+            let span = d.span.unwrap();
+            assert_eq!(
+                (span.start as usize, span.end as usize),
+                (at, at + 1),
+                "{src:?}"
+            );
+            assert!(parse_fast(src).is_none(), "{src:?}");
+        }
+        // A NUL outside a string keeps the grammar's words.
+        assert!(err("name: \"a\"\0")
+            .message
+            .contains("control character U+0000"));
     }
 
     #[test]

@@ -25,6 +25,14 @@
 //!   one inter-op thread, basic graph optimization, whatever the config;
 //! - any other backend: [`SessionOptions::default`].
 //!
+//! Thread counts are bounded before ONNX Runtime sees them (Triton's
+//! backend passes them on as they are, and ONNX Runtime starts that many
+//! threads per session): a count above [`MAX_THREADS`] is refused, and a
+//! count above this host's CPUs is lowered to their number, since threads
+//! beyond the cores only spin against each other (a few thousand of them
+//! keep a small host busy for minutes before the first request). Neither
+//! changes an output.
+//!
 //! One setting departs from Triton's defaults: ONNX Runtime's CPU arena is
 //! off unless `enable_mem_arena` (onnxruntime backend) turns it on, since
 //! this process allocates with mimalloc (see
@@ -32,18 +40,29 @@
 
 use std::collections::BTreeMap;
 
+use crate::runtime::session::MAX_THREADS;
 use crate::runtime::{Device, GraphOptimization, SessionOptions};
 use crate::schema::inference::ModelConfig;
 
 /// The session options of a model of `cfg` on `device`, or Triton's
 /// message for a parameter value its backend refuses.
 pub fn session_options(cfg: &ModelConfig, device: Device) -> Result<SessionOptions, String> {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    session_options_on(cfg, device, cpus)
+}
+
+/// [`session_options`] on a host with `cpus` CPUs.
+fn session_options_on(
+    cfg: &ModelConfig,
+    device: Device,
+    cpus: usize,
+) -> Result<SessionOptions, String> {
     let defaults = SessionOptions {
         device,
         ..SessionOptions::default()
     };
     match cfg.backend.as_str() {
-        "onnxruntime" => onnxruntime(cfg, defaults),
+        "onnxruntime" => onnxruntime(cfg, defaults, cpus),
         "stateful" => Ok(SessionOptions {
             intra_threads: 1,
             inter_threads: 1,
@@ -54,7 +73,11 @@ pub fn session_options(cfg: &ModelConfig, device: Device) -> Result<SessionOptio
     }
 }
 
-fn onnxruntime(cfg: &ModelConfig, defaults: SessionOptions) -> Result<SessionOptions, String> {
+fn onnxruntime(
+    cfg: &ModelConfig,
+    defaults: SessionOptions,
+    cpus: usize,
+) -> Result<SessionOptions, String> {
     let level = cfg
         .optimization
         .as_ref()
@@ -74,8 +97,18 @@ fn onnxruntime(cfg: &ModelConfig, defaults: SessionOptions) -> Result<SessionOpt
         ));
     }
     // Zero or below: ONNX Runtime picks (the backend sets only counts
-    // above 0).
-    let threads = |n: i32| usize::try_from(n).unwrap_or(0);
+    // above 0). Above the limit: refused; above the CPUs: lowered (see the
+    // module documentation).
+    let threads = |key: &str| -> Result<usize, String> {
+        let n = usize::try_from(p.int(key)?).unwrap_or(0);
+        if n > MAX_THREADS {
+            return Err(format!(
+                "parameter {key}: {n} threads is more than tritonctl starts for a session \
+                 (at most {MAX_THREADS}; ONNX Runtime would start every one of them)"
+            ));
+        }
+        Ok(n.min(cpus.max(1)))
+    };
     let mut config_entries = Vec::new();
     const INITIALIZERS: &str = "session.use_device_allocator_for_initializers";
     if let Some(v) = p.get(INITIALIZERS) {
@@ -86,8 +119,8 @@ fn onnxruntime(cfg: &ModelConfig, defaults: SessionOptions) -> Result<SessionOpt
         Device::Cpu => Vec::new(),
     };
     Ok(SessionOptions {
-        intra_threads: threads(p.int("intra_op_thread_count")?),
-        inter_threads: threads(p.int("inter_op_thread_count")?),
+        intra_threads: threads("intra_op_thread_count")?,
+        inter_threads: threads("inter_op_thread_count")?,
         parallel_execution: execution_mode == 1,
         graph_optimization,
         cpu_arena: p.boolean("enable_mem_arena", defaults.cpu_arena)?,
@@ -213,10 +246,45 @@ mod tests {
     }
 
     fn ort(extra: &str) -> Result<SessionOptions, String> {
-        session_options(
+        ort_on(extra, 64)
+    }
+
+    fn ort_on(extra: &str, cpus: usize) -> Result<SessionOptions, String> {
+        session_options_on(
             &cfg(&format!("backend: \"onnxruntime\" {extra}")),
             Device::Cpu,
+            cpus,
         )
+    }
+
+    /// Issue 28: huge thread counts hung or crashed inside ONNX Runtime.
+    /// They are refused above the limit, and lowered to the host's CPUs
+    /// below it, before any ONNX Runtime call sees them.
+    #[test]
+    fn thread_counts_are_bounded_before_onnx_runtime_sees_them() {
+        for key in ["intra_op_thread_count", "inter_op_thread_count"] {
+            for n in ["2000", "100000", "2147483647"] {
+                let e = ort(&param(key, n)).unwrap_err();
+                assert!(
+                    e.starts_with(&format!("parameter {key}: {n} threads"))
+                        && e.contains(&format!("at most {MAX_THREADS}")),
+                    "{e}"
+                );
+            }
+            let at_limit = ort_on(&param(key, &MAX_THREADS.to_string()), 4096).unwrap();
+            assert_eq!(
+                at_limit.intra_threads.max(at_limit.inter_threads),
+                MAX_THREADS
+            );
+        }
+        let o = ort_on(
+            &(param("intra_op_thread_count", "48") + &param("inter_op_thread_count", "3")),
+            2,
+        )
+        .unwrap();
+        assert_eq!((o.intra_threads, o.inter_threads), (2, 2));
+        let o = ort_on(&param("intra_op_thread_count", "3"), 8).unwrap();
+        assert_eq!(o.intra_threads, 3);
     }
 
     #[test]

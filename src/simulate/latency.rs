@@ -34,13 +34,63 @@ pub fn check_latency(
     setting: Option<&str>,
 ) -> Result<(), Error> {
     let largest = settings.max_batch_size.clamp(1, 4096);
-    if let Some(b) = (1..=largest).find(|&b| latency.eval(b) > crate::trace::MAX_TIME_US) {
+    let max = crate::trace::MAX_TIME_US;
+    // On the unrounded value: a result past u64 (or infinite, where the
+    // terms overflow) would otherwise show as u64::MAX.
+    let too_large = |b: u32| {
+        let v = latency.eval_f64(b);
+        (v.is_nan() || v > max as f64).then_some(v)
+    };
+    if let Some((b, v)) = (1..=largest).find_map(|b| too_large(b).map(|v| (b, v))) {
+        let time = if v.is_finite() {
+            format!("{v:.3e} µs")
+        } else {
+            "an infinite time (its terms overflow)".to_string()
+        };
         return Err(Error::Usage(format!(
-            "--latency: {} µs for a batch of {b} is too large (at most {}){}",
-            latency.eval(b),
-            crate::trace::MAX_TIME_US,
+            "--latency: a batch of {b} takes {time}, more than the simulator's clock holds \
+             (at most {max} µs){}",
             setting.map_or(String::new(), |s| format!(" with {s}"))
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batching::{Latency, SchedulerKind};
+
+    fn check(spec: &str) -> Result<(), String> {
+        let settings = Settings {
+            model: "m".into(),
+            max_batch_size: 8,
+            instances: 1,
+            enforce_shapes: false,
+            kind: SchedulerKind::Default,
+        };
+        check_latency(&Latency::parse(spec).unwrap(), &settings, None).map_err(|e| e.to_string())
+    }
+
+    /// Issue 28: `1e308+1e308*b` was shown as 18446744073709551615 µs, the
+    /// saturated value, rather than as what it is.
+    #[test]
+    fn latencies_past_the_clock_are_refused_naming_the_flag_and_the_limit() {
+        assert_eq!(check("2000+150*b"), Ok(()));
+        for (spec, time) in [
+            ("1e308+1e308*b", "an infinite time (its terms overflow)"),
+            ("1e300+0*b", "1.000e300 µs"),
+            ("0+1e18*b", "2.000e18 µs"),
+            ("1:0,2:18446744073709551615", "1.845e19 µs"),
+        ] {
+            let e = check(spec).unwrap_err();
+            assert!(
+                e.starts_with("--latency: a batch of ")
+                    && e.contains(time)
+                    && e.contains(&format!("at most {} µs", crate::trace::MAX_TIME_US))
+                    && !e.contains(&u64::MAX.to_string()),
+                "{spec}: {e}"
+            );
+        }
+    }
 }

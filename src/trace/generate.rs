@@ -8,6 +8,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, Write};
 
+use crate::inputs::request::MAX_TIME_US;
+
 /// Inter-arrival times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Distribution {
@@ -83,7 +85,68 @@ impl GenerateOptions {
         if self.sequences == 0 && self.duration_s.is_none() && self.requests.is_none() {
             return Err("give --duration, --requests or --sequences".into());
         }
+        let latest = self.latest_arrival_us();
+        if latest > MAX_TIME_US as f64 {
+            let sequences = if self.sequences > 0 {
+                ", --sequences, --sequence-length or --think-time-us"
+            } else {
+                ""
+            };
+            return Err(format!(
+                "--rate {} puts arrivals up to {latest:.3e} µs, past the {MAX_TIME_US} µs \
+                 (about 36,000 years) a trace may hold for simulate: raise --rate or lower \
+                 --duration, --requests{sequences}",
+                short(self.rate)
+            ));
+        }
         Ok(())
+    }
+
+    /// An upper bound of the arrival times written (µs), from the options
+    /// alone: the last start of the arrival process (a Poisson gap is at
+    /// most `ln 2^54` means, from [`Rng::unit`]'s smallest value), then the
+    /// steps of the longest sequence.
+    fn latest_arrival_us(&self) -> f64 {
+        let mean_gap = 1e6 / self.rate;
+        let gap = match self.distribution {
+            Distribution::Constant => mean_gap,
+            Distribution::Poisson => mean_gap * 38.0,
+        };
+        let starts = if self.sequences > 0 {
+            Some(
+                self.requests
+                    .map_or(self.sequences, |r| r.min(self.sequences)),
+            )
+        } else {
+            self.requests
+        };
+        let by_count = match starts {
+            Some(n) if n <= 1 => Some(0.0),
+            Some(n) => Some((n - 1) as f64 * gap),
+            None => None,
+        };
+        let by_duration = self.duration_s.map(|d| d * 1e6);
+        let last_start = match (by_count, by_duration) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b).unwrap_or(f64::INFINITY),
+        };
+        if self.sequences == 0 {
+            return last_start.round();
+        }
+        let longest = (self.sequence_length as f64
+            * (1.0 + self.sequence_length_variation / 100.0))
+            .round()
+            .max(1.0);
+        last_start.round() + (longest - 1.0) * self.think_time_us as f64
+    }
+}
+
+/// `x` as a user would write it: `1e-30`, not thirty zeros.
+fn short(x: f64) -> String {
+    if x != 0.0 && !(1e-4..1e16).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        x.to_string()
     }
 }
 
@@ -309,6 +372,87 @@ mod tests {
             assert_eq!(steps[0]["start"], true);
             assert_eq!(steps[2]["end"], true);
             assert_eq!(steps[1]["start"], false);
+        }
+    }
+
+    /// Issue 28: `--rate 1e-30` wrote arrival times that simulate refuses.
+    #[test]
+    fn arrivals_past_what_simulate_reads_are_refused_naming_the_flags() {
+        let mut o = GenerateOptions::new(1e-30);
+        o.requests = Some(3);
+        let e = generate(&o, &mut Vec::new()).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--rate 1e-30 puts arrivals up to")
+                && e.contains(&MAX_TIME_US.to_string()),
+            "{e}"
+        );
+        // One request, or a duration that keeps them in range, is fine.
+        o.requests = Some(1);
+        assert_eq!(lines(&o).len(), 1);
+        o.requests = None;
+        o.duration_s = Some(10.0);
+        assert_eq!(lines(&o).len(), 1);
+        // Sequences whose steps run past the range.
+        let mut o = GenerateOptions::new(1.0);
+        o.sequences = 2;
+        o.sequence_length = 3;
+        o.think_time_us = u64::MAX;
+        let e = generate(&o, &mut Vec::new()).unwrap_err().to_string();
+        assert!(e.contains("--think-time-us"), "{e}");
+    }
+
+    /// A value spread over many orders of magnitude, `10^lo ..= 10^hi`.
+    fn log_range(lo: f64, hi: f64) -> impl proptest::strategy::Strategy<Value = f64> {
+        use proptest::prelude::*;
+        (lo..=hi).prop_map(|e: f64| 10f64.powf(e))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 400, ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Whatever `trace generate` writes, the reader of `simulate`
+        /// accepts, however extreme the rate, duration and counts; what it
+        /// cannot write within simulate's range it refuses up front.
+        #[test]
+        fn every_generated_trace_is_read_by_simulate(
+            rate in proptest::prop_oneof![log_range(-40.0, 40.0), proptest::prelude::Just(f64::MIN_POSITIVE)],
+            poisson in proptest::prelude::any::<bool>(),
+            duration in proptest::option::of(proptest::prop_oneof![log_range(-9.0, 30.0), proptest::prelude::Just(0.0)]),
+            requests in proptest::option::of(0u64..40),
+            sequences in 0u64..4,
+            sequence_length in 1u64..6,
+            variation in 0.0f64..=100.0,
+            think_time_us in proptest::prop_oneof![0u64..5000, proptest::prelude::Just(1u64 << 59), proptest::prelude::Just(u64::MAX)],
+            priority_levels in 0u32..3,
+            seed in proptest::prelude::any::<u64>(),
+        ) {
+            let mut o = GenerateOptions::new(rate);
+            o.distribution = if poisson { Distribution::Poisson } else { Distribution::Constant };
+            o.duration_s = duration;
+            // Plain requests are bounded by a count, so the trace stays small.
+            o.requests = requests.or((sequences == 0).then_some(20));
+            o.sequences = sequences;
+            o.sequence_length = sequence_length;
+            o.sequence_length_variation = variation;
+            o.think_time_us = think_time_us;
+            o.priority_levels = priority_levels;
+            o.seed = seed;
+            let mut out = Vec::new();
+            match generate(&o, &mut out) {
+                Err(GenerateError::Options(m)) => proptest::prop_assert!(out.is_empty(), "{m}"),
+                Err(e) => proptest::prop_assert!(false, "{e}"),
+                Ok(()) => {
+                    let mut n = 0;
+                    for r in crate::trace::TraceReader::new(&out[..], "gen.jsonl") {
+                        let r = r.map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+                        proptest::prop_assert!(r.arrival_us <= MAX_TIME_US);
+                        n += 1;
+                    }
+                    proptest::prop_assert_eq!(n, out.iter().filter(|&&b| b == b'\n').count());
+                }
+            }
         }
     }
 

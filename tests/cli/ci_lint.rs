@@ -745,6 +745,9 @@ fn bad_config_file_is_a_usage_error_with_position() {
             "no-such-rule",
         ),
         ("\nplatfrom = \"onnxruntime_onnx\"\n", "platfrom"),
+        // Issue 28: invalid globs were accepted silently.
+        ("exclude = [\"ok\", \"[z-a]\"]\n", "\"[z-a]\""),
+        ("exclude = [\"{a,b\"]\n", "\"{a,b\""),
     ] {
         std::fs::write(&toml, text).unwrap();
         let (code, out) = tritonctl()
@@ -754,6 +757,15 @@ fn bad_config_file_is_a_usage_error_with_position() {
             .run()
             .combined();
         assert_eq!(code, 2, "{text}: {out}");
+        if needle.contains('[') || needle.contains('{') {
+            let pattern = needle.trim_matches('"');
+            assert!(
+                out.contains(&format!(
+                    "exclude pattern '{pattern}' is not a valid glob: "
+                )),
+                "{text}: {out}"
+            );
+        }
         let (l, c) = line_col(text, needle);
         assert!(
             out.contains(&format!("tritonctl.toml:{l}:{c}")),

@@ -855,6 +855,29 @@ fn convert_json_back_to_pbtxt() {
 #[test]
 fn convert_reports_bad_inputs() {
     let tmp = tempfile::tempdir().unwrap();
+    // Issue 28: a duplicate key was accepted silently, an array was read as
+    // text format.
+    for (input, words) in [
+        (
+            &b"{\n  \"name\": \"m\",\n  \"name\": \"n\"\n}\n"[..],
+            "the key 'name' is given twice",
+        ),
+        (
+            &b"\n[{\"name\": \"m\"}]\n"[..],
+            "<stdin>:2:1: expected a JSON object (a ModelConfig), found an array",
+        ),
+    ] {
+        let (code, out, err) = tritonctl()
+            .current_dir(tmp.path())
+            .args(["convert", "--to", "pbtxt", "-"])
+            .stdin(input)
+            .run()
+            .parts();
+        assert_eq!(code, 1, "{err}");
+        assert!(out.is_empty(), "{out}");
+        assert!(err.contains(words) && err.contains("<stdin>:"), "{err}");
+        assert!(!err.contains("E0001"), "{err}");
+    }
     let (code, _, err) = tritonctl()
         .current_dir(tmp.path())
         .args(["convert", "--to", "pbtxt", "-"])

@@ -2,8 +2,9 @@
 //! testdata/fuzz-regressions/, through the same checks as the targets:
 //! parsing (the fast parser and the grammar agree), the `fmt` round trip
 //! (the printed text parses to the same document, and printing is
-//! idempotent), the whole `validate` pipeline with its renderers, and
-//! perf's reading of server responses.
+//! idempotent), the whole `validate` pipeline with its renderers and
+//! perf's reading of server responses; the `.onnx` ones through the ONNX
+//! model reader (target `onnx`).
 
 use crate::common::crate_root;
 use tritonctl::diagnostics::render::{render, Format, RenderOptions};
@@ -71,9 +72,36 @@ fn validate_check(name: &str, bytes: &[u8]) {
     render(Format::Json, &mut out, &report, &opts).unwrap();
 }
 
+/// The `onnx` target's checks: reading never panics, and every tensor's
+/// Triton view can be taken.
+fn onnx_check(bytes: &[u8]) {
+    let Ok(sig) = tritonctl::onnx::read_signature_from(
+        std::io::Cursor::new(bytes),
+        bytes.len() as u64,
+        std::path::Path::new("fuzz.onnx"),
+    ) else {
+        return;
+    };
+    for t in sig
+        .inputs
+        .iter()
+        .chain(&sig.outputs)
+        .chain(&sig.overridable_initializers)
+        .chain(&sig.value_info)
+    {
+        let _ = tritonctl::onnx::format_shape(t.shape());
+        let _ = t.triton_dims();
+        let _ = t.triton_data_type();
+    }
+}
+
 #[test]
 fn fuzz_findings_stay_fixed() {
     for (name, bytes) in inputs() {
+        if name.ends_with(".onnx") {
+            onnx_check(&bytes);
+            continue;
+        }
         if let Ok(src) = std::str::from_utf8(&bytes) {
             parse_check(&name, src);
             roundtrip_check(&name, src);

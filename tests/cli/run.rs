@@ -1114,6 +1114,13 @@ fn the_onnxruntime_backends_session_settings_keep_the_outputs_and_a_bad_value_st
                 + &parameter("inter_op_thread_count", "2")
                 + &parameter("execution_mode", "1"),
         ),
+        // More threads than this host has CPUs: lowered to their number.
+        (
+            "many-threads",
+            parameter("intra_op_thread_count", "1024")
+                + &parameter("inter_op_thread_count", "1024")
+                + &parameter("execution_mode", "1"),
+        ),
         (
             "plain",
             parameter("enable_mem_pattern", "false") + "optimization { graph { level: 2 } }\n",
@@ -1150,6 +1157,15 @@ fn the_onnxruntime_backends_session_settings_keep_the_outputs_and_a_bad_value_st
         (
             parameter("execution_mode", "3"),
             "Expected values for  execution_mode are 0 or 1 but got 3 .",
+        ),
+        // Issue 28: these hung or crashed inside ONNX Runtime.
+        (
+            parameter("intra_op_thread_count", "2000"),
+            "parameter intra_op_thread_count: 2000 threads is more than tritonctl starts",
+        ),
+        (
+            parameter("inter_op_thread_count", "100000"),
+            "parameter inter_op_thread_count: 100000 threads is more than tritonctl starts",
         ),
     ];
     for (i, (settings, message)) in bad.iter().enumerate() {

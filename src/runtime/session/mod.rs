@@ -73,6 +73,13 @@ impl GraphOptimization {
     }
 }
 
+/// The most threads of either kind a session is given. Triton's
+/// onnxruntime backend hands its thread-count parameters to ONNX Runtime as
+/// they are, and ONNX Runtime starts that many threads for every session:
+/// thousands of them hang a small host while the pool starts, a hundred
+/// thousand fail to start at all (docs/commands/run.md, "Sessions").
+pub const MAX_THREADS: usize = 1024;
+
 /// How a session is set up. The defaults are one intra-op and one
 /// inter-op thread, sequential execution, every graph optimization,
 /// ONNX Runtime's memory patterns on and its CPU arena off (see
@@ -260,6 +267,16 @@ impl ModelSession {
             model: model.to_path_buf(),
             message,
         };
+        for (what, n) in [
+            ("intra-op", options.intra_threads),
+            ("inter-op", options.inter_threads),
+        ] {
+            if n > MAX_THREADS {
+                return Err(load_error(format!(
+                    "{n} {what} threads is more than a session may start (at most {MAX_THREADS})"
+                )));
+            }
+        }
         let opened = catch_unwind(AssertUnwindSafe(|| -> Result<Session, String> {
             let mut b = Session::builder(&rt.env)
                 .map_err(ort_err)?
