@@ -32,16 +32,28 @@ pub(crate) struct Refused;
 type Res<T> = Result<T, Refused>;
 
 /// Parses a whole document, or refuses it.
+#[cfg(test)]
 pub(crate) fn parse(src: &str) -> Res<Document> {
+    parse_or_resume(src).map_err(|_| Refused)
+}
+
+/// Parses a whole document, or refuses it and says where the top-level
+/// field it refused in (or the last one before the place it refused)
+/// starts: everything before that offset is a valid document, and the
+/// text from there on parses, or fails, as it does in the whole document.
+pub(crate) fn parse_or_resume(src: &str) -> Result<Document, usize> {
     let mut p = Parser {
         b: src.as_bytes(),
         pos: 0,
         depth: 0,
+        top_field: 0,
     };
     // document = { SOI ~ fields ~ EOI }: `fields` skips blanks at both ends.
-    let fields = p.fields()?;
+    let Ok(fields) = p.fields() else {
+        return Err(p.top_field);
+    };
     if p.pos != p.b.len() {
-        return Err(Refused);
+        return Err(p.top_field);
     }
     Ok(Document {
         fields,
@@ -54,6 +66,8 @@ struct Parser<'a> {
     pos: usize,
     /// Brackets open around `pos` (messages and lists).
     depth: usize,
+    /// Where the last top-level field begun starts.
+    top_field: usize,
 }
 
 #[inline]
@@ -142,6 +156,9 @@ impl Parser<'_> {
             let c = self.peek();
             if !(is_ident_start(c) || c == b'[') {
                 return Ok(out);
+            }
+            if self.depth == 0 {
+                self.top_field = self.pos;
             }
             out.push(self.field()?);
             self.skip();

@@ -28,5 +28,6 @@ mod repository;
 mod rule_docs;
 mod rules;
 mod run;
+mod scale;
 mod simulate;
 mod snapshots;
