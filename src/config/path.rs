@@ -834,6 +834,56 @@ mod tests {
         assert_eq!(span_text(src, "input[5]"), ("input", false));
     }
 
+    /// The index gives the spans the walk gives, on messages above and
+    /// below the size it starts at, for elements, map keys (the last entry
+    /// of a key wins), plain fields and paths that do not exist.
+    #[test]
+    fn indexed_lookups_agree_with_the_walk() {
+        let mut src = String::from("name: \"m\"\n");
+        for i in 0..80 {
+            src.push_str(&format!(
+                "input {{ name: \"i{i}\" dims: [ {i}, 2 ] }}\nparameters {{ key: \"k{}\" value {{ string_value: \"{i}\" }} }}\n",
+                i % 50
+            ));
+        }
+        src.push_str("output [ { name: \"o\" }, { name: \"p\" } ]\nmax_batch_size: 4\n");
+        let doc = crate::pbtxt::parse(&src).unwrap();
+        let cache = PathCache::default();
+        let mut paths = vec![
+            "name".to_string(),
+            "max_batch_size".into(),
+            "output[1].name".into(),
+            "output[2]".into(),
+            "input[80]".into(),
+            "parameters{nope}".into(),
+            "nothing.here".into(),
+        ];
+        for i in 0..80 {
+            paths.push(format!("input[{i}].dims[{}]", i % 3));
+            paths.push(format!("parameters{{k{i}}}.value.string_value"));
+        }
+        // Twice: the second round reads the remembered index.
+        for _ in 0..2 {
+            for p in &paths {
+                let path = FieldPath::parse(p);
+                let walk = resolve(&src, &doc, &path);
+                let indexed = resolve_with(&src, &doc, &path, Some(&cache));
+                assert_eq!(
+                    (walk.span, walk.name_span, walk.exact),
+                    (indexed.span, indexed.name_span, indexed.exact),
+                    "{p}"
+                );
+            }
+        }
+        let last_k3 = resolve_with(
+            &src,
+            &doc,
+            &FieldPath::parse("parameters{k3}.value.string_value"),
+            Some(&cache),
+        );
+        assert_eq!(&src[last_k3.span.range()], "\"53\"");
+    }
+
     fn target(p: &str) -> Result<FieldTarget, PathError> {
         p.parse::<FieldPath>()?.resolve_config()
     }
