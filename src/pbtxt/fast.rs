@@ -37,23 +37,26 @@ pub(crate) fn parse(src: &str) -> Res<Document> {
     parse_or_resume(src).map_err(|_| Refused)
 }
 
-/// Parses a whole document, or refuses it and says where the top-level
-/// field it refused in (or the last one before the place it refused)
-/// starts: everything before that offset is a valid document, and the
-/// text from there on parses, or fails, as it does in the whole document.
+/// Parses a whole document, or refuses it and says where the complete
+/// top-level field before the one it refused in (or before the place it
+/// refused) starts, 0 when there is none: everything before that offset is
+/// a valid document, and the text from there on fails as the whole
+/// document does, at a place past the offset (pest words an error at the
+/// very start of its text differently).
 pub(crate) fn parse_or_resume(src: &str) -> Result<Document, usize> {
     let mut p = Parser {
         b: src.as_bytes(),
         pos: 0,
         depth: 0,
         top_field: 0,
+        before_top_field: 0,
     };
     // document = { SOI ~ fields ~ EOI }: `fields` skips blanks at both ends.
     let Ok(fields) = p.fields() else {
-        return Err(p.top_field);
+        return Err(p.before_top_field);
     };
     if p.pos != p.b.len() {
-        return Err(p.top_field);
+        return Err(p.before_top_field);
     }
     Ok(Document {
         fields,
@@ -68,6 +71,8 @@ struct Parser<'a> {
     depth: usize,
     /// Where the last top-level field begun starts.
     top_field: usize,
+    /// Where the top-level field before that one starts (0 for none).
+    before_top_field: usize,
 }
 
 #[inline]
@@ -158,6 +163,7 @@ impl Parser<'_> {
                 return Ok(out);
             }
             if self.depth == 0 {
+                self.before_top_field = self.top_field;
                 self.top_field = self.pos;
             }
             out.push(self.field()?);

@@ -59,9 +59,9 @@ pub fn parse(src: &str) -> Result<Document, Box<Diagnostic>> {
     match fast::parse_or_resume(src) {
         Ok(doc) => Ok(doc),
         // The pest parser finds and words the error, from the top-level
-        // field the fast parser refused in: pest's memory grows with the
-        // text it reads, several times its size, and the fields before
-        // that one are valid. Should it accept what the fast parser refused
+        // field before the one the fast parser refused in: pest's memory
+        // grows with the text it reads, several times its size, and the
+        // fields before that one are valid. Should it accept what the fast parser refused
         // (the differential tests say it never does), its tree of the
         // whole text wins.
         Err(from) => match pest_error_from(src, from) {
@@ -72,7 +72,7 @@ pub fn parse(src: &str) -> Result<Document, Box<Diagnostic>> {
 }
 
 /// The pest parser's error in `src[from..]`, where `from` starts a
-/// top-level field, at its place in `src`.
+/// complete top-level field before the error, at its place in `src`.
 fn pest_error_from(src: &str, from: usize) -> Option<Box<Diagnostic>> {
     if from == 0 {
         return parse_with_pest(src).err();
@@ -533,6 +533,10 @@ mod tests {
             "input { dims: [ 1 2 ] }",
             "a: \"x\" 'y\n'",
             "[ext.a]: 1 ;; b: 2",
+            "[ext.name]<>[name",
+            "a: 1 [name",
+            "a { } [",
+            "a { } }",
         ] {
             let src = format!("{prefix}{broken}");
             let from_field = err(&src);
