@@ -85,6 +85,7 @@ pub(super) fn core_failure(
         message: None,
         config: Some(raw.clone()),
         diagnostics: Vec::new(),
+        paths: Default::default(),
     };
     let ctx = ModelCtx {
         name: &prepared.name,

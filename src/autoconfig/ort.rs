@@ -11,6 +11,7 @@ use crate::schema::inference::model_sequence_batching::control::Kind as ControlK
 use crate::schema::inference::{
     DataType, ModelConfig, ModelDynamicBatching, ModelInput, ModelOutput, ModelTensorReshape,
 };
+use std::collections::HashMap;
 
 /// One input or output as the ORT C API reports it to Triton.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -495,6 +496,10 @@ pub fn instance_checks(cfg: &ModelConfig, sig: &Signature, model: &str) -> Resul
     }
     let overridable = session_overridable(sig);
     let known: Vec<&OrtTensor> = inputs.iter().chain(overridable.iter()).collect();
+    // By name, the last of a name winning: a model may have as many inputs
+    // as its file lists, so each lookup must not walk them all.
+    let known_by_name: HashMap<&str, &OrtTensor> =
+        known.iter().map(|t| (t.name.as_str(), *t)).collect();
     for io in &cfg.input {
         if io.optional && mbs != 0 {
             return Err(invalid(format!(
@@ -503,7 +508,7 @@ pub fn instance_checks(cfg: &ModelConfig, sig: &Signature, model: &str) -> Resul
             )));
         }
         // Overridable initializers replace inputs of the same name.
-        let Some(t) = known.iter().rev().find(|t| t.name == io.name) else {
+        let Some(t) = known_by_name.get(io.name.as_str()) else {
             let allowed = sorted_names(known.iter().map(|t| t.name.as_str()));
             return Err(invalid(format!(
                 "unexpected inference input '{}', allowed inputs are: {allowed}",
@@ -540,8 +545,13 @@ pub fn instance_checks(cfg: &ModelConfig, sig: &Signature, model: &str) -> Resul
 
     // Outputs.
     let outputs = session_outputs(sig).map_err(|t| unsupported(t).at(Stage::Instance))?;
+    // By name, the first of a name winning.
+    let mut outputs_by_name: HashMap<&str, &OrtTensor> = HashMap::new();
+    for t in &outputs {
+        outputs_by_name.entry(t.name.as_str()).or_insert(t);
+    }
     for io in &cfg.output {
-        let Some(t) = outputs.iter().find(|t| t.name == io.name) else {
+        let Some(t) = outputs_by_name.get(io.name.as_str()) else {
             return Err(unknown_output(&io.name, &outputs));
         };
         check_dtype(model, "output", &io.name, io.data_type, t)?;
@@ -561,7 +571,7 @@ pub fn instance_checks(cfg: &ModelConfig, sig: &Signature, model: &str) -> Resul
     }
     if let Some(SchedulingChoice::SequenceBatching(sb)) = &cfg.scheduling_choice {
         for st in &sb.state {
-            let Some(t) = outputs.iter().find(|t| t.name == st.output_name) else {
+            let Some(t) = outputs_by_name.get(st.output_name.as_str()) else {
                 return Err(unknown_output(&st.output_name, &outputs));
             };
             check_dtype(model, "output state", &st.output_name, st.data_type, t)?;

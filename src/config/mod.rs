@@ -19,23 +19,39 @@ pub struct ParsedConfig {
     /// The tree, when the text parsed.
     pub doc: Option<Document>,
     /// The bound message, when the text parsed (possibly partial if binding
-    /// reported errors).
+    /// reported errors); [`parse_checked`](Self::parse_checked) drops it once
+    /// the typed config is there.
     pub message: Option<DynamicMessage>,
     /// The typed config, only when parsing and binding were clean.
     pub config: Option<ModelConfig>,
     /// Syntax and schema diagnostics.
     pub diagnostics: Vec<Diagnostic>,
+    /// Long repeated fields indexed for [`span`](Self::span) and its
+    /// siblings (see [`path::PathCache`]).
+    pub paths: path::PathCache,
 }
 
 impl ParsedConfig {
     /// Parses and binds `src` against ModelConfig.
     pub fn parse(src: String) -> ParsedConfig {
+        ParsedConfig::parse_with(src, true)
+    }
+
+    /// [`parse`](Self::parse) for the checks, which read the typed config
+    /// and the tree only: the bound message, several times the size of the
+    /// text, is dropped as soon as the typed config is made from it.
+    pub fn parse_checked(src: String) -> ParsedConfig {
+        ParsedConfig::parse_with(src, false)
+    }
+
+    fn parse_with(src: String, keep_message: bool) -> ParsedConfig {
         let mut out = ParsedConfig {
             src,
             doc: None,
             message: None,
             config: None,
             diagnostics: Vec::new(),
+            paths: path::PathCache::default(),
         };
         match pbtxt::parse(&out.src) {
             Err(d) => out.diagnostics.push(*d),
@@ -49,12 +65,23 @@ impl ParsedConfig {
                     // level). Anything it does not handle takes the
                     // prost-reflect path.
                     out.config = match crate::schema::wire::encode(&msg) {
-                        Some(bytes) => prost::Message::decode(bytes.as_slice()).ok(),
+                        Some(bytes) if keep_message => {
+                            prost::Message::decode(bytes.as_slice()).ok()
+                        }
+                        Some(bytes) => {
+                            drop(msg);
+                            out.diagnostics = diags;
+                            out.doc = Some(doc);
+                            out.config = prost::Message::decode(bytes.as_slice()).ok();
+                            return out;
+                        }
                         None => msg.transcode_to::<ModelConfig>().ok(),
                     };
                 }
                 out.diagnostics = diags;
-                out.message = Some(msg);
+                if keep_message || out.config.is_none() {
+                    out.message = Some(msg);
+                }
                 out.doc = Some(doc);
             }
         }
@@ -66,17 +93,24 @@ impl ParsedConfig {
         ParsedConfig::parse(src)
     }
 
+    /// [`from_bytes`](Self::from_bytes) for the checks (see
+    /// [`parse_checked`](Self::parse_checked)).
+    pub fn from_bytes_checked(bytes: Vec<u8>) -> ParsedConfig {
+        let (src, _lossy) = crate::text::decode_source(bytes);
+        ParsedConfig::parse_checked(src)
+    }
+
     /// The span of the value at `path`, or of its closest existing ancestor
     /// (for a field that is missing, the message that should hold it).
     pub fn span(&self, path: &FieldPath) -> Option<Span> {
         let doc = self.doc.as_ref()?;
-        Some(path::resolve(&self.src, doc, path).span)
+        Some(path::resolve_with(&self.src, doc, path, Some(&self.paths)).span)
     }
 
     /// Like [`span`](Self::span) but only when the path exists exactly.
     pub fn exact_span(&self, path: &FieldPath) -> Option<Span> {
         let doc = self.doc.as_ref()?;
-        let r = path::resolve(&self.src, doc, path);
+        let r = path::resolve_with(&self.src, doc, path, Some(&self.paths));
         r.exact.then_some(r.span)
     }
 
@@ -84,7 +118,7 @@ impl ParsedConfig {
     /// `max_batch_size: 8`), falling back like [`span`](Self::span).
     pub fn name_span(&self, path: &FieldPath) -> Option<Span> {
         let doc = self.doc.as_ref()?;
-        let r = path::resolve(&self.src, doc, path);
+        let r = path::resolve_with(&self.src, doc, path, Some(&self.paths));
         Some(r.name_span.unwrap_or(r.span))
     }
 }

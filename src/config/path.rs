@@ -20,6 +20,7 @@ use crate::text::Span;
 use prost_reflect::{
     DynamicMessage, FieldDescriptor, Kind, MapKey, MessageDescriptor, Value as ProtoValue,
 };
+use std::collections::HashMap;
 use std::fmt;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -171,6 +172,104 @@ pub struct Resolved {
 }
 
 pub fn resolve(src: &str, doc: &Document, path: &FieldPath) -> Resolved {
+    resolve_with(src, doc, path, None)
+}
+
+/// Where an element of a repeated field is: the field's index among its
+/// message's fields, and its index in the field's list (`NOT_LISTED` for a
+/// field written without brackets).
+type ElementAt = (u32, u32);
+const NOT_LISTED: u32 = u32::MAX;
+
+/// One repeated field of one message, indexed: which fields carry the name,
+/// and (built on the first key lookup) the last element per map key.
+#[derive(Debug)]
+struct Indexed {
+    /// The message's fields (address and length), to recognise it.
+    fields: (usize, usize),
+    name: String,
+    last: u32,
+    elements: Vec<ElementAt>,
+    keys: Option<HashMap<String, ElementAt>>,
+}
+
+/// Remembers the last few repeated fields [`resolve_with`] looked at, so
+/// that spans for every element of a long list (`ensemble_scheduling.step[i]`
+/// for each of 100,000 steps) cost a constant each instead of a walk of the
+/// list each. Plain fields of messages with few fields are found directly.
+#[derive(Debug, Default)]
+pub struct PathCache(std::sync::Mutex<Vec<Indexed>>);
+
+/// Plain fields of messages with fewer fields are found directly.
+const INDEX_FROM: usize = 32;
+/// Repeated fields remembered at once.
+const REMEMBERED: usize = 4;
+
+impl PathCache {
+    fn lookup<R>(
+        &self,
+        src: &str,
+        fields: &[Field],
+        name: &str,
+        f: impl FnOnce(&mut Indexed) -> R,
+    ) -> Option<R> {
+        let mut entries = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (fields.as_ptr() as usize, fields.len());
+        let at = match entries
+            .iter()
+            .position(|e| e.fields == key && e.name == name)
+        {
+            Some(at) => at,
+            None => {
+                let mut elements = Vec::new();
+                let mut last = None;
+                for (fi, field) in fields.iter().enumerate() {
+                    if &src[field.name.span.range()] != name {
+                        continue;
+                    }
+                    let fi = u32::try_from(fi).ok()?;
+                    last = Some(fi);
+                    match &field.value {
+                        Value::List(l) => {
+                            for ii in 0..l.items.len() {
+                                elements.push((fi, u32::try_from(ii).ok()?));
+                            }
+                        }
+                        _ => elements.push((fi, NOT_LISTED)),
+                    }
+                }
+                if entries.len() == REMEMBERED {
+                    entries.remove(0);
+                }
+                entries.push(Indexed {
+                    fields: key,
+                    name: name.to_string(),
+                    last: last?,
+                    elements,
+                    keys: None,
+                });
+                entries.len() - 1
+            }
+        };
+        Some(f(&mut entries[at]))
+    }
+}
+
+fn element_at(fields: &[Field], (fi, ii): ElementAt) -> &Value {
+    let v = &fields[fi as usize].value;
+    match v {
+        Value::List(l) if ii != NOT_LISTED => &l.items[ii as usize],
+        _ => v,
+    }
+}
+
+/// [`resolve`], with `cache` (when given) for long repeated fields.
+pub fn resolve_with(
+    src: &str,
+    doc: &Document,
+    path: &FieldPath,
+    cache: Option<&PathCache>,
+) -> Resolved {
     let mut fields: &[Field] = &doc.fields;
     let mut best = Resolved {
         span: Span::empty(0),
@@ -187,37 +286,72 @@ pub fn resolve(src: &str, doc: &Document, path: &FieldPath) -> Resolved {
         let Seg::Field(name) = &segs[i] else {
             return best;
         };
-        let occurrences: Vec<&Field> = fields
-            .iter()
-            .filter(|f| &src[f.name.span.range()] == name.as_str())
-            .collect();
-        let Some(last) = occurrences.last() else {
-            return best;
-        };
-        best.name_span = Some(last.name.span);
-        let value: &Value = match segs.get(i + 1) {
-            Some(Seg::Index(n)) => {
-                i += 1;
-                match elements(&occurrences).nth(*n) {
-                    Some(v) => v,
-                    None => {
-                        best.span = last.name.span;
-                        return best;
+        let element = matches!(segs.get(i + 1), Some(Seg::Index(_) | Seg::Key(_)));
+        let cache = cache.filter(|_| element || fields.len() >= INDEX_FROM);
+        let value: Option<&Value>;
+        if let Some(cache) = cache {
+            // (last field, element asked for), as indices.
+            let found = cache.lookup(src, fields, name, |e| {
+                let el = match segs.get(i + 1) {
+                    Some(Seg::Index(n)) => Some(e.elements.get(*n).copied()),
+                    Some(Seg::Key(k)) => {
+                        let keys = e.keys.get_or_insert_with(|| {
+                            let mut keys = HashMap::new();
+                            for &at in &e.elements {
+                                if let Some(key) = entry_key(src, element_at(fields, at)) {
+                                    keys.insert(key, at);
+                                }
+                            }
+                            keys
+                        });
+                        Some(keys.get(k.as_str()).copied())
                     }
+                    _ => None,
+                };
+                (e.last, el)
+            });
+            let Some((last, el)) = found else {
+                return best;
+            };
+            let last = &fields[last as usize];
+            best.name_span = Some(last.name.span);
+            value = match el {
+                None => Some(&last.value),
+                Some(el) => {
+                    i += 1;
+                    el.map(|at| element_at(fields, at))
                 }
+            };
+            if value.is_none() {
+                best.span = last.name.span;
+                return best;
             }
-            Some(Seg::Key(k)) => {
-                i += 1;
-                match elements(&occurrences).rfind(|v| entry_key_is(src, v, k)) {
-                    Some(v) => v,
-                    None => {
-                        best.span = last.name.span;
-                        return best;
-                    }
+        } else {
+            let occurrences: Vec<&Field> = fields
+                .iter()
+                .filter(|f| &src[f.name.span.range()] == name.as_str())
+                .collect();
+            let Some(last) = occurrences.last() else {
+                return best;
+            };
+            best.name_span = Some(last.name.span);
+            value = match segs.get(i + 1) {
+                Some(Seg::Index(n)) => {
+                    i += 1;
+                    elements(&occurrences).nth(*n)
                 }
+                Some(Seg::Key(k)) => {
+                    i += 1;
+                    elements(&occurrences).rfind(|v| entry_key_is(src, v, k))
+                }
+                _ => Some(&last.value),
+            };
+            if value.is_none() {
+                best.span = last.name.span;
+                return best;
             }
-            _ => &last.value,
-        };
+        }
+        let value = value.expect("checked above");
         best.span = value.span();
         i += 1;
         if i == segs.len() {
@@ -241,6 +375,18 @@ fn elements<'a>(occ: &[&'a Field]) -> std::vec::IntoIter<&'a Value> {
         }
     }
     out.into_iter()
+}
+
+/// A map entry's key (the last `key` field), as [`entry_key_is`] reads it.
+fn entry_key(src: &str, v: &Value) -> Option<String> {
+    let Value::Message(m) = v else { return None };
+    m.fields
+        .iter()
+        .rfind(|f| &src[f.name.span.range()] == "key")
+        .and_then(|f| match &f.value {
+            Value::Scalar(s) => Some(scalar_text(src, s)),
+            _ => None,
+        })
 }
 
 fn entry_key_is(src: &str, v: &Value, key: &str) -> bool {
@@ -686,6 +832,56 @@ mod tests {
             ("{ }", false)
         );
         assert_eq!(span_text(src, "input[5]"), ("input", false));
+    }
+
+    /// The index gives the spans the walk gives, on messages above and
+    /// below the size it starts at, for elements, map keys (the last entry
+    /// of a key wins), plain fields and paths that do not exist.
+    #[test]
+    fn indexed_lookups_agree_with_the_walk() {
+        let mut src = String::from("name: \"m\"\n");
+        for i in 0..80 {
+            src.push_str(&format!(
+                "input {{ name: \"i{i}\" dims: [ {i}, 2 ] }}\nparameters {{ key: \"k{}\" value {{ string_value: \"{i}\" }} }}\n",
+                i % 50
+            ));
+        }
+        src.push_str("output [ { name: \"o\" }, { name: \"p\" } ]\nmax_batch_size: 4\n");
+        let doc = crate::pbtxt::parse(&src).unwrap();
+        let cache = PathCache::default();
+        let mut paths = vec![
+            "name".to_string(),
+            "max_batch_size".into(),
+            "output[1].name".into(),
+            "output[2]".into(),
+            "input[80]".into(),
+            "parameters{nope}".into(),
+            "nothing.here".into(),
+        ];
+        for i in 0..80 {
+            paths.push(format!("input[{i}].dims[{}]", i % 3));
+            paths.push(format!("parameters{{k{i}}}.value.string_value"));
+        }
+        // Twice: the second round reads the remembered index.
+        for _ in 0..2 {
+            for p in &paths {
+                let path = FieldPath::parse(p);
+                let walk = resolve(&src, &doc, &path);
+                let indexed = resolve_with(&src, &doc, &path, Some(&cache));
+                assert_eq!(
+                    (walk.span, walk.name_span, walk.exact),
+                    (indexed.span, indexed.name_span, indexed.exact),
+                    "{p}"
+                );
+            }
+        }
+        let last_k3 = resolve_with(
+            &src,
+            &doc,
+            &FieldPath::parse("parameters{k3}.value.string_value"),
+            Some(&cache),
+        );
+        assert_eq!(&src[last_k3.span.range()], "\"53\"");
     }
 
     fn target(p: &str) -> Result<FieldTarget, PathError> {

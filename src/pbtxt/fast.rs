@@ -32,16 +32,31 @@ pub(crate) struct Refused;
 type Res<T> = Result<T, Refused>;
 
 /// Parses a whole document, or refuses it.
+#[cfg(test)]
 pub(crate) fn parse(src: &str) -> Res<Document> {
+    parse_or_resume(src).map_err(|_| Refused)
+}
+
+/// Parses a whole document, or refuses it and says where the complete
+/// top-level field before the one it refused in (or before the place it
+/// refused) starts, 0 when there is none: everything before that offset is
+/// a valid document, and the text from there on fails as the whole
+/// document does, at a place past the offset (pest words an error at the
+/// very start of its text differently).
+pub(crate) fn parse_or_resume(src: &str) -> Result<Document, usize> {
     let mut p = Parser {
         b: src.as_bytes(),
         pos: 0,
         depth: 0,
+        top_field: 0,
+        before_top_field: 0,
     };
     // document = { SOI ~ fields ~ EOI }: `fields` skips blanks at both ends.
-    let fields = p.fields()?;
+    let Ok(fields) = p.fields() else {
+        return Err(p.before_top_field);
+    };
     if p.pos != p.b.len() {
-        return Err(Refused);
+        return Err(p.before_top_field);
     }
     Ok(Document {
         fields,
@@ -54,6 +69,10 @@ struct Parser<'a> {
     pos: usize,
     /// Brackets open around `pos` (messages and lists).
     depth: usize,
+    /// Where the last top-level field begun starts.
+    top_field: usize,
+    /// Where the top-level field before that one starts (0 for none).
+    before_top_field: usize,
 }
 
 #[inline]
@@ -142,6 +161,10 @@ impl Parser<'_> {
             let c = self.peek();
             if !(is_ident_start(c) || c == b'[') {
                 return Ok(out);
+            }
+            if self.depth == 0 {
+                self.before_top_field = self.top_field;
+                self.top_field = self.pos;
             }
             out.push(self.field()?);
             self.skip();

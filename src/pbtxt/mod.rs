@@ -56,20 +56,40 @@ pub const MAX_DEPTH: usize = 100;
 /// Parses a whole document. On a syntax error returns the one diagnostic
 /// (the parser, like protobuf's, stops at the first).
 pub fn parse(src: &str) -> Result<Document, Box<Diagnostic>> {
-    match fast::parse(src) {
+    match fast::parse_or_resume(src) {
         Ok(doc) => Ok(doc),
-        // The pest parser finds and words the error. Should it accept what
-        // the fast parser refused (the differential tests say it never
-        // does), its tree wins.
-        Err(fast::Refused) => parse_with_pest(src),
+        // The pest parser finds and words the error, from the top-level
+        // field before the one the fast parser refused in: pest's memory
+        // grows with the text it reads, several times its size, and the
+        // fields before that one are valid. Should it accept what the fast parser refused
+        // (the differential tests say it never does), its tree of the
+        // whole text wins.
+        Err(from) => match pest_error_from(src, from) {
+            Some(d) => Err(d),
+            None => parse_with_pest(src),
+        },
     }
+}
+
+/// The pest parser's error in `src[from..]`, where `from` starts a
+/// complete top-level field before the error, at its place in `src`.
+fn pest_error_from(src: &str, from: usize) -> Option<Box<Diagnostic>> {
+    if from == 0 {
+        return parse_with_pest(src).err();
+    }
+    if let Some(d) = deep_error(src) {
+        return Some(d);
+    }
+    PbtxtParser::parse(Rule::document, &src[from..])
+        .err()
+        .map(|e| Box::new(syntax_error(src, from, e)))
 }
 
 /// The fast parser alone: the tree, or `None` where [`parse`] would ask the
 /// pest parser. For the differential tests.
 #[doc(hidden)]
 pub fn parse_fast(src: &str) -> Option<Document> {
-    fast::parse(src).ok()
+    fast::parse_or_resume(src).ok()
 }
 
 /// The pest parser alone (after the nesting check that protects its
@@ -77,20 +97,11 @@ pub fn parse_fast(src: &str) -> Option<Document> {
 /// tests.
 #[doc(hidden)]
 pub fn parse_with_pest(src: &str) -> Result<Document, Box<Diagnostic>> {
-    if let Some(at) = too_deep(src) {
-        return Err(Box::new(
-            Diagnostic::new(
-                E0002,
-                format!("nesting is deeper than {MAX_DEPTH} levels"),
-            )
-            .at(Span::new(at, at + 1))
-            .help(
-                "no ModelConfig nests this deep; the file is probably damaged or generated wrongly",
-            ),
-        ));
+    if let Some(d) = deep_error(src) {
+        return Err(d);
     }
     let mut pairs =
-        PbtxtParser::parse(Rule::document, src).map_err(|e| Box::new(syntax_error(src, e)))?;
+        PbtxtParser::parse(Rule::document, src).map_err(|e| Box::new(syntax_error(src, 0, e)))?;
     let doc = pairs.next().expect("document");
     let span = Span::new(0, src.len());
     let fields = doc
@@ -99,6 +110,18 @@ pub fn parse_with_pest(src: &str) -> Result<Document, Box<Diagnostic>> {
         .map(build_field)
         .collect();
     Ok(Document { fields, span })
+}
+
+/// The error for nesting past [`MAX_DEPTH`], if `src` has such nesting.
+fn deep_error(src: &str) -> Option<Box<Diagnostic>> {
+    let at = too_deep(src)?;
+    Some(Box::new(
+        Diagnostic::new(E0002, format!("nesting is deeper than {MAX_DEPTH} levels"))
+            .at(Span::new(at, at + 1))
+            .help(
+                "no ModelConfig nests this deep; the file is probably damaged or generated wrongly",
+            ),
+    ))
 }
 
 fn span_of(p: &Pair<Rule>) -> Span {
@@ -300,11 +323,13 @@ fn found_at(src: &str, pos: usize) -> String {
     }
 }
 
-fn syntax_error(src: &str, e: pest::error::Error<Rule>) -> Diagnostic {
-    let pos = match e.location {
-        pest::error::InputLocation::Pos(p) => p,
-        pest::error::InputLocation::Span((s, _)) => s,
-    };
+/// The diagnostic for pest's error `e` in `src[from..]`.
+fn syntax_error(src: &str, from: usize, e: pest::error::Error<Rule>) -> Diagnostic {
+    let pos = from
+        + match e.location {
+            pest::error::InputLocation::Pos(p) => p,
+            pest::error::InputLocation::Span((s, _)) => s,
+        };
     let mut expected: Vec<&'static str> = Vec::new();
     if let pest::error::ErrorVariant::ParsingError { positives, .. } = &e.variant {
         for r in positives {
@@ -549,6 +574,34 @@ mod tests {
         assert!(e.message.contains("':'"), "{}", e.message);
         let e = err("// x");
         assert!(e.help.unwrap().contains('#'));
+    }
+
+    #[test]
+    fn errors_found_from_the_refused_field_match_the_whole_text() {
+        let prefix = "name: \"m\"\ninput [ { name: \"a\" dims: [ 1 ] } ];\nmax_batch_size: 8,\n";
+        for broken in [
+            "input { name: \"cut",
+            "input { name: \"a\" dims: [ 1, ] }",
+            "}",
+            "max_batch_size 8",
+            "x: 1 y { z: [ { a: 1 } ] ] }",
+            "input { name: \"a\" } }",
+            "// comment",
+            "input { dims: [ 1 2 ] }",
+            "a: \"x\" 'y\n'",
+            "[ext.a]: 1 ;; b: 2",
+            "[ext.name]<>[name",
+            "a: 1 [name",
+            "a { } [",
+            "a { } }",
+        ] {
+            let src = format!("{prefix}{broken}");
+            let from_field = err(&src);
+            let whole = parse_with_pest(&src).unwrap_err();
+            assert_eq!(from_field.message, whole.message, "{src}");
+            assert_eq!(from_field.span, whole.span, "{src}");
+            assert_eq!(from_field.help, whole.help, "{src}");
+        }
     }
 
     #[test]

@@ -252,7 +252,7 @@ pub fn check_config_file(
     model_dir: Option<&Path>,
     opts: &ServerOptions,
 ) -> FileReport {
-    let parsed = ParsedConfig::from_bytes(bytes);
+    let parsed = ParsedConfig::from_bytes_checked(bytes);
     let mut diagnostics = parsed.diagnostics.clone();
     let mut model = None;
     if let Some(raw) = &parsed.config {

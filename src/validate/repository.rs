@@ -34,7 +34,7 @@ pub fn load_model(m: &ModelEntry, opts: &ServerOptions) -> (CheckedModel, FileRe
     let mut diagnostics = Vec::new();
     let mut missing = false;
     let parsed = match m.read(&m.config_path) {
-        Ok(bytes) => Some(ParsedConfig::from_bytes(bytes)),
+        Ok(bytes) => Some(ParsedConfig::from_bytes_checked(bytes)),
         Err(e) if crate::files::outside_root(&e).is_some() => {
             let outside = crate::files::outside_root(&e).expect("checked");
             diagnostics.push(lint::rules::repository::symlink_leaves_repository(
@@ -118,9 +118,11 @@ pub fn load_model(m: &ModelEntry, opts: &ServerOptions) -> (CheckedModel, FileRe
     )
 }
 
-/// Model names that ensembles among `loaded` use but that are not loaded.
+/// Model names that ensembles among `loaded` use but that are not in
+/// `known`, each once, in the order the steps name them.
 fn unresolved_steps(loaded: &[CheckedModel], known: &HashSet<String>) -> Vec<String> {
     let mut out = Vec::new();
+    let mut seen = HashSet::new();
     for m in loaded {
         let Some(cfg) = m.prepared.as_ref().map(|p| &p.cfg) else {
             continue;
@@ -131,7 +133,7 @@ fn unresolved_steps(loaded: &[CheckedModel], known: &HashSet<String>) -> Vec<Str
         for s in &sched.step {
             if !s.model_name.is_empty()
                 && !known.contains(&s.model_name)
-                && !out.contains(&s.model_name)
+                && seen.insert(s.model_name.as_str())
             {
                 out.push(s.model_name.clone());
             }
@@ -170,9 +172,13 @@ pub fn validate_repository(models: &[ModelEntry], opts: &ServerOptions) -> Vec<F
         r.dedup();
         r
     };
-    // Context models, transitively (an ensemble inside an ensemble).
+    // Context models, transitively (an ensemble inside an ensemble). Each
+    // round looks only at the models the round before loaded: a chain of
+    // ensembles adds one model per round.
+    let mut from = 0;
     loop {
-        let wanted = unresolved_steps(&loaded, &known);
+        let wanted = unresolved_steps(&loaded[from..], &known);
+        from = loaded.len();
         let mut added = false;
         for name in wanted {
             known.insert(name.clone());
@@ -211,8 +217,13 @@ fn bls_reports(
     opts: &ServerOptions,
 ) -> Vec<FileReport> {
     let mut extra: std::collections::HashMap<String, Option<bool>> = Default::default();
+    // The first model of each name.
+    let mut by_name: std::collections::HashMap<&str, &CheckedModel> = Default::default();
+    for m in loaded {
+        by_name.entry(m.entry.name.as_str()).or_insert(m);
+    }
     let mut lookup = |name: &str| -> Option<bool> {
-        if let Some(m) = loaded.iter().find(|m| m.entry.name == name) {
+        if let Some(m) = by_name.get(name) {
             return Some(
                 m.prepared
                     .as_ref()

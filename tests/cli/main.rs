@@ -31,6 +31,7 @@ mod repository;
 mod rule_docs;
 mod rules;
 mod run;
+mod scale;
 mod simulate;
 mod snapshots;
 mod untrusted_text;

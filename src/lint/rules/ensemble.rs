@@ -17,7 +17,7 @@ use crate::lint::ModelCtx;
 use crate::schema::data_type_name;
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::{ModelConfig, ModelEnsembling};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 const fn rule(
     code: &'static str,
@@ -474,12 +474,13 @@ fn check_data_flow(ctx: &ModelCtx, ens: &ModelEnsembling, out: &mut Vec<Diagnost
     // Every other tensor must be produced and consumed.
     let mut order: Vec<usize> = (0..nodes.len()).collect();
     order.sort_by(|a, b| names[*a].cmp(&names[*b]));
+    let sites = Sites::new(ens);
     for t in order {
         if outputs.contains(&t) {
             continue;
         }
         if !nodes[t].ready || nodes[t].next.is_empty() {
-            let (path, help) = tensor_site(ens, &names[t], nodes[t].ready);
+            let (path, help) = sites.site(&names[t], nodes[t].ready);
             out.push(
                 ctx.triton(
                     rule!("E0611"),
@@ -492,30 +493,49 @@ fn check_data_flow(ctx: &ModelCtx, ens: &ModelEnsembling, out: &mut Vec<Diagnost
     }
 }
 
-/// Where an unused tensor is best shown, and what to do about it.
-fn tensor_site(ens: &ModelEnsembling, tensor: &str, ready: bool) -> (String, String) {
-    for (i, step) in ens.step.iter().enumerate() {
-        let maps: [(&str, &BTreeMap<String, String>); 2] = if ready {
-            [
-                ("output_map", &step.output_map),
-                ("input_map", &step.input_map),
-            ]
-        } else {
-            [
-                ("input_map", &step.input_map),
-                ("output_map", &step.output_map),
-            ]
-        };
-        for (field, map) in maps {
-            if let Some((k, _)) = map.iter().find(|(_, v)| v.as_str() == tensor) {
-                return (
-                    format!("{}.{field}{{{k}}}.value", step_path(i)),
-                    help_for(ready, tensor),
-                );
+/// Where each tensor first appears, per kind of map: (step, key), the
+/// first key in the map's order for the first step that has the tensor.
+/// Built once, so that reporting every tensor of a long ensemble stays
+/// linear.
+struct Sites<'a> {
+    read: HashMap<&'a str, (usize, &'a str)>,
+    written: HashMap<&'a str, (usize, &'a str)>,
+}
+
+impl<'a> Sites<'a> {
+    fn new(ens: &'a ModelEnsembling) -> Sites<'a> {
+        let mut read = HashMap::new();
+        let mut written = HashMap::new();
+        for (i, step) in ens.step.iter().enumerate() {
+            for (k, v) in &step.input_map {
+                read.entry(v.as_str()).or_insert((i, k.as_str()));
+            }
+            for (k, v) in &step.output_map {
+                written.entry(v.as_str()).or_insert((i, k.as_str()));
             }
         }
+        Sites { read, written }
     }
-    ("ensemble_scheduling".into(), help_for(ready, tensor))
+
+    /// Where an unused tensor is best shown, and what to do about it: the
+    /// first step that maps it, looking at its output map first for a
+    /// tensor that is produced, at its input map first otherwise.
+    fn site(&self, tensor: &str, ready: bool) -> (String, String) {
+        let out = self.written.get(tensor).map(|&(i, k)| (i, "output_map", k));
+        let inp = self.read.get(tensor).map(|&(i, k)| (i, "input_map", k));
+        let (first, second) = if ready { (out, inp) } else { (inp, out) };
+        let best = match (first, second) {
+            (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
+            (a, b) => a.or(b),
+        };
+        match best {
+            Some((i, field, k)) => (
+                format!("{}.{field}{{{k}}}.value", step_path(i)),
+                help_for(ready, tensor),
+            ),
+            None => ("ensemble_scheduling".into(), help_for(ready, tensor)),
+        }
+    }
 }
 
 fn help_for(ready: bool, tensor: &str) -> String {

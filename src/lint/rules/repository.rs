@@ -395,35 +395,105 @@ fn step_targets(
         .collect()
 }
 
-/// A path from ensemble `start` back to itself: the last ensemble before
-/// `start` on the loop and the step of `start` the loop leaves through.
-fn find_cycle(
-    targets: &[Vec<Option<usize>>],
-    is_ens: &[bool],
-    start: usize,
-) -> Option<(usize, usize)> {
-    for (i, t) in targets[start].iter().enumerate() {
-        let Some(first) = *t else { continue };
-        if !is_ens[first] {
+/// The loops between ensembles: for each model, the strongly connected
+/// component of the ensemble graph it belongs to (Tarjan's algorithm, with
+/// an explicit stack: a chain of ensembles as deep as the repository is
+/// large must not use the call stack). Only edges between ensembles count.
+fn ensemble_components(targets: &[Vec<Option<usize>>], is_ens: &[bool]) -> Vec<usize> {
+    const NONE: usize = usize::MAX;
+    let n = targets.len();
+    let mut index = vec![NONE; n];
+    let mut low = vec![0usize; n];
+    let mut on_stack = vec![false; n];
+    let mut comp = vec![NONE; n];
+    let mut stack = Vec::new();
+    let mut next_index = 0;
+    let mut next_comp = 0;
+    // (node, next step to look at)
+    let mut work: Vec<(usize, usize)> = Vec::new();
+    for root in 0..n {
+        if index[root] != NONE {
             continue;
         }
-        if first == start {
-            return Some((start, i));
-        }
-        let mut seen = HashSet::from([first]);
-        let mut stack = vec![first];
-        while let Some(n) = stack.pop() {
-            for u in targets[n].iter().flatten() {
-                if *u == start {
-                    return Some((n, i));
+        index[root] = next_index;
+        low[root] = next_index;
+        next_index += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        work.push((root, 0));
+        while let Some(top) = work.last_mut() {
+            let v = top.0;
+            let out = if is_ens[v] { &targets[v][..] } else { &[] };
+            if let Some(t) = out.get(top.1) {
+                top.1 += 1;
+                let Some(w) = *t else { continue };
+                if !is_ens[w] {
+                    continue;
                 }
-                if is_ens[*u] && seen.insert(*u) {
-                    stack.push(*u);
+                if index[w] == NONE {
+                    index[w] = next_index;
+                    low[w] = next_index;
+                    next_index += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
                 }
+                continue;
+            }
+            work.pop();
+            if let Some(&(parent, _)) = work.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    comp[w] = next_comp;
+                    if w == v {
+                        break;
+                    }
+                }
+                next_comp += 1;
             }
         }
     }
-    None
+    comp
+}
+
+/// For each ensemble on a loop, the loop it is reported with: the last
+/// ensemble before it on the loop and its step the loop leaves through
+/// (the first step whose model is on the same loop). The last ensemble is
+/// the ensemble itself for a step naming its own ensemble, otherwise the
+/// first other ensemble of the loop, in `models` order, with a step naming
+/// it. Linear in the number of steps.
+fn find_cycles(targets: &[Vec<Option<usize>>], is_ens: &[bool]) -> Vec<Option<(usize, usize)>> {
+    let n = targets.len();
+    let comp = ensemble_components(targets, is_ens);
+    let mut first_pred: Vec<Option<usize>> = vec![None; n];
+    for p in (0..n).filter(|&p| is_ens[p]) {
+        for d in targets[p].iter().flatten() {
+            if *d != p && is_ens[*d] && comp[*d] == comp[p] && first_pred[*d].is_none() {
+                first_pred[*d] = Some(p);
+            }
+        }
+    }
+    (0..n)
+        .map(|e| {
+            if !is_ens[e] {
+                return None;
+            }
+            let (i, d) = targets[e].iter().enumerate().find_map(|(i, t)| {
+                t.filter(|d| is_ens[*d] && comp[*d] == comp[e])
+                    .map(|d| (i, d))
+            })?;
+            if d == e {
+                Some((e, i))
+            } else {
+                first_pred[e].map(|last| (last, i))
+            }
+        })
+        .collect()
 }
 
 /// Cross-model rules; returns the findings per model, in `models` order.
@@ -459,6 +529,7 @@ pub fn check_repository(models: &[CheckedModel], opts: &ServerOptions) -> Vec<Ve
         .collect();
     let mut blocked = vec![false; n];
     let mut in_cycle = vec![false; n];
+    let cycles = find_cycles(&targets, &is_ens);
     for e in (0..n).filter(|&e| is_ens[e]) {
         let ename = models[e].entry.name.as_str();
         let sched = model_cfg(&models[e])
@@ -509,7 +580,7 @@ pub fn check_repository(models: &[CheckedModel], opts: &ServerOptions) -> Vec<Ve
                 }
             }
         }
-        if let Some((last, i)) = find_cycle(&targets, &is_ens, e) {
+        if let Some((last, i)) = cycles[e] {
             blocked[e] = true;
             in_cycle[e] = true;
             let lname = &models[last].entry.name;
@@ -539,7 +610,8 @@ pub fn check_repository(models: &[CheckedModel], opts: &ServerOptions) -> Vec<Ve
                 .is_some_and(|p| p.decoupled)
         })
         .collect();
-    fn visit(
+    /// Checks ensemble `e` once the ensembles its steps use are checked.
+    fn finish(
         e: usize,
         ctx: &mut Walk,
         models: &[CheckedModel],
@@ -547,16 +619,6 @@ pub fn check_repository(models: &[CheckedModel], opts: &ServerOptions) -> Vec<Ve
         is_ens: &[bool],
         opts: &ServerOptions,
     ) {
-        if ctx.state[e] != 0 {
-            return;
-        }
-        ctx.state[e] = 1;
-        for d in targets[e].iter().flatten() {
-            if is_ens[*d] && !ctx.in_cycle[*d] {
-                visit(*d, ctx, models, targets, is_ens, opts);
-            }
-        }
-        ctx.state[e] = 2;
         let m = &models[e];
         let ename = m.entry.name.as_str();
         let sched = model_cfg(m)
@@ -629,11 +691,32 @@ pub fn check_repository(models: &[CheckedModel], opts: &ServerOptions) -> Vec<Ve
         decoupled,
         out,
     };
-    for e in (0..n).filter(|&e| is_ens[e]) {
-        if walk.in_cycle[e] {
+    // Depth first, inner ensembles first, with an explicit stack of
+    // (ensemble, next step to look at): the depth of a chain of ensembles is
+    // the repository's to choose.
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    for root in (0..n).filter(|&e| is_ens[e]) {
+        if walk.in_cycle[root] || walk.state[root] != 0 {
             continue;
         }
-        visit(e, &mut walk, models, &targets, &is_ens, opts);
+        walk.state[root] = 1;
+        stack.push((root, 0));
+        while let Some(top) = stack.last_mut() {
+            let e = top.0;
+            if let Some(t) = targets[e].get(top.1) {
+                top.1 += 1;
+                if let Some(d) = *t {
+                    if is_ens[d] && !walk.in_cycle[d] && walk.state[d] == 0 {
+                        walk.state[d] = 1;
+                        stack.push((d, 0));
+                    }
+                }
+                continue;
+            }
+            stack.pop();
+            walk.state[e] = 2;
+            finish(e, &mut walk, models, &targets, &is_ens, opts);
+        }
     }
     walk.out
 }
