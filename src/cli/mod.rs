@@ -53,8 +53,8 @@ pub struct GlobalArgs {
     pub follow_symlinks: bool,
 }
 
-/// `--max-file-bytes`: a number of bytes, optionally with K, M or G
-/// (KiB, MiB, GiB).
+/// `--max-file-bytes`, `--max-response-bytes`, `--max-input-bytes`: a
+/// number of bytes, optionally with K, M or G (KiB, MiB, GiB).
 fn parse_byte_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let (digits, shift) = match t.char_indices().last() {
@@ -625,12 +625,12 @@ pub struct PerfArgs {
     /// unread or cut off at the limit). Default: 16 MiB for the metadata,
     /// config and statistics endpoints, and for inference 4 times the
     /// outputs' size at the batch size sent, at least 64 MiB.
-    #[arg(long = "max-response-bytes", value_name = "BYTES")]
+    #[arg(long = "max-response-bytes", value_name = "BYTES", value_parser = parse_byte_size)]
     pub max_response_bytes: Option<u64>,
     /// The largest input tensor built, in bytes as sent (elements times
     /// element size; 32 bytes per element as JSON), checked before it is
-    /// allocated.
-    #[arg(long = "max-input-bytes", value_name = "BYTES", default_value_t = 1 << 30)]
+    /// allocated (suffixes K, M, G as for --max-file-bytes).
+    #[arg(long = "max-input-bytes", value_name = "BYTES", default_value = "1G", value_parser = parse_byte_size)]
     pub max_input_bytes: u64,
     /// Input values: `random` (seeded), `zero`, or a JSON file in
     /// perf_analyzer's format (`{"data": [{"INPUT": [..]}, ...]}`, values

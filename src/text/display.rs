@@ -19,6 +19,10 @@
 //! escape the whole message. A message meant to span lines is written as
 //! several lines by the code that prints it, never as one value with `\n`
 //! in it. JSON and SARIF output keeps the raw text (serde escapes it).
+//!
+//! An [`Untrusted`] value longer than [`MAX_SHOWN_BYTES`] is shown cut, with
+//! the number of bytes left out: a 50 MB name must not become 50 MB of log
+//! for each finding that quotes it.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -94,15 +98,34 @@ fn write_str_escaped(out: &mut impl fmt::Write, text: &str) -> fmt::Result {
     out.write_str(rest)
 }
 
+/// The most of one [`Untrusted`] value shown; the rest is counted, not shown.
+pub const MAX_SHOWN_BYTES: usize = 4096;
+
 /// Untrusted text for `format!`: `format!("model '{}'", Untrusted(name))`
-/// shows `name` escaped, without an intermediate `String`.
+/// shows `name` escaped, without an intermediate `String`, and cut after
+/// [`MAX_SHOWN_BYTES`].
 #[derive(Clone, Copy, Debug)]
 pub struct Untrusted<'a>(pub &'a str);
 
 impl fmt::Display for Untrusted<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_str_escaped(f, self.0)
+        let (shown, left_out) = clip(self.0);
+        write_str_escaped(f, shown)?;
+        if left_out > 0 {
+            write!(f, "… ({left_out} more bytes not shown)")?;
+        }
+        Ok(())
     }
+}
+
+/// `text` cut to at most [`MAX_SHOWN_BYTES`] on a character boundary, and
+/// the number of bytes cut off.
+pub fn clip(text: &str) -> (&str, usize) {
+    if text.len() <= MAX_SHOWN_BYTES {
+        return (text, 0);
+    }
+    let end = crate::text::floor_char_boundary(text, MAX_SHOWN_BYTES);
+    (&text[..end], text.len() - end)
 }
 
 /// A path as display text: its name escaped as [`escape`] does, and bytes
@@ -296,5 +319,15 @@ mod tests {
         // A start past the end gives an empty window at the end.
         let w = window("abc", 10, 5, 4);
         assert_eq!((w.start, w.text.as_str(), w.cut_after), (3, "", false));
+    }
+
+    #[test]
+    fn long_values_are_cut_and_the_rest_counted() {
+        let long = "é".repeat(MAX_SHOWN_BYTES); // 2 bytes each
+        let shown = Untrusted(&long).to_string();
+        assert!(shown.len() < MAX_SHOWN_BYTES + 64, "{}", shown.len());
+        assert!(shown.ends_with(&format!("… ({} more bytes not shown)", MAX_SHOWN_BYTES)));
+        let short = "x".repeat(MAX_SHOWN_BYTES);
+        assert_eq!(Untrusted(&short).to_string(), short);
     }
 }

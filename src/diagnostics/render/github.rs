@@ -48,8 +48,10 @@ pub fn render(out: &mut dyn Write, report: &Report, opts: &RenderOptions) -> io:
 
 /// Escapes the message part of a workflow command: `%`, CR and LF as the
 /// runner decodes them, and every other control character (ESC, ...) as
-/// display text ([`crate::text::display`]), so that none reaches the log.
+/// display text ([`crate::text::display`]), so that none reaches the log;
+/// cut as [`display::Untrusted`] cuts a long value.
 pub fn escape_data(s: &str) -> String {
+    let (s, left_out) = display::clip(s);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -61,6 +63,9 @@ pub fn escape_data(s: &str) -> String {
             }
             c => out.push(c),
         }
+    }
+    if left_out > 0 {
+        out.push_str(&format!("… ({left_out} more bytes not shown)"));
     }
     out
 }
