@@ -220,6 +220,39 @@ fn a_long_source_line_is_shown_as_a_window() {
     );
 }
 
+#[test]
+fn a_long_value_quoted_in_messages_is_cut() {
+    // A 1 MB model name, quoted by the finding on max_batch_size and by
+    // the directory-name check: each quote is cut, with the rest counted.
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "n".repeat(1 << 20);
+    let dir = tmp.path().join("m");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.pbtxt"),
+        format!("name: \"{name}\"\nbackend: \"onnxruntime\"\nmax_batch_size: -1\n"),
+    )
+    .unwrap();
+    for format in ["human", "github"] {
+        let (code, out, err) = tritonctl()
+            .current_dir(tmp.path())
+            .args(["validate", "--format", format, "m/config.pbtxt"])
+            .run()
+            .parts();
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            out.len() < 64 << 10,
+            "{format}: {} bytes of output",
+            out.len()
+        );
+        assert!(
+            out.contains("more bytes not shown)"),
+            "{format}: {}",
+            &out[..2000.min(out.len())]
+        );
+    }
+}
+
 #[cfg(feature = "perf")]
 #[test]
 fn perf_shows_a_servers_error_text_escaped() {
