@@ -538,6 +538,14 @@ pub fn tidy_path(path: &str) -> String {
 mod tests {
     use super::*;
 
+    /// Makes a FIFO with mkfifo(1); false where there is none.
+    fn mkfifo(path: &Path) -> bool {
+        std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
     fn leftovers(dir: &Path) -> Vec<String> {
         fs::read_dir(dir)
             .unwrap()
@@ -617,11 +625,7 @@ mod tests {
         let e = write_atomic(d.path(), b"y", Replace::Allow).unwrap_err();
         assert!(e.to_string().contains("is a directory"), "{e}");
         let fifo = d.path().join("fifo");
-        let ok = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .is_ok_and(|s| s.success());
-        if ok {
+        if mkfifo(&fifo) {
             let e = write_atomic(&fifo, b"y", Replace::Allow).unwrap_err();
             assert!(e.to_string().contains("not a regular file"), "{e}");
             assert!(!fs::metadata(&fifo).unwrap().is_file());
@@ -661,11 +665,7 @@ mod tests {
     fn refuses_special_files_without_blocking() {
         let d = tempfile::tempdir().unwrap();
         let fifo = d.path().join("fifo");
-        let ok = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .is_ok_and(|s| s.success());
-        if ok {
+        if mkfifo(&fifo) {
             let e = read_file(&fifo).unwrap_err();
             assert!(e.to_string().contains("FIFO"), "{e}");
         }

@@ -332,19 +332,23 @@ impl Client {
         })
     }
 
+    /// GET `path`, bounded by the response limit of discovery answers.
+    async fn get(&self, path: &str) -> Result<Answer, String> {
+        self.send(
+            Method::GET,
+            path,
+            Bytes::new(),
+            None,
+            None,
+            self.cfg.max_response_bytes,
+        )
+        .await
+        .map_err(|k| self.describe(&k))
+    }
+
     /// GET a JSON document; `Ok(None)` for a 4xx/5xx answer.
     pub async fn get_json(&self, path: &str) -> Result<Option<Value>, String> {
-        let a = self
-            .send(
-                Method::GET,
-                path,
-                Bytes::new(),
-                None,
-                None,
-                self.cfg.max_response_bytes,
-            )
-            .await
-            .map_err(|k| self.describe(&k))?;
+        let a = self.get(path).await?;
         if !a.status.is_success() {
             return Ok(None);
         }
@@ -359,17 +363,7 @@ impl Client {
 
     /// GET and the HTTP status with the error text of a failed answer.
     pub async fn get_status(&self, path: &str) -> Result<(u16, String), String> {
-        let a = self
-            .send(
-                Method::GET,
-                path,
-                Bytes::new(),
-                None,
-                None,
-                self.cfg.max_response_bytes,
-            )
-            .await
-            .map_err(|k| self.describe(&k))?;
+        let a = self.get(path).await?;
         let text = serde_json::from_slice::<Value>(&a.body)
             .ok()
             .and_then(|v| v["error"].as_str().map(str::to_string))

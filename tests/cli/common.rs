@@ -281,3 +281,32 @@ pub fn ort_library() -> Option<tritonctl::runtime::OrtLibrary> {
         }
     }
 }
+
+/// The request line and headers (names lower-cased) of one HTTP/1.1
+/// request, for the loopback servers of the perf tests; `None` at the end
+/// of the connection.
+pub fn read_request_head(
+    r: &mut impl std::io::BufRead,
+) -> Option<(String, String, std::collections::BTreeMap<String, String>)> {
+    let mut line = String::new();
+    if r.read_line(&mut line).unwrap_or(0) == 0 {
+        return None;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or("").to_string();
+    let path = parts.next().unwrap_or("").to_string();
+    let mut headers = std::collections::BTreeMap::new();
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h).unwrap_or(0) == 0 {
+            return None;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            return Some((method, path, headers));
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+        }
+    }
+}

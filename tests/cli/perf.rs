@@ -8,7 +8,7 @@
 use crate::common::{crate_root, tritonctl};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -176,27 +176,9 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
         if c.dead.load(Ordering::SeqCst) {
             return;
         }
-        let mut line = String::new();
-        if r.read_line(&mut line).unwrap_or(0) == 0 {
+        let Some((method, path, headers)) = crate::common::read_request_head(&mut r) else {
             return;
-        }
-        let mut parts = line.split_whitespace();
-        let method = parts.next().unwrap_or("").to_string();
-        let path = parts.next().unwrap_or("").to_string();
-        let mut headers = BTreeMap::new();
-        loop {
-            let mut h = String::new();
-            if r.read_line(&mut h).unwrap_or(0) == 0 {
-                return;
-            }
-            let h = h.trim_end();
-            if h.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = h.split_once(':') {
-                headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
-            }
-        }
+        };
         let len: usize = headers
             .get("content-length")
             .and_then(|v| v.parse().ok())

@@ -9,8 +9,7 @@
 
 use crate::common::tritonctl;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -117,27 +116,9 @@ fn serve(stream: TcpStream, hostile_path: &str, h: Hostile, dims: &[i64], sent: 
     }
     let mut r = BufReader::new(stream);
     loop {
-        let mut line = String::new();
-        if r.read_line(&mut line).unwrap_or(0) == 0 {
+        let Some((method, path, headers)) = crate::common::read_request_head(&mut r) else {
             return;
-        }
-        let mut parts = line.split_whitespace();
-        let method = parts.next().unwrap_or("").to_string();
-        let path = parts.next().unwrap_or("").to_string();
-        let mut headers = BTreeMap::new();
-        loop {
-            let mut h = String::new();
-            if r.read_line(&mut h).unwrap_or(0) == 0 {
-                return;
-            }
-            let h = h.trim_end();
-            if h.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = h.split_once(':') {
-                headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
-            }
-        }
+        };
         let len: usize = headers
             .get("content-length")
             .and_then(|v| v.parse().ok())
