@@ -282,7 +282,9 @@ impl<E> StreamState<'_, E> {
             }),
             (true, Value::Array(steps)) => {
                 if steps.is_empty() {
-                    return Err(self.data_error(format!("data[{i}]"), "is an empty sequence".into()));
+                    return Err(
+                        self.data_error(format!("data[{i}]"), "is an empty sequence".into())
+                    );
                 }
                 for (k, step) in steps.iter().enumerate() {
                     let path = format!("data[{i}][{k}]");
@@ -508,7 +510,8 @@ mod tests {
         let (paths, r) = streamed(r#"{"data": [{"X": [1]}, {"X": [2]}, {"X": [3"#);
         assert_eq!(paths, ["data[0]", "data[1]"]);
         assert!(matches!(r, Err(StreamError::Json(_))), "{r:?}");
-        let (paths, r) = streamed(r#"{"b": 1, "data": [[{"X": [1]}, {"X": [2]}], [{"X": [3]}]], "a": 2}"#);
+        let (paths, r) =
+            streamed(r#"{"b": 1, "data": [[{"X": [1]}, {"X": [2]}], [{"X": [3]}]], "a": 2}"#);
         assert_eq!(paths, ["data[0][0]", "data[0][1]", "data[1][0]"]);
         let s = r.unwrap().unwrap();
         assert!(s.sequences);
@@ -542,10 +545,13 @@ mod tests {
     #[test]
     fn stream_stops_when_the_callback_does() {
         let mut seen = 0;
-        let r = stream(r#"{"data": [{"X": [1]}, {"X": [2]}]}"#, &mut |_: &StreamEntry| {
-            seen += 1;
-            Err("no")
-        });
+        let r = stream(
+            r#"{"data": [{"X": [1]}, {"X": [2]}]}"#,
+            &mut |_: &StreamEntry| {
+                seen += 1;
+                Err("no")
+            },
+        );
         assert!(matches!(r, Err(StreamError::Stopped("no"))), "{r:?}");
         assert_eq!(seen, 1);
     }

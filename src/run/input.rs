@@ -215,11 +215,25 @@ struct Collected {
 }
 
 impl Collected {
-    fn push(&mut self, (req, bad): Parsed) {
+    /// Fails, naming the file, when the list cannot grow: a huge input
+    /// ends with a message instead of an aborted allocation (ISSUE 28,
+    /// defect 8).
+    fn push(&mut self, (req, bad): Parsed, file: &str) -> Result<(), Box<InputError>> {
+        let n = self.requests.len();
+        if n == self.requests.capacity() && self.requests.try_reserve(n.max(64)).is_err() {
+            return Err(InputError::new(
+                file,
+                format!(
+                    "not enough memory to hold the requests ({n} read so far); split the \
+                     input into smaller files"
+                ),
+            ));
+        }
         if let Some(e) = bad {
             self.bad.push((self.requests.len(), e));
         }
         self.requests.push(req);
+        Ok(())
     }
 
     fn len(&self) -> usize {
@@ -396,7 +410,7 @@ pub fn parse_input(
                     if let Some(req) =
                         parse_request_line(&compact, line, 0, file, schema, &mut warnings)?
                     {
-                        all.push(req);
+                        all.push(req, file)?;
                     }
                     return Ok(finish(InputFormat::JsonLines, file, all, warnings));
                 }
@@ -474,22 +488,24 @@ pub fn parse_perf_analyzer(
         } else {
             (None, false, false)
         };
-        requests.push((
-            RunRequest {
-                id: index.to_string(),
-                index,
-                origin: entry.path.clone(),
-                arrival_us: None,
-                sequence_id,
-                start,
-                end,
-                priority: 0,
-                timeout_us: 0,
-                inputs,
-            },
-            bad,
-        ));
-        Ok(())
+        requests.push(
+            (
+                RunRequest {
+                    id: index.to_string(),
+                    index,
+                    origin: entry.path.clone(),
+                    arrival_us: None,
+                    sequence_id,
+                    start,
+                    end,
+                    priority: 0,
+                    timeout_us: 0,
+                    inputs,
+                },
+                bad,
+            ),
+            file,
+        )
     };
     let streamed = match data_file::stream(text, &mut each) {
         Ok(Some(s)) => s,
@@ -555,7 +571,7 @@ pub fn parse_json_lines(
                 req.id
             ));
         }
-        requests.push((req, bad));
+        requests.push((req, bad), file)?;
     }
     if requests.is_empty() {
         return Err(InputError::new(file, "the input holds no requests"));
