@@ -481,7 +481,7 @@ fn drive<'r>(
 
 /// An empty list with room for `n` requests, or an error when there is not
 /// enough memory for it.
-fn per_request<T>(n: usize) -> Result<Vec<T>, RunnerError> {
+pub(super) fn per_request<T>(n: usize) -> Result<Vec<T>, RunnerError> {
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| {
         RunnerError::Setup(format!(
