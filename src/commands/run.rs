@@ -72,10 +72,10 @@ pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
     let (text, file) = if args.input.as_os_str() == "-" {
         let bytes = crate::term::read_stdin()
             .map_err(|e| CommandError::Input(format!("<stdin>: cannot read: {e}")))?;
-        (
-            String::from_utf8_lossy(&bytes).into_owned(),
-            "<stdin>".to_string(),
-        )
+        // Valid UTF-8 is kept as read, without a second copy.
+        let text = String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        (text, "<stdin>".to_string())
     } else {
         let name = args.input.display().to_string();
         let text = crate::files::read_file_to_string(&args.input).map_err(|e| {

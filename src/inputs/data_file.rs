@@ -160,6 +160,279 @@ pub fn read(doc: &Value) -> Result<Data<'_>, DataError> {
     })
 }
 
+/// One entry of a document read by [`stream`].
+#[derive(Debug)]
+pub struct StreamEntry<'a> {
+    /// `data[3]` or `data[1][0]`.
+    pub path: String,
+    /// Input name -> tensor value.
+    pub tensors: &'a Map<String, Value>,
+    /// `data` is a list of sequences.
+    pub sequences: bool,
+    /// 0-based sequence (always 0 for a flat `data`).
+    pub sequence: usize,
+    /// 0-based step within the sequence (the position in a flat `data`).
+    pub step: usize,
+    /// How many steps the sequence has; `None` for a flat `data`, whose
+    /// length is known only at its end.
+    pub steps: Option<usize>,
+}
+
+/// What a document read by [`stream`] held besides its entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Streamed {
+    pub sequences: bool,
+    /// Top-level members other than `data`, sorted as [`read`] gives them.
+    pub ignored: Vec<String>,
+    /// How many entries there were.
+    pub entries: usize,
+}
+
+/// Why [`stream`] stopped.
+#[derive(Debug)]
+pub enum StreamError<E> {
+    /// The text is not JSON (or has text after the document).
+    Json(serde_json::Error),
+    /// The document is not perf_analyzer's input data.
+    Data(DataError),
+    /// The callback stopped the reading.
+    Stopped(E),
+}
+
+/// Reads the JSON object `text` entry by entry, handing each to `each` as
+/// it is read: only one entry (one sequence of steps) is held as a
+/// [`Value`] at a time, so that memory does not grow with a parsed copy of
+/// the whole document (ISSUE 28: "memory proportional to the input with a
+/// small factor"). `Ok(None)` when the object has no `data` member. The
+/// checks and messages are those of [`read`], reported as they are met.
+pub fn stream<E>(
+    text: &str,
+    each: &mut dyn FnMut(&StreamEntry) -> Result<(), E>,
+) -> Result<Option<Streamed>, StreamError<E>> {
+    use serde::de::DeserializeSeed;
+    let mut st = StreamState {
+        each,
+        fail: None,
+        sequences: None,
+        saw_data: false,
+        ignored: Vec::new(),
+        entries: 0,
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    let read = DocSeed(&mut st).deserialize(&mut de);
+    if let Some(fail) = st.fail.take() {
+        return Err(fail);
+    }
+    read.map_err(StreamError::Json)?;
+    if !st.saw_data {
+        return Ok(None);
+    }
+    de.end().map_err(StreamError::Json)?;
+    st.ignored.sort();
+    Ok(Some(Streamed {
+        sequences: st.sequences.unwrap_or(false),
+        ignored: st.ignored,
+        entries: st.entries,
+    }))
+}
+
+struct StreamState<'f, E> {
+    each: &'f mut dyn FnMut(&StreamEntry) -> Result<(), E>,
+    /// Set when a check or the callback stops the reading (serde then
+    /// only carries a placeholder error).
+    fail: Option<StreamError<E>>,
+    sequences: Option<bool>,
+    saw_data: bool,
+    ignored: Vec<String>,
+    entries: usize,
+}
+
+impl<E> StreamState<'_, E> {
+    fn stop<X: serde::de::Error>(&mut self, fail: StreamError<E>) -> X {
+        self.fail = Some(fail);
+        X::custom("stopped")
+    }
+
+    fn data_error<X: serde::de::Error>(&mut self, path: String, message: String) -> X {
+        self.stop(StreamError::Data(DataError {
+            path: Some(path),
+            message,
+        }))
+    }
+
+    fn call<X: serde::de::Error>(&mut self, entry: &StreamEntry) -> Result<(), X> {
+        self.entries += 1;
+        match (self.each)(entry) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.stop(StreamError::Stopped(e))),
+        }
+    }
+
+    /// `data[i]`, read whole.
+    fn item<X: serde::de::Error>(&mut self, i: usize, item: Value) -> Result<(), X> {
+        let sequences = *self.sequences.get_or_insert(item.is_array());
+        match (sequences, &item) {
+            (false, Value::Object(tensors)) => self.call(&StreamEntry {
+                path: format!("data[{i}]"),
+                tensors,
+                sequences,
+                sequence: 0,
+                step: i,
+                steps: None,
+            }),
+            (true, Value::Array(steps)) => {
+                if steps.is_empty() {
+                    return Err(
+                        self.data_error(format!("data[{i}]"), "is an empty sequence".into())
+                    );
+                }
+                for (k, step) in steps.iter().enumerate() {
+                    let path = format!("data[{i}][{k}]");
+                    let Value::Object(tensors) = step else {
+                        return Err(self.data_error(
+                            path,
+                            format!("expected a request (an object), found {}", kind(step)),
+                        ));
+                    };
+                    self.call(&StreamEntry {
+                        path,
+                        tensors,
+                        sequences,
+                        sequence: i,
+                        step: k,
+                        steps: Some(steps.len()),
+                    })?;
+                }
+                Ok(())
+            }
+            _ => Err(self.data_error(
+                format!("data[{i}]"),
+                format!(
+                    "expected {} like data[0], found {}; entries are either all requests \
+                     (objects) or all sequences (arrays of requests)",
+                    if sequences {
+                        "an array of steps"
+                    } else {
+                        "an object"
+                    },
+                    kind(&item)
+                ),
+            )),
+        }
+    }
+
+    fn not_array<X: serde::de::Error>(&mut self, found: Value) -> Result<(), X> {
+        Err(self.data_error(
+            "data".into(),
+            format!("expected an array of requests, found {}", kind(&found)),
+        ))
+    }
+}
+
+/// The top-level object.
+struct DocSeed<'s, 'f, E>(&'s mut StreamState<'f, E>);
+
+impl<'de, E> serde::de::DeserializeSeed<'de> for DocSeed<'_, '_, E> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, E> serde::de::Visitor<'de> for DocSeed<'_, '_, E> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let st = self.0;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "data" {
+                if st.saw_data {
+                    return Err(st.data_error(
+                        "data".into(),
+                        "the member \"data\" appears more than once".into(),
+                    ));
+                }
+                st.saw_data = true;
+                map.next_value_seed(DataSeed(&mut *st))?;
+            } else {
+                if !st.ignored.contains(&key) {
+                    st.ignored.push(key);
+                }
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `data` member.
+struct DataSeed<'s, 'f, E>(&'s mut StreamState<'f, E>);
+
+impl<'de, E> serde::de::DeserializeSeed<'de> for DataSeed<'_, '_, E> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, E> serde::de::Visitor<'de> for DataSeed<'_, '_, E> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of requests")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        while let Some(item) = seq.next_element::<Value>()? {
+            self.0.item(i, item)?;
+            i += 1;
+        }
+        if i == 0 {
+            return Err(self.0.data_error("data".into(), "holds no requests".into()));
+        }
+        Ok(())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        self.0.not_array(Value::Object(Map::new()))
+    }
+
+    fn visit_bool<X: serde::de::Error>(self, v: bool) -> Result<(), X> {
+        self.0.not_array(Value::Bool(v))
+    }
+
+    fn visit_i64<X: serde::de::Error>(self, v: i64) -> Result<(), X> {
+        self.0.not_array(Value::from(v))
+    }
+
+    fn visit_u64<X: serde::de::Error>(self, v: u64) -> Result<(), X> {
+        self.0.not_array(Value::from(v))
+    }
+
+    fn visit_f64<X: serde::de::Error>(self, v: f64) -> Result<(), X> {
+        self.0.not_array(Value::from(v))
+    }
+
+    fn visit_str<X: serde::de::Error>(self, v: &str) -> Result<(), X> {
+        self.0.not_array(Value::from(v))
+    }
+
+    fn visit_unit<X: serde::de::Error>(self) -> Result<(), X> {
+        self.0.not_array(Value::Null)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,5 +492,67 @@ mod tests {
             let e = read(&doc(text)).unwrap_err().to_string();
             assert!(e.starts_with(want), "{e}");
         }
+    }
+
+    fn streamed(text: &str) -> (Vec<String>, Result<Option<Streamed>, StreamError<()>>) {
+        let mut paths = Vec::new();
+        let r = stream(text, &mut |e: &StreamEntry| {
+            paths.push(e.path.clone());
+            Ok(())
+        });
+        (paths, r)
+    }
+
+    #[test]
+    fn stream_hands_out_entries_before_the_document_ends() {
+        // The entries before a syntax error are handed out already: the
+        // document is read entry by entry, not parsed whole first.
+        let (paths, r) = streamed(r#"{"data": [{"X": [1]}, {"X": [2]}, {"X": [3"#);
+        assert_eq!(paths, ["data[0]", "data[1]"]);
+        assert!(matches!(r, Err(StreamError::Json(_))), "{r:?}");
+        let (paths, r) =
+            streamed(r#"{"b": 1, "data": [[{"X": [1]}, {"X": [2]}], [{"X": [3]}]], "a": 2}"#);
+        assert_eq!(paths, ["data[0][0]", "data[0][1]", "data[1][0]"]);
+        let s = r.unwrap().unwrap();
+        assert!(s.sequences);
+        assert_eq!(s.entries, 3);
+        assert_eq!(s.ignored, ["a", "b"]);
+        let (paths, r) = streamed(r#"{"inputs": {"X": [1]}}"#);
+        assert!(paths.is_empty());
+        assert!(matches!(r, Ok(None)), "{r:?}");
+    }
+
+    #[test]
+    fn stream_reports_what_read_reports() {
+        let cases = [
+            r#"{"data": {}}"#,
+            r#"{"data": 3}"#,
+            r#"{"data": []}"#,
+            r#"{"data": [{}, []]}"#,
+            r#"{"data": [[{}], {}]}"#,
+            r#"{"data": [[]]}"#,
+            r#"{"data": [[{}, 3]]}"#,
+        ];
+        for text in cases {
+            let want = read(&doc(text)).unwrap_err().to_string();
+            match streamed(text).1 {
+                Err(StreamError::Data(e)) => assert_eq!(e.to_string(), want),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn stream_stops_when_the_callback_does() {
+        let mut seen = 0;
+        let r = stream(
+            r#"{"data": [{"X": [1]}, {"X": [2]}]}"#,
+            &mut |_: &StreamEntry| {
+                seen += 1;
+                Err("no")
+            },
+        );
+        assert!(matches!(r, Err(StreamError::Stopped("no"))), "{r:?}");
+        assert_eq!(seen, 1);
     }
 }

@@ -205,21 +205,65 @@ pub struct FailedRequest {
 /// A request as read, with the error that keeps it from running.
 pub type Parsed = (RunRequest, Option<Box<InputError>>);
 
+/// The requests read so far: all of them in input order, and the errors
+/// of the bad ones by position (few, usually), so that [`finish`] can sort
+/// them out in place instead of building a second list.
+#[derive(Default)]
+struct Collected {
+    requests: Vec<RunRequest>,
+    bad: Vec<(usize, Box<InputError>)>,
+}
+
+impl Collected {
+    /// Fails, naming the file, when the list cannot grow: a huge input
+    /// ends with a message instead of an aborted allocation (ISSUE 28,
+    /// defect 8).
+    fn push(&mut self, (req, bad): Parsed, file: &str) -> Result<(), Box<InputError>> {
+        let n = self.requests.len();
+        if n == self.requests.capacity() && self.requests.try_reserve(n.max(64)).is_err() {
+            return Err(InputError::new(
+                file,
+                format!(
+                    "not enough memory to hold the requests ({n} read so far); split the \
+                     input into smaller files"
+                ),
+            ));
+        }
+        if let Some(e) = bad {
+            self.bad.push((self.requests.len(), e));
+        }
+        self.requests.push(req);
+        Ok(())
+    }
+
+    fn len(&self) -> usize {
+        self.requests.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.requests.is_empty()
+    }
+}
+
 /// Splits the requests read into those to run and those that fail. A bad
 /// step of a sequence also fails the rest of that sequence (up to its END,
 /// or a new START with the same id): its state would be wrong. Arrival
 /// times are made explicit, so that a request keeps its release time when
 /// the one before it is left out.
-fn finish(format: InputFormat, file: &str, all: Vec<Parsed>, warnings: Vec<String>) -> ParsedInput {
-    let timed = all.iter().any(|(r, _)| r.arrival_us.is_some());
-    let any_bad = all.iter().any(|(_, bad)| bad.is_some());
-    let mut requests = Vec::with_capacity(all.len());
+fn finish(format: InputFormat, file: &str, all: Collected, warnings: Vec<String>) -> ParsedInput {
+    let Collected { mut requests, bad } = all;
+    let timed = requests.iter().any(|r| r.arrival_us.is_some());
+    let any_bad = !bad.is_empty();
+    let mut bad = bad.into_iter().peekable();
     let mut failed = Vec::new();
     // Sequence -> the bad request that aborted it (label, location).
     let mut aborted: std::collections::HashMap<CorrId, (String, String)> =
         std::collections::HashMap::new();
     let mut last = 0u64;
-    for (mut req, bad) in all {
+    let mut position = 0usize;
+    requests.retain_mut(|req| {
+        let here = position;
+        position += 1;
         if timed && any_bad {
             let a = req.arrival_us.unwrap_or(last);
             req.arrival_us = Some(a);
@@ -231,7 +275,7 @@ fn finish(format: InputFormat, file: &str, all: Vec<Parsed>, warnings: Vec<Strin
             sequence_id: req.sequence_id.clone(),
             error,
         };
-        if let Some(e) = bad {
+        if let Some((_, e)) = bad.next_if(|(at, _)| *at == here) {
             failed.push(fail(e.to_string()));
             if let Some(seq) = &req.sequence_id {
                 if req.end {
@@ -239,11 +283,11 @@ fn finish(format: InputFormat, file: &str, all: Vec<Parsed>, warnings: Vec<Strin
                 } else {
                     aborted.insert(
                         seq.clone(),
-                        (request_label(&req), location(file, &req.origin)),
+                        (request_label(req), location(file, &req.origin)),
                     );
                 }
             }
-            continue;
+            return false;
         }
         if let Some(seq) = &req.sequence_id {
             if req.start {
@@ -253,17 +297,17 @@ fn finish(format: InputFormat, file: &str, all: Vec<Parsed>, warnings: Vec<Strin
                     "{}: request {}: not run: sequence {seq} was aborted by the earlier bad \
                      request {label} ({loc})",
                     location(file, &req.origin),
-                    request_label(&req),
+                    request_label(req),
                 );
                 failed.push(fail(error));
                 if req.end {
                     aborted.remove(seq);
                 }
-                continue;
+                return false;
             }
         }
-        requests.push(req);
-    }
+        true
+    });
     ParsedInput {
         format,
         requests,
@@ -350,111 +394,149 @@ pub fn parse_input(
         return Err(InputError::new(file, "the input holds no requests"));
     }
     if body.trim_start().starts_with('{') {
-        match serde_json::from_str::<Value>(body) {
-            Ok(Value::Object(obj)) if obj.contains_key("data") => {
-                return parse_perf_analyzer(&Value::Object(obj), file, schema, opts);
-            }
-            Ok(single @ Value::Object(_)) if body.trim().lines().count() > 1 => {
-                // One request written over several lines.
-                let line = body.lines().position(|l| !l.trim().is_empty()).unwrap_or(0) + 1;
-                let mut warnings = Vec::new();
-                let compact = single.to_string();
-                let req = parse_request_line(&compact, line, 0, file, schema, &mut warnings)?;
-                return Ok(finish(
-                    InputFormat::JsonLines,
-                    file,
-                    req.into_iter().collect(),
-                    warnings,
-                ));
-            }
-            Ok(_) => {}
-            Err(e) => {
-                // JSON Lines fail here with "trailing characters"; a broken
-                // single document is reported where serde found the problem
-                // unless its first line is a complete request on its own.
-                let first = body.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-                if serde_json::from_str::<Value>(first).is_err() && e.line() > 1 {
-                    let mut err = InputError::new(file, format!("malformed JSON: {e}"));
-                    err.line = Some(e.line());
-                    err.column = Some(e.column());
-                    return Err(err);
+        let broken = match parse_perf_analyzer(body, file, schema, opts) {
+            Ok(Some(parsed)) => return Ok(parsed),
+            Err(PerfAnalyzerError::Input(e)) => return Err(e),
+            Err(PerfAnalyzerError::Json(e)) => Some(e),
+            // An object without `data`: one request written over several
+            // lines, or the first of JSON Lines (then the document parse
+            // below stops at the second).
+            Ok(None) => match serde_json::from_str::<Value>(body) {
+                Ok(single @ Value::Object(_)) if body.trim().lines().count() > 1 => {
+                    let line = body.lines().position(|l| !l.trim().is_empty()).unwrap_or(0) + 1;
+                    let mut warnings = Vec::new();
+                    let compact = single.to_string();
+                    let mut all = Collected::default();
+                    if let Some(req) =
+                        parse_request_line(&compact, line, 0, file, schema, &mut warnings)?
+                    {
+                        all.push(req, file)?;
+                    }
+                    return Ok(finish(InputFormat::JsonLines, file, all, warnings));
                 }
+                Ok(_) => None,
+                Err(e) => Some(e),
+            },
+        };
+        if let Some(e) = broken {
+            // JSON Lines fail here with "trailing characters"; a broken
+            // single document is reported where serde found the problem
+            // unless its first line is a complete request on its own.
+            let first = body.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            if serde_json::from_str::<Value>(first).is_err() && e.line() > 1 {
+                let mut err = InputError::new(file, format!("malformed JSON: {e}"));
+                err.line = Some(e.line());
+                err.column = Some(e.column());
+                return Err(err);
             }
         }
     }
     parse_json_lines(body, file, schema)
 }
 
-/// perf_analyzer's input-data JSON, already parsed.
+/// Why [`parse_perf_analyzer`] did not read the input.
+#[derive(Debug)]
+pub enum PerfAnalyzerError {
+    /// Not JSON, or text after the document (JSON Lines, perhaps).
+    Json(serde_json::Error),
+    /// perf_analyzer's format, but unusable.
+    Input(Box<InputError>),
+}
+
+/// perf_analyzer's input-data JSON: `Ok(None)` when `text` is a JSON
+/// object without a `data` member. The requests are converted as they are
+/// read (see [`data_file::stream`]): the document is never held whole as
+/// JSON values, so memory stays a small multiple of the file.
 pub fn parse_perf_analyzer(
-    doc: &Value,
+    text: &str,
     file: &str,
     schema: &InputSchema,
     opts: &ParseOptions,
-) -> Result<ParsedInput, Box<InputError>> {
+) -> Result<Option<ParsedInput>, PerfAnalyzerError> {
     let at = |path: Option<String>, message: String| {
         let mut e = InputError::new(file, message);
         e.path = path;
         e
     };
-    let data = data_file::read(doc).map_err(|e| at(e.path, e.message))?;
-    let warnings = data
+    let mut requests = Collected::default();
+    let mut each = |entry: &data_file::StreamEntry| -> Result<(), Box<InputError>> {
+        if entry.sequences && !opts.sequence {
+            return Err(at(
+                Some("data[0]".into()),
+                "the data holds sequences (arrays of steps); run with --sequence".into(),
+            ));
+        }
+        let index = requests.len();
+        // A bad tensor fails this request only.
+        let (inputs, bad) = match inputs_from_object(entry.tensors, schema) {
+            Ok(inputs) => (inputs, None),
+            Err(e) => {
+                let mut err = at(Some(format!("{}{}", entry.path, e.path)), e.message);
+                err.request = Some(index.to_string());
+                err.input = e.input;
+                (NamedTensors::new(), Some(err))
+            }
+        };
+        // Each sequence gets ids 1, 2, ...; a flat list with --sequence is
+        // one sequence (its END is set once its length is known).
+        let (sequence_id, start, end) = if opts.sequence {
+            (
+                Some(CorrId::Int(entry.sequence as u64 + 1)),
+                entry.step == 0,
+                entry.steps.is_some_and(|n| entry.step + 1 == n),
+            )
+        } else {
+            (None, false, false)
+        };
+        requests.push(
+            (
+                RunRequest {
+                    id: index.to_string(),
+                    index,
+                    origin: entry.path.clone(),
+                    arrival_us: None,
+                    sequence_id,
+                    start,
+                    end,
+                    priority: 0,
+                    timeout_us: 0,
+                    inputs,
+                },
+                bad,
+            ),
+            file,
+        )
+    };
+    let streamed = match data_file::stream(text, &mut each) {
+        Ok(Some(s)) => s,
+        Ok(None) => return Ok(None),
+        Err(data_file::StreamError::Json(e)) => return Err(PerfAnalyzerError::Json(e)),
+        Err(data_file::StreamError::Data(e)) => {
+            return Err(PerfAnalyzerError::Input(at(e.path, e.message)))
+        }
+        Err(data_file::StreamError::Stopped(e)) => return Err(PerfAnalyzerError::Input(e)),
+    };
+    if opts.sequence && !streamed.sequences {
+        if let Some(last) = requests.requests.last_mut() {
+            last.end = true;
+        }
+    }
+    let warnings = streamed
         .ignored
         .iter()
-        .map(|key| match *key {
+        .map(|key| match key.as_str() {
             "validation_data" => format!(
                 "{file}: \"validation_data\" is ignored: tritonctl run does not check outputs"
             ),
             other => format!("{file}: unknown member \"{other}\" is ignored"),
         })
         .collect();
-    if data.sequences && !opts.sequence {
-        return Err(at(
-            Some("data[0]".into()),
-            "the data holds sequences (arrays of steps); run with --sequence".into(),
-        ));
-    }
-    let mut requests = Vec::with_capacity(data.len());
-    for (s, stream) in data.streams.iter().enumerate() {
-        for (k, entry) in stream.iter().enumerate() {
-            let index = requests.len();
-            // A bad tensor fails this request only.
-            let (inputs, bad) = match inputs_from_object(entry.tensors, schema) {
-                Ok(inputs) => (inputs, None),
-                Err(e) => {
-                    let mut err = at(Some(format!("{}{}", entry.path, e.path)), e.message);
-                    err.request = Some(index.to_string());
-                    err.input = e.input;
-                    (NamedTensors::new(), Some(err))
-                }
-            };
-            // Each sequence gets ids 1, 2, ...; a flat list with
-            // --sequence is one sequence.
-            let (sequence_id, start, end) = if opts.sequence {
-                (
-                    Some(CorrId::Int(s as u64 + 1)),
-                    k == 0,
-                    k + 1 == stream.len(),
-                )
-            } else {
-                (None, false, false)
-            };
-            let req = RunRequest {
-                id: index.to_string(),
-                index,
-                origin: entry.path.clone(),
-                arrival_us: None,
-                sequence_id,
-                start,
-                end,
-                priority: 0,
-                timeout_us: 0,
-                inputs,
-            };
-            requests.push((req, bad));
-        }
-    }
-    Ok(finish(InputFormat::PerfAnalyzer, file, requests, warnings))
+    Ok(Some(finish(
+        InputFormat::PerfAnalyzer,
+        file,
+        requests,
+        warnings,
+    )))
 }
 
 /// JSON Lines of requests. Blank lines are skipped.
@@ -464,7 +546,7 @@ pub fn parse_json_lines(
     schema: &InputSchema,
 ) -> Result<ParsedInput, Box<InputError>> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut requests: Vec<Parsed> = Vec::new();
+    let mut requests = Collected::default();
     let mut warnings = Vec::new();
     let mut order = ArrivalOrder::default();
     let mut ids = HashSet::new();
@@ -489,7 +571,7 @@ pub fn parse_json_lines(
                 req.id
             ));
         }
-        requests.push((req, bad));
+        requests.push((req, bad), file)?;
     }
     if requests.is_empty() {
         return Err(InputError::new(file, "the input holds no requests"));
@@ -1136,5 +1218,28 @@ mod tests {
             let _ = parse(t, &s, false);
         }
         assert!(parse("\u{feff}{\"inputs\": {\"INPUT0\": [1,2,3,4]}}", &s, false).is_ok());
+    }
+
+    #[test]
+    fn perf_analyzer_requests_are_read_as_they_come_into_compact_tensors() {
+        // ISSUE 28, defect 8: a 150 MB input aborted. The document is no
+        // longer parsed whole into JSON values before the requests are
+        // made: a broken tail is met after the requests before it were
+        // converted (the error is still the file's), and each request
+        // holds its values as one typed buffer, not as JSON values.
+        let s = schema();
+        let e = err(
+            "{\"data\": [{\"INPUT0\": [1, 2, 3, 4]},\n {\"INPUT0\": [1, 2, 3, 4]},\n {\"INPUT0\": [1,",
+            &s,
+            false,
+        );
+        assert!(e.starts_with("in.json:3:"), "{e}");
+        let p = parse(r#"{"data": [{"INPUT0": [1, 2, 3, 4]}]}"#, &s, false).unwrap();
+        let t = p.requests[0].inputs.get("INPUT0").expect("INPUT0");
+        match &t.data {
+            TensorData::F32(v) => assert!(v.len() == 4 && v.capacity() == 4, "{v:?}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(std::mem::size_of::<RunRequest>() <= 160);
     }
 }

@@ -45,6 +45,10 @@ pub fn merge_failed(
     indices: &[usize],
     failed: &[FailedRequest],
 ) -> Vec<RunResult> {
+    if failed.is_empty() {
+        // Nothing to place: no second list of every result.
+        return ran;
+    }
     let mut out = Vec::with_capacity(ran.len() + failed.len());
     let mut ran = indices.iter().copied().zip(ran).peekable();
     let mut failed = failed.iter().peekable();

@@ -7,7 +7,7 @@ use super::assemble::Spare;
 use super::driver::{receive, spin, Driver, InFlight, Records, SPIN, STREAM_POLL, WINDOW};
 use super::plan::{plan, sched_request, Plan, Signatures};
 use super::{setup, Activity, RunOptions, RunOutput, RunnerError};
-use crate::batching::{Request, Scheduler, Settings};
+use crate::batching::{Scheduler, Settings};
 use crate::run::input::RunRequest;
 use crate::run::model::LoadedModel;
 use crate::run::output::RunResult;
@@ -167,16 +167,22 @@ pub(super) fn run_inner<'r>(
         return Ok(RunOutput::default());
     }
 
+    // The per-request lists below are reserved up front, and fallibly: a
+    // huge input ends with a message instead of an aborted allocation
+    // (ISSUE 28, defect 8).
+    let mut arrivals = per_request(n)?;
+    let mut order = per_request(n)?;
+    let mut pending = per_request(n)?;
+    let mut results = per_request(n)?;
     // Release order: given offsets; a request without one follows the
     // previous request at once.
-    let mut arrivals = Vec::with_capacity(n);
     let mut last = 0u64;
     for r in requests.iter() {
         let a = r.arrival_us.unwrap_or(last);
         arrivals.push(a);
         last = a;
     }
-    let mut order: Vec<usize> = (0..n).collect();
+    order.extend(0..n);
     order.sort_by_key(|&i| arrivals[i]);
 
     let sequence = matches!(
@@ -184,19 +190,16 @@ pub(super) fn run_inner<'r>(
         crate::batching::SchedulerKind::Direct(_) | crate::batching::SchedulerKind::Oldest(_)
     );
     let mut sigs = settings.enforce_shapes.then(Signatures::default);
-    let pending: Vec<Option<Request>> = requests
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            Some(sched_request(
-                i,
-                r,
-                plan.max_batch_size,
-                sigs.as_mut(),
-                sequence,
-            ))
-        })
-        .collect();
+    pending.extend(requests.iter().enumerate().map(|(i, r)| {
+        Some(sched_request(
+            i,
+            r,
+            plan.max_batch_size,
+            sigs.as_mut(),
+            sequence,
+        ))
+    }));
+    results.resize(n, None);
 
     let mut drv = Driver {
         stateful,
@@ -213,7 +216,7 @@ pub(super) fn run_inner<'r>(
         started: Vec::new(),
         flights: (0..instances).map(|_| InFlight::default()).collect(),
         ios: (0..instances).map(|_| Some(Io::default())).collect(),
-        results: vec![None; n],
+        results,
         executions: Vec::new(),
         arrivals,
         order,
@@ -474,4 +477,16 @@ fn drive<'r>(
             std::thread::sleep(wait);
         }
     }
+}
+
+/// An empty list with room for `n` requests, or an error when there is not
+/// enough memory for it.
+pub(super) fn per_request<T>(n: usize) -> Result<Vec<T>, RunnerError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        RunnerError::Setup(format!(
+            "not enough memory to run {n} requests at once; split the input into smaller files"
+        ))
+    })?;
+    Ok(v)
 }
