@@ -138,8 +138,16 @@ pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
             }
         }
         SimulateFormat::Human => {
-            let table = render_table(&output.results, &TableOptions::default());
+            let opts = TableOptions::default();
+            let table = render_table(&output.results, &opts);
             writeln!(out, "{table}")?;
+            if output.results.len() > opts.max_rows {
+                writeln!(
+                    out,
+                    "… {} more requests not shown (--format json lists every result)",
+                    output.results.len() - opts.max_rows
+                )?;
+            }
             let failed = output.results.iter().filter(|r| !r.is_ok()).count();
             writeln!(
                 out,

@@ -236,6 +236,10 @@ pub struct TableOptions {
     pub max_values: usize,
     /// Characters an error message may take before it is cut.
     pub max_error_chars: usize,
+    /// Rows shown: a table of a million requests is unreadable and would
+    /// be built whole in memory (comfy-table renders one string), so the
+    /// rest are counted, and `--format json` lists them all.
+    pub max_rows: usize,
 }
 
 impl Default for TableOptions {
@@ -243,6 +247,7 @@ impl Default for TableOptions {
         TableOptions {
             max_values: 8,
             max_error_chars: 200,
+            max_rows: 1000,
         }
     }
 }
@@ -252,12 +257,13 @@ impl Default for TableOptions {
 /// Ids, names, string values and errors come from the input, the config or
 /// the model: each is shown escaped ([`crate::text::display`]), so that none
 /// can add a line to the table or reach the terminal as a control sequence.
+/// At most `opts.max_rows` rows, the first results.
 pub fn render_table(results: &[RunResult], opts: &TableOptions) -> comfy_table::Table {
     use comfy_table::{presets, Table};
     let mut t = Table::new();
     t.load_preset(presets::UTF8_FULL_CONDENSED);
     t.set_header(vec!["id", "sequence", "status", "outputs"]);
-    for r in results {
+    for r in results.iter().take(opts.max_rows) {
         let seq = r
             .sequence_id
             .as_ref()
@@ -507,6 +513,23 @@ mod tests {
             ),
             "o BYTES [2]: <1 bytes>, \"\""
         );
+    }
+
+    #[test]
+    fn the_table_shows_at_most_max_rows() {
+        let results: Vec<RunResult> = (0..5)
+            .map(|i| RunResult {
+                id: format!("r{i}"),
+                sequence_id: None,
+                outcome: Err("x".into()),
+            })
+            .collect();
+        let opts = TableOptions {
+            max_rows: 3,
+            ..TableOptions::default()
+        };
+        let text = render_table(&results, &opts).to_string();
+        assert!(text.contains("r2") && !text.contains("r3"), "{text}");
     }
 
     #[test]
