@@ -56,6 +56,10 @@ impl ParsedConfig {
         match pbtxt::parse(&out.src) {
             Err(d) => out.diagnostics.push(*d),
             Ok(doc) => {
+                if !keep_message && out.bind_spilled(&doc).is_some() {
+                    out.doc = Some(doc);
+                    return out;
+                }
                 let (msg, diags) = schema::bind::bind(&out.src, &doc, &schema::model_config());
                 if diags.is_empty() {
                     // What `transcode_to` does (encode, decode as the typed
@@ -86,6 +90,29 @@ impl ParsedConfig {
             }
         }
         out
+    }
+
+    /// The checks' binding (see [`schema::bind::bind_spilled`]): the
+    /// repeated top-level messages go to wire format one by one, so the
+    /// peak is the text, the tree and the typed config, not a bound message
+    /// many times the text's size. `None` (and `self` untouched) when that
+    /// binding cannot be used.
+    fn bind_spilled(&mut self, doc: &Document) -> Option<()> {
+        let (mut msg, spill, diags) =
+            schema::bind::bind_spilled(&self.src, doc, &schema::model_config())?;
+        if diags.is_empty() {
+            let mut bytes = crate::schema::wire::encode(&msg)?;
+            drop(msg);
+            bytes.extend_from_slice(&spill);
+            drop(spill);
+            self.config = Some(prost::Message::decode(bytes.as_slice()).ok()?);
+        } else {
+            // The checks read a partial message when binding failed.
+            prost::Message::merge(&mut msg, spill.as_slice()).ok()?;
+            self.message = Some(msg);
+        }
+        self.diagnostics = diags;
+        Some(())
     }
 
     pub fn from_bytes(bytes: Vec<u8>) -> ParsedConfig {
@@ -137,5 +164,40 @@ mod tests {
             out,
             "name: \"m\"\nbackend: \"b\"\nmax_batch_size: 8\ninput [\n  {\n    name: \"x\"\n    dims: [ 1, -1 ]\n  }\n]\nparameters {\n  key: \"k\"\n  value {\n    string_value: \"v\"\n  }\n}\n"
         );
+    }
+
+    /// The checks bind top-level repeated messages straight to wire format
+    /// (issue 28: the bound message took over ten times the text); the
+    /// typed config, and the partial message after an error, must be what
+    /// the full binding gives, interleaved fields and lists included.
+    #[test]
+    fn checked_binding_gives_the_same_config() {
+        let src = "name: \"m\"\ninput { name: \"a\" data_type: TYPE_FP32 dims: [ 1 ] }\n\
+                   output [ { name: \"y\" data_type: TYPE_INT8 dims: [ 2, 3 ] }, { name: \"z\" data_type: TYPE_FP16 dims: [ -1 ] } ]\n\
+                   max_batch_size: 4\ninput { name: \"b\" data_type: TYPE_STRING dims: [ 5 ] }\n\
+                   instance_group [ { kind: KIND_CPU count: 2 } ]\nparameters { key: \"k\" value: { string_value: \"v\" } }\n\
+                   dynamic_batching { max_queue_delay_microseconds: 10 }\n";
+        let full = ParsedConfig::parse(src.to_string());
+        let checked = ParsedConfig::parse_checked(src.to_string());
+        assert!(full.diagnostics.is_empty() && checked.diagnostics.is_empty());
+        let config = checked.config.expect("typed config");
+        assert_eq!(Some(&config), full.config.as_ref());
+        assert_eq!(config.input.len(), 2);
+        assert_eq!(config.input[1].name, "b");
+        assert!(checked.message.is_none());
+
+        let bad = format!("{src}input {{ name: \"c\" dims: [ x ] }}\nmax_batch_size: 8\n");
+        let full = ParsedConfig::parse(bad.clone());
+        let checked = ParsedConfig::parse_checked(bad);
+        assert!(checked.config.is_none());
+        let codes = |p: &ParsedConfig| {
+            p.diagnostics
+                .iter()
+                .map(|d| d.rule.code)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(codes(&checked), codes(&full));
+        assert!(!codes(&checked).is_empty());
+        assert_eq!(checked.message, full.message);
     }
 }

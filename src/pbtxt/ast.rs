@@ -98,3 +98,19 @@ impl ScalarKind {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A large config is mostly fields, values and scalars: their sizes,
+    /// times the node count, are the tree's share of `validate`'s memory
+    /// (issue 28). Growing one of them should be a decision, not an accident.
+    #[test]
+    fn hot_nodes_stay_small() {
+        assert!(std::mem::size_of::<Span>() <= 8);
+        assert!(std::mem::size_of::<Scalar>() <= 40);
+        assert!(std::mem::size_of::<Value>() <= 40);
+        assert!(std::mem::size_of::<Field>() <= 72);
+    }
+}

@@ -121,6 +121,49 @@ pub fn bind(
     (msg, b.diags)
 }
 
+/// [`bind`] for a caller that wants the message only to encode it: the
+/// elements of top-level repeated message fields (`input`, `output`,
+/// `instance_group`, ...), which make up nearly all of a large config, are
+/// encoded to protobuf wire format as soon as each is bound instead of being
+/// kept as `DynamicMessage`s, which take over ten times the size of their
+/// text. The message plus the returned bytes, concatenated after its own
+/// encoding, decode to what [`bind`]'s message encodes to: repeated fields
+/// append, and these fields take part in no duplicate or oneof check.
+/// `None` when an element could not be encoded (then use [`bind`]).
+pub fn bind_spilled(
+    src: &str,
+    doc: &ast::Document,
+    desc: &MessageDescriptor,
+) -> Option<(DynamicMessage, Vec<u8>, Vec<Diagnostic>)> {
+    let mut b = Binder {
+        src,
+        diags: Vec::new(),
+    };
+    let mut msg = DynamicMessage::new(desc.clone());
+    let mut spill = Vec::new();
+    for f in &doc.fields {
+        let fd = (!f.name.extension)
+            .then(|| desc.get_field_by_name(b.text(f.name.span)))
+            .flatten()
+            .filter(|fd| fd.is_list() && matches!(fd.kind(), Kind::Message(_)));
+        let Some(fd) = fd else {
+            b.field(&mut msg, f, desc);
+            continue;
+        };
+        // What `field` and `element` do for a repeated message field.
+        let items = match &f.value {
+            ast::Value::List(list) => list.items.as_slice(),
+            v => std::slice::from_ref(v),
+        };
+        for item in items {
+            if let Some(value) = b.value(&fd, item) {
+                crate::schema::wire::encode_field(&mut spill, &fd, &value)?;
+            }
+        }
+    }
+    Some((msg, spill, b.diags))
+}
+
 struct Binder<'s> {
     src: &'s str,
     diags: Vec<Diagnostic>,

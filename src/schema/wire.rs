@@ -15,6 +15,12 @@ pub fn encode(msg: &DynamicMessage) -> Option<Vec<u8>> {
     Some(buf)
 }
 
+/// Appends one field's encoding (a single element of a repeated field
+/// included) to `buf`; `None` as for [`encode`].
+pub fn encode_field(buf: &mut Vec<u8>, fd: &FieldDescriptor, value: &Value) -> Option<()> {
+    field(buf, fd, value)
+}
+
 fn message(buf: &mut Vec<u8>, msg: &DynamicMessage) -> Option<()> {
     if msg.unknown_fields().next().is_some() {
         return None;
