@@ -44,7 +44,7 @@ pub struct GlobalArgs {
     pub verbose: bool,
     /// The largest config, trace, input or settings file read, in bytes
     /// (suffixes K, M, G: powers of 1024); ONNX model files have no limit.
-    #[arg(long, global = true, value_name = "BYTES", default_value = "256M", value_parser = parse_byte_size)]
+    #[arg(long, global = true, value_name = "BYTES", default_value = "64M", value_parser = parse_byte_size)]
     pub max_file_bytes: u64,
     /// Follow symbolic links that lead out of the directory being
     /// processed (a model repository or model directory); without it such

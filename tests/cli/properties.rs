@@ -93,7 +93,8 @@ fn library_check(bytes: &[u8]) -> Result<(), String> {
 /// count agrees with the exit code.
 fn binary_check(input: BinaryInput) -> Result<(), String> {
     let mut cmd = common::tritonctl();
-    cmd.args(["validate", "--format", "json"]);
+    // Above the default --max-file-bytes: the large-file test's 100 MB.
+    cmd.args(["validate", "--format", "json", "--max-file-bytes", "128M"]);
     match input {
         BinaryInput::Stdin(bytes) => {
             cmd.arg("-").stdin(bytes);
