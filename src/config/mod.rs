@@ -167,7 +167,7 @@ mod tests {
     }
 
     /// The checks bind top-level repeated messages straight to wire format
-    /// (issue 28: the bound message took over ten times the text); the
+    /// (the bound message is many times the text: docs/hostile.md); the
     /// typed config, and the partial message after an error, must be what
     /// the full binding gives, interleaved fields and lists included.
     #[test]

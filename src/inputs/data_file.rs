@@ -202,8 +202,7 @@ pub enum StreamError<E> {
 /// Reads the JSON object `text` entry by entry, handing each to `each` as
 /// it is read: only one entry (one sequence of steps) is held as a
 /// [`Value`] at a time, so that memory does not grow with a parsed copy of
-/// the whole document (ISSUE 28: "memory proportional to the input with a
-/// small factor"). `Ok(None)` when the object has no `data` member. The
+/// the whole document (memory in proportion to the input: docs/hostile.md). `Ok(None)` when the object has no `data` member. The
 /// checks and messages are those of [`read`], reported as they are met.
 pub fn stream<E>(
     text: &str,

@@ -105,7 +105,7 @@ mod tests {
 
     /// A large config is mostly fields, values and scalars: their sizes,
     /// times the node count, are the tree's share of `validate`'s memory
-    /// (issue 28). Growing one of them should be a decision, not an accident.
+    /// (docs/hostile.md). Growing one of them should be a decision, not an accident.
     #[test]
     fn hot_nodes_stay_small() {
         assert!(std::mem::size_of::<Span>() <= 8);

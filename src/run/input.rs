@@ -216,8 +216,8 @@ struct Collected {
 
 impl Collected {
     /// Fails, naming the file, when the list cannot grow: a huge input
-    /// ends with a message instead of an aborted allocation (ISSUE 28,
-    /// defect 8).
+    /// ends with a message instead of an aborted allocation
+    /// (docs/hostile.md).
     fn push(&mut self, (req, bad): Parsed, file: &str) -> Result<(), Box<InputError>> {
         let n = self.requests.len();
         if n == self.requests.capacity() && self.requests.try_reserve(n.max(64)).is_err() {
@@ -1222,9 +1222,9 @@ mod tests {
 
     #[test]
     fn perf_analyzer_requests_are_read_as_they_come_into_compact_tensors() {
-        // ISSUE 28, defect 8: a 150 MB input aborted. The document is no
-        // longer parsed whole into JSON values before the requests are
-        // made: a broken tail is met after the requests before it were
+        // Memory stays near the input's size (docs/hostile.md): the
+        // document is not parsed whole into JSON values before the
+        // requests are made: a broken tail is met after the requests before it were
         // converted (the error is still the file's), and each request
         // holds its values as one typed buffer, not as JSON values.
         let s = schema();

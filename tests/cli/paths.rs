@@ -1,4 +1,4 @@
-//! Hostile paths (issue 28): symbolic links that leave the directory being
+//! Hostile paths (docs/hostile.md): symbolic links that leave the directory being
 //! processed, FIFOs and devices where a file is expected, files larger than
 //! `--max-file-bytes`, non-UTF-8 directory names, writes over what is not
 //! ours, and temporary files left behind by an interrupted write. The rules

@@ -1,4 +1,4 @@
-//! `tritonctl perf` against hostile servers (issue 28): an answer whose
+//! `tritonctl perf` against hostile servers (docs/hostile.md): an answer whose
 //! Content-Length no memory holds, a chunked body that never ends, a byte
 //! every 100 ms forever, input dims no memory holds, and a server that
 //! accepts the connection but does not speak gRPC. Each run must end, within

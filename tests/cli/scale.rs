@@ -1,4 +1,4 @@
-//! Inputs whose size or depth an attacker chooses (issue 28): repositories
+//! Inputs whose size or depth an attacker chooses (docs/hostile.md): repositories
 //! with chains of ensembles as long as the repository, and ensembles with
 //! as many steps as the file holds. Each case must end with a verdict, not
 //! a stack overflow, and in time linear in its size; the generous timeout

@@ -1,7 +1,7 @@
-//! Text from the input reaches the terminal escaped (issue 28, defect 2):
+//! Text from the input reaches the terminal escaped (docs/hostile.md):
 //! control characters in a config, a directory name, a trace, a comment or
 //! a server's answer cannot drive the terminal or forge an output line; a
-//! long source line is shown as a window (defect 8).
+//! long source line is shown as a window.
 
 use crate::common::tritonctl;
 use std::path::Path;

@@ -169,7 +169,7 @@ pub(super) fn run_inner<'r>(
 
     // The per-request lists below are reserved up front, and fallibly: a
     // huge input ends with a message instead of an aborted allocation
-    // (ISSUE 28, defect 8).
+    // (docs/hostile.md).
     let mut arrivals = per_request(n)?;
     let mut order = per_request(n)?;
     let mut pending = per_request(n)?;

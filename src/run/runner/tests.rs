@@ -117,7 +117,7 @@ fn spare_memory_holds_results_of_the_right_contents_and_never_too_much_memory() 
 
 #[test]
 fn too_many_requests_for_memory_is_an_error_not_an_abort() {
-    // ISSUE 28, defect 8: the per-request lists are reserved fallibly.
+    // The per-request lists are reserved fallibly (docs/hostile.md).
     let e = super::pool::per_request::<[u8; 4096]>(usize::MAX / 8192).unwrap_err();
     let m = e.to_string();
     assert!(
