@@ -214,7 +214,7 @@ pub fn stream<E>(
         fail: None,
         sequences: None,
         saw_data: false,
-        ignored: Vec::new(),
+        ignored: std::collections::BTreeSet::new(),
         entries: 0,
     };
     let mut de = serde_json::Deserializer::from_str(text);
@@ -227,10 +227,9 @@ pub fn stream<E>(
         return Ok(None);
     }
     de.end().map_err(StreamError::Json)?;
-    st.ignored.sort();
     Ok(Some(Streamed {
         sequences: st.sequences.unwrap_or(false),
-        ignored: st.ignored,
+        ignored: st.ignored.into_iter().collect(),
         entries: st.entries,
     }))
 }
@@ -242,7 +241,9 @@ struct StreamState<'f, E> {
     fail: Option<StreamError<E>>,
     sequences: Option<bool>,
     saw_data: bool,
-    ignored: Vec<String>,
+    /// Other top-level members, once each and sorted (a set: a document
+    /// may hold any number of them).
+    ignored: std::collections::BTreeSet<String>,
     entries: usize,
 }
 
@@ -359,9 +360,7 @@ impl<'de, E> serde::de::Visitor<'de> for DocSeed<'_, '_, E> {
                 st.saw_data = true;
                 map.next_value_seed(DataSeed(&mut *st))?;
             } else {
-                if !st.ignored.contains(&key) {
-                    st.ignored.push(key);
-                }
+                st.ignored.insert(key);
                 map.next_value::<serde::de::IgnoredAny>()?;
             }
         }
