@@ -6,6 +6,8 @@
 //! - [`json`]: JSON tensor values ↔ tensors;
 //! - [`request`]: the fields of a JSON Lines request line (`simulate`'s
 //!   traces and `run --input`), one list of known fields, one error type;
+//!   [`fast_line`]: the common shape of a trace line read without building
+//!   a JSON value (anything else goes to [`request`]);
 //! - [`data_file`]: perf_analyzer's input-data JSON (`run --input`,
 //!   `perf --input-data`).
 //!
@@ -17,6 +19,7 @@
 
 pub mod codec;
 pub mod data_file;
+pub mod fast_line;
 pub mod json;
 pub mod request;
 

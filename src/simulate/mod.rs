@@ -30,8 +30,7 @@ pub use stats::{Distribution, Stats, Summary};
 pub use sweep::{parse_axes, run_sweep, Axis, Sweep, MAX_SETTINGS};
 
 use crate::batching::controls::ControlSpec;
-use crate::batching::{Latency, RequestRecord, SchedulerKind, Settings};
-use std::collections::{HashMap, VecDeque};
+use crate::batching::{Latency, SchedulerKind, Settings};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -99,10 +98,7 @@ pub fn simulate(base: &Loaded, opts: &Options, warn: &mut dyn FnMut(&str)) -> Re
         .as_ref()
         .map(|(_, o)| timeline::Collector::new(o.clone()));
 
-    // JSON lists the requests in trace order: remember where each id came.
     let keep = stats.keep;
-    let mut order: HashMap<String, VecDeque<usize>> = HashMap::new();
-    let mut position = 0usize;
     {
         let mut sink = Tee {
             stats: &mut stats,
@@ -114,12 +110,7 @@ pub fn simulate(base: &Loaded, opts: &Options, warn: &mut dyn FnMut(&str)) -> Re
             opts.latency,
             &input,
             &mut sink,
-            |r| {
-                if keep {
-                    order.entry(r.id.clone()).or_default().push_back(position);
-                    position += 1;
-                }
-            },
+            |_| {},
             Some(warn),
         )?;
     }
@@ -136,19 +127,9 @@ pub fn simulate(base: &Loaded, opts: &Options, warn: &mut dyn FnMut(&str)) -> Re
         )?;
     }
     if keep {
-        let mut requests = std::mem::take(&mut stats.requests);
-        let mut keyed: Vec<(usize, RequestRecord)> = requests
-            .drain(..)
-            .map(|r| {
-                let at = order
-                    .get_mut(&r.id)
-                    .and_then(VecDeque::pop_front)
-                    .unwrap_or(usize::MAX);
-                (at, r)
-            })
-            .collect();
-        keyed.sort_by_key(|(at, _)| *at);
-        stats.requests = keyed.into_iter().map(|(_, r)| r).collect();
+        // JSON lists the requests in trace order: `replay` tags each
+        // request with its position.
+        stats.requests.sort_unstable_by_key(|r| r.tag);
     }
     let summary = stats.summary();
     Ok(Run {

@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 /// Largest trace read from standard input for `--sweep`.
 pub const STDIN_LIMIT: u64 = 256 << 20;
 
+/// The read buffer of a trace: lines are parsed in place in it, so fewer,
+/// larger reads.
+const READ_BUFFER: usize = 256 << 10;
+
 /// Where the trace comes from.
 pub enum TraceInput {
     Stdin,
@@ -59,9 +63,10 @@ impl TraceInput {
     fn open(&self) -> Result<(Box<dyn BufRead + '_>, String), Error> {
         Ok(match self {
             TraceInput::Stdin => (
-                Box::new(std::io::BufReader::new(crate::files::Limited::new(
-                    std::io::stdin().lock(),
-                ))),
+                Box::new(std::io::BufReader::with_capacity(
+                    READ_BUFFER,
+                    crate::files::Limited::new(std::io::stdin().lock()),
+                )),
                 "<stdin>".into(),
             ),
             TraceInput::Memory(b) => (Box::new(b.as_slice()), "<stdin>".into()),
@@ -74,7 +79,10 @@ impl TraceInput {
                     ))
                 })?;
                 (
-                    Box::new(std::io::BufReader::new(crate::files::Limited::new(f))),
+                    Box::new(std::io::BufReader::with_capacity(
+                        READ_BUFFER,
+                        crate::files::Limited::new(f),
+                    )),
                     name,
                 )
             }
@@ -83,7 +91,9 @@ impl TraceInput {
 }
 
 /// Streams the trace through the scheduler into `sink`; `seen` is called
-/// for each request read. Warnings about the trace go to `warn` when
+/// for each request read. Each request's [`Request::tag`] is its 0-based
+/// position in the trace (so records can be put back in trace order
+/// without keeping anything per request on the side). Warnings about the trace go to `warn` when
 /// given, before any error. A bad line ends the run with its `FILE:LINE`
 /// error.
 pub fn replay(
@@ -97,9 +107,12 @@ pub fn replay(
     let (reader, name) = input.open()?;
     let mut reader = TraceReader::new(reader, name);
     let mut failure: Option<TraceError> = None;
+    let mut position = 0u64;
     {
         let requests = std::iter::from_fn(|| match reader.next_request()? {
-            Ok(r) => {
+            Ok(mut r) => {
+                r.tag = position;
+                position += 1;
                 seen(&r);
                 Some(r)
             }
