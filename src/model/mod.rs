@@ -374,6 +374,68 @@ impl LoadedSet {
         &self.models[..self.requested]
     }
 
+    /// Sets every ensemble's `model_transaction_policy` as Triton does when
+    /// it validates the ensemble's graph (docs/spec/validation.md §3.5): the
+    /// field is always set, and `decoupled` is true exactly when a step
+    /// that maps outputs runs a decoupled model (a composed ensemble counts
+    /// with its own computed value). Iterative, as chains of ensembles may
+    /// be deep; a cycle (refused by the checks) counts as not decoupled.
+    pub fn mark_decoupled_ensembles(&mut self) {
+        use crate::schema::inference::ModelTransactionPolicy;
+        let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for (i, m) in self.models.iter().enumerate() {
+            index.entry(m.name.as_str()).or_insert(i);
+        }
+        let n = self.models.len();
+        // 0 unvisited, 1 on the stack, 2 done
+        let mut state = vec![0u8; n];
+        let mut decoupled = vec![false; n];
+        let producing_steps = |m: &LoadedModel| -> Vec<usize> {
+            m.ensemble
+                .iter()
+                .flat_map(|g| &g.steps)
+                .filter(|s| !s.outputs.is_empty())
+                .filter_map(|s| index.get(s.model.as_str()).copied())
+                .collect()
+        };
+        for root in 0..n {
+            let mut stack = vec![(root, false)];
+            while let Some((j, expanded)) = stack.pop() {
+                if state[j] == 2 {
+                    continue;
+                }
+                let m = &self.models[j];
+                if !expanded {
+                    if state[j] == 1 {
+                        continue;
+                    }
+                    state[j] = 1;
+                    stack.push((j, true));
+                    for k in producing_steps(m) {
+                        if state[k] == 0 {
+                            stack.push((k, false));
+                        }
+                    }
+                    continue;
+                }
+                decoupled[j] = if m.is_ensemble() {
+                    producing_steps(m).into_iter().any(|k| decoupled[k])
+                } else {
+                    m.config
+                        .model_transaction_policy
+                        .as_ref()
+                        .is_some_and(|p| p.decoupled)
+                };
+                state[j] = 2;
+            }
+        }
+        for (m, d) in self.models.iter_mut().zip(decoupled) {
+            if m.is_ensemble() {
+                m.config.model_transaction_policy = Some(ModelTransactionPolicy { decoupled: d });
+            }
+        }
+    }
+
     /// Whether `model` or a model its ensemble composes (at any depth)
     /// satisfies `pred`. Walks with an explicit stack and visits each
     /// model once.

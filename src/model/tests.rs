@@ -208,3 +208,103 @@ fn config_json_prints_primitive_fields_with_proto_names() {
     assert_eq!(v["instance_group"][0]["count"], 1);
     assert_eq!(v["instance_group"][0]["name"], "m");
 }
+
+#[test]
+fn ensembles_are_decoupled_when_a_step_is() {
+    fn model(name: &str, text: &str) -> LoadedModel {
+        LoadedModel::new(
+            name.into(),
+            PathBuf::from(name),
+            cfg(text),
+            vec![1],
+            false,
+            &[],
+        )
+    }
+    fn ensemble(name: &str, steps: &[&str]) -> LoadedModel {
+        let steps: Vec<String> = steps
+            .iter()
+            .map(|s| {
+                format!(
+                    "{{ model_name: \"{s}\" model_version: -1 input_map {{ key: \"IN\" value: \"IN\" }} output_map {{ key: \"OUT\" value: \"{s}_out\" }} }}"
+                )
+            })
+            .collect();
+        // the file's own flag is overwritten by the computed one
+        model(
+            name,
+            &format!(
+                "name: \"{name}\" platform: \"ensemble\" model_transaction_policy {{ decoupled: true }} ensemble_scheduling {{ step [ {} ] }}",
+                steps.join(", ")
+            ),
+        )
+    }
+    let plain = model("plain", "name: \"plain\" backend: \"python\"");
+    let streaming = model(
+        "streaming",
+        "name: \"streaming\" backend: \"python\" model_transaction_policy { decoupled: true }",
+    );
+    let mut set = LoadedSet {
+        models: vec![
+            ensemble("outer", &["inner", "plain"]),
+            ensemble("inner", &["streaming"]),
+            ensemble("calm", &["plain"]),
+            plain,
+            streaming,
+        ],
+        requested: 3,
+    };
+    set.mark_decoupled_ensembles();
+    let flag = |name: &str| {
+        set.get(name)
+            .and_then(|m| m.config.model_transaction_policy.as_ref())
+            .map(|p| p.decoupled)
+    };
+    assert_eq!(flag("inner"), Some(true));
+    assert_eq!(flag("outer"), Some(true), "through the composed ensemble");
+    assert_eq!(flag("calm"), Some(false), "set, not decoupled");
+    assert_eq!(flag("plain"), None, "other models keep their config");
+    assert_eq!(flag("streaming"), Some(true));
+}
+
+#[test]
+fn a_deep_chain_of_ensembles_is_marked_without_recursion() {
+    let n = 50_000;
+    let mut models = Vec::with_capacity(n + 1);
+    for i in 0..n {
+        let next = if i + 1 < n {
+            format!("e{}", i + 1)
+        } else {
+            "leaf".into()
+        };
+        let text = format!(
+            "name: \"e{i}\" platform: \"ensemble\" ensemble_scheduling {{ step [ {{ model_name: \"{next}\" model_version: -1 input_map {{ key: \"IN\" value: \"IN\" }} output_map {{ key: \"OUT\" value: \"OUT\" }} }} ] }}"
+        );
+        models.push(LoadedModel::new(
+            format!("e{i}"),
+            PathBuf::from("e"),
+            cfg(&text),
+            vec![1],
+            false,
+            &[],
+        ));
+    }
+    models.push(LoadedModel::new(
+        "leaf".into(),
+        PathBuf::from("leaf"),
+        cfg("name: \"leaf\" backend: \"python\" model_transaction_policy { decoupled: true }"),
+        vec![1],
+        false,
+        &[],
+    ));
+    let mut set = LoadedSet {
+        models,
+        requested: 1,
+    };
+    set.mark_decoupled_ensembles();
+    assert!(set.models[0]
+        .config
+        .model_transaction_policy
+        .as_ref()
+        .is_some_and(|p| p.decoupled));
+}

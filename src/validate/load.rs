@@ -124,6 +124,7 @@ pub fn load_models(dirs: &[PathBuf], opts: &ServerOptions) -> Result<LoadedSet, 
     for &i in &order {
         set.models.push(loaded_form(&checked.models[i], opts)?);
     }
+    set.mark_decoupled_ensembles();
     Ok(set)
 }
 
