@@ -1243,18 +1243,37 @@ EXPLAINED = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 
 def read_explained(path=EXPLAINED):
-    """field path -> reason. Lines: `path<TAB>reason`; `#` comments."""
+    """field path -> [(values regex or None, reason)]. Lines:
+    `path<TAB>reason[<TAB>values]`, `#` comments; `values`, when given, is a
+    regular expression that `<Triton's value> | <ours>` must match (values as
+    in config-diff.tsv) for the line to explain the difference."""
     out = {}
     with open(path, encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
             line = line.rstrip("\n")
             if not line.strip() or line.startswith("#"):
                 continue
-            parts = line.split("\t", 1)
-            if len(parts) != 2 or not parts[1].strip():
-                raise SystemExit(f"{path}:{n}: expected 'path<TAB>reason'")
-            out[parts[0].strip()] = parts[1].strip()
+            parts = line.split("\t")
+            if len(parts) not in (2, 3) or not parts[1].strip():
+                raise SystemExit(
+                    f"{path}:{n}: expected 'path<TAB>reason[<TAB>values]'")
+            try:
+                when = re.compile(parts[2]) if len(parts) == 3 else None
+            except re.error as exc:
+                raise SystemExit(f"{path}:{n}: bad regular expression: {exc}")
+            out.setdefault(parts[0].strip(), []).append(
+                (when, parts[1].strip()))
     return out
+
+
+def explanation(explained, path, triton_value, our_value):
+    """The reason that explains this difference, or ''."""
+    values = (f"{short_value(triton_value, 1000)} | "
+              f"{short_value(our_value, 1000)}")
+    for when, reason in explained.get(generic_path(path), []):
+        if when is None or when.fullmatch(values):
+            return reason
+    return ""
 
 
 def generic_path(path):
@@ -1479,7 +1498,7 @@ def compare_configs(args, plan):
         differing += 1
         for path, tv, ov in diffs:
             rows.append((g, m, path, tv, ov,
-                         explained.get(generic_path(path), "")))
+                         explanation(explained, path, tv, ov)))
 
     out = os.path.join(args.work, "config-diff.tsv")
     with open(out, "w", encoding="utf-8") as fh:
