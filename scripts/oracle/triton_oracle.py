@@ -1002,8 +1002,19 @@ def strip_code(msg):
     return CODE_PREFIX.sub("", msg)
 
 
-def run_tritonctl(binary, gdir):
-    proc = subprocess.run([binary, "validate", "--format", "json", gdir],
+def triton_run_settings(work):
+    """The server settings the triton step recorded ({} for older runs)."""
+    path = os.path.join(work, "triton-run.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def run_tritonctl(binary, gdir, disable_auto_complete=False):
+    flags = ["--disable-auto-complete-config"] if disable_auto_complete else []
+    proc = subprocess.run([binary, "validate", "--format", "json"] + flags
+                          + [gdir],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           stdin=subprocess.DEVNULL, timeout=60)
     out = proc.stdout.decode("utf-8", "replace")
@@ -1046,10 +1057,12 @@ def cmd_compare(args):
 
     sample = os.path.join(args.work, "sample")
     groups = [g for g in plan["groups"] if g["group"] in verdicts]
+    # tritonctl assumes the server the verdicts came from
+    no_ac = bool(triton_run_settings(args.work).get("disable_auto_complete"))
 
     def one(g):
         gdir = os.path.join(sample, g["group"])
-        doc, err = run_tritonctl(args.tritonctl, gdir)
+        doc, err = run_tritonctl(args.tritonctl, gdir, no_ac)
         if doc is None:
             return g, None, None, err
         members = {m["dir"]: diagnostics_for(doc, gdir, m["dir"]) or []
@@ -1107,7 +1120,7 @@ def cmd_compare(args):
         rows.append(row)
 
     write_comparison(args, rows)
-    status = print_report(rows)
+    status = print_report(rows, no_ac)
     if os.path.isdir(os.path.join(args.work, "configs")):
         print()
         status = max(status, compare_configs(args, plan))
@@ -1151,7 +1164,7 @@ def write_comparison(args, rows):
     log(f"compare: details in {out}")
 
 
-def print_report(rows):
+def print_report(rows, no_ac=False):
     def count(kind, tag=None):
         return sum(1 for r in rows if r["outcome"] == kind
                    and (tag is None or r["tag"] == tag))
@@ -1169,7 +1182,8 @@ def print_report(rows):
         count("parser-false-alarm")
     matched = sum(1 for r in rows
                   if r["outcome"] == "agree-error" and r.get("message_match"))
-    print("Triton 2.51 (real server) vs tritonctl validate")
+    print("Triton 2.51 (real server) vs tritonctl validate"
+          + (" --disable-auto-complete-config" if no_ac else ""))
     print(f"  models compared   {len(rows)}")
     print(f"  agree             {agree}")
     print(f"    both accept     {count('agree-accept')}")
@@ -1418,12 +1432,7 @@ def compare_configs(args, plan):
 
     cls = model_config_class(os.path.join(plan["corpus"], "model_config.desc"))
     explained = read_explained(args.explained or EXPLAINED)
-    run_path = os.path.join(args.work, "triton-run.json")
-    run = {}
-    if os.path.exists(run_path):
-        with open(run_path) as fh:
-            run = json.load(fh)
-    no_ac = bool(run.get("disable_auto_complete"))
+    no_ac = bool(triton_run_settings(args.work).get("disable_auto_complete"))
     cdir = os.path.join(args.work, "configs")
     sample = os.path.join(args.work, "sample")
     t0 = time.time()
