@@ -7,9 +7,15 @@ Sub-commands (scripts/triton-oracle drives them):
            one small model repository per group under WORK/sample/
   triton   start a real tritonserver (127.0.0.1 only, explicit model control),
            load every group, classify Triton's verdict per model and write
-           WORK/triton-verdicts.tsv
+           WORK/triton-verdicts.tsv; keep the config of every model that
+           loaded (GET /v2/models/<m>/config) in WORK/configs/
   compare  run `tritonctl validate --format json` on every group and compare
-           its errors with Triton's verdicts (exit 1 on any false alarm)
+           its errors with Triton's verdicts (exit 1 on any false alarm),
+           then the loaded configs (config-diff)
+  config-diff
+           only the loaded-config comparison: `tritonctl validate
+           --print-config` against Triton's configs, field by field
+           (WORK/config-diff.tsv; exit 1 on an unexplained difference)
   export   Triton's verdicts keyed by corpus file (testdata/oracle format)
 
 Everything here is standard library, except that `prepare` needs the
