@@ -114,8 +114,9 @@ fn us(v: f64) -> String {
 
 /// Queue, compute input, infer and output per request as the table and
 /// the CSV show them: for an ensemble the sums over its composing models
-/// (each request passes through each step; the ensemble's own statistics
-/// have no compute), as perf_analyzer reports them; else the model's own.
+/// (each request passes through each step), as perf_analyzer reports
+/// them, since an ensemble's own statistics leave out its steps' queue
+/// time (docs/spec/v2-protocol.md, section 8); else the model's own.
 fn breakdown(s: &ServerStats) -> (f64, f64, f64, f64) {
     match s.composing_models.as_deref() {
         Some(steps) if !steps.is_empty() => steps.iter().fold((0.0, 0.0, 0.0, 0.0), |acc, c| {

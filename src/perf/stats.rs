@@ -85,8 +85,8 @@ pub struct ServerStats {
     /// Request time not in queue or compute (parsing, copying, ...).
     pub overhead_us: f64,
     /// Ensembles: the same per composing model (an ensemble's own
-    /// statistics have no compute; its models' have). Absent for other
-    /// models.
+    /// statistics leave out its steps' queue time, see
+    /// docs/spec/v2-protocol.md section 8). Absent for other models.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub composing_models: Option<Vec<ComposingStats>>,
 }

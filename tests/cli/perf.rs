@@ -96,14 +96,26 @@ impl Pipeline {
 }
 
 /// Per request, in ns: queue, compute input, infer and output of a
-/// composing model of the responder's ensembles (the ensembles' own
-/// statistics have no compute, as Triton's).
+/// composing model of the responder's ensembles. An ensemble's own
+/// statistics have its steps' compute summed and no queue, as Triton 2.51
+/// reports them (docs/spec/v2-protocol.md, section 8).
 fn step_cost(model: &str) -> Option<[u64; 4]> {
     match model {
         "pre" => Some([1_000, 100, 3_000, 200]),
         "seq" => Some([4_000, 300, 7_000, 400]),
         "post" => Some([500, 50, 1_500, 60]),
         _ => None,
+    }
+}
+
+/// The composing models of the ensemble "m" of `p` that have a config
+/// and do work.
+fn pipeline_leaves(p: Pipeline) -> Vec<&'static str> {
+    match p {
+        Pipeline::Stateless => vec!["pre", "post"],
+        Pipeline::Stateful => vec!["pre", "seq"],
+        Pipeline::Nested => vec!["pre", "seq", "post"],
+        Pipeline::Missing => vec!["pre"],
     }
 }
 
@@ -355,12 +367,19 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
                     "inference_stats": {"success": d(9000), "fail": d(0), "queue": d(2000),
                         "compute_input": d(500), "compute_infer": d(5000),
                         "compute_output": d(500)}}]});
-                if b.ensemble.is_some() {
-                    // an ensemble's own statistics: no queue, no compute
-                    let zero = json!({"count": 0, "ns": 0});
+                if let Some(p) = b.ensemble {
+                    // an ensemble's own statistics: no queue, its steps'
+                    // compute summed
                     let i = &mut doc["model_stats"][0]["inference_stats"];
-                    for k in ["queue", "compute_input", "compute_infer", "compute_output"] {
-                        i[k] = zero.clone();
+                    i["queue"] = json!({"count": n, "ns": 0});
+                    let leaves = pipeline_leaves(p);
+                    for (k, name) in [
+                        (1, "compute_input"),
+                        (2, "compute_infer"),
+                        (3, "compute_output"),
+                    ] {
+                        let per: u64 = leaves.iter().map(|m| step_cost(m).unwrap()[k]).sum();
+                        i[name] = d(per);
                     }
                 }
                 respond(&mut out, 200, &[], doc.to_string().as_bytes())
@@ -1912,8 +1931,13 @@ fn assert_composing(l: &Value, expected: &[(&str, &str)]) {
     // measured requests
     let requests = u(&server["requests"]);
     assert!(requests >= u(&l["requests"]), "{l:#}");
-    // the ensemble's own statistics have no compute
-    assert_eq!(server["compute_infer_us"], 0.0, "{server:#}");
+    // the ensemble's own statistics have no queue time; its steps' do
+    assert_eq!(server["queue_us"], 0.0, "{server:#}");
+    let infer: u64 = expected.iter().map(|(m, _)| step_cost(m).unwrap()[2]).sum();
+    assert_eq!(
+        server["compute_infer_us"].as_f64(),
+        Some(infer as f64 / 1000.0)
+    );
     for s in steps {
         let model = s["model"].as_str().unwrap();
         let [q, ci, cf, co] = step_cost(model).unwrap();
