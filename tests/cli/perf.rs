@@ -75,6 +75,8 @@ enum Pipeline {
     Nested,
     /// m: pre -> ghost, a model without a config.
     Missing,
+    /// m: e1, e1: e2, ... without end (a hostile server).
+    Chain,
 }
 
 impl Pipeline {
@@ -86,6 +88,12 @@ impl Pipeline {
             (Pipeline::Nested, "m") => vec![("pre", -1), ("inner", -1)],
             (Pipeline::Nested, "inner") => vec![("seq", -1), ("post", 1)],
             (Pipeline::Missing, "m") => vec![("pre", -1), ("ghost", -1)],
+            (Pipeline::Chain, "m") => vec![("e1", -1)],
+            (Pipeline::Chain, e) => {
+                let n: u64 = e.strip_prefix('e')?.parse().ok()?;
+                let next: &'static str = format!("e{}", n + 1).leak();
+                vec![(next, -1)]
+            }
             _ => return None,
         })
     }
@@ -116,6 +124,7 @@ fn pipeline_leaves(p: Pipeline) -> Vec<&'static str> {
         Pipeline::Stateful => vec!["pre", "seq"],
         Pipeline::Nested => vec!["pre", "seq", "post"],
         Pipeline::Missing => vec!["pre"],
+        Pipeline::Chain => vec![],
     }
 }
 
@@ -2203,5 +2212,25 @@ fn ensemble_step_without_config_is_exit_2() {
         err.contains("no config for model 'ghost' (a step of ensemble 'm')"),
         "{err}"
     );
+    assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn an_endless_chain_of_ensembles_is_refused_after_256_lookups() {
+    let r = Responder::start(ensemble(Pipeline::Chain));
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", "m", "-u", &r.url(), "--request-count", "5"])
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("ensemble 'm' has more than 256 composing models"),
+        "{err}"
+    );
+    // m's config and 256 composing ones, nothing more, and no load
+    let asked = r.counters.discovery.lock().unwrap().len();
+    assert_eq!(asked, 257, "{err}");
     assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0);
 }
