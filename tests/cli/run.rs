@@ -498,8 +498,9 @@ fn bad_inputs_and_models_are_reported_with_exit_2() {
     let out = run_json(&lib, &bad.join("input_mismatch"), &mismatch).run();
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
+        // Triton's ONNX Runtime backend refuses the load with this text.
         out.stderr
-            .contains("configuration input 'Inptu' is not an input of the ONNX model"),
+            .contains("unexpected inference input 'Inptu', allowed inputs are: Input"),
         "{}",
         out.stderr
     );
@@ -1261,4 +1262,63 @@ fn the_stateful_backend_warms_up_at_load_and_a_model_that_cannot_run_its_max_bat
         too_big.stderr
     );
     assert!(!too_big.stderr.contains("panicked"), "{}", too_big.stderr);
+}
+
+/// GPU instances of the target server (`--gpus`) run on this machine's
+/// CUDA devices when it has them; without CUDA they run on the CPU and a
+/// note says why. Without `--gpus` the server has no GPU and Triton
+/// refuses the groups, so `run` does too.
+#[test]
+fn gpu_instances_are_placed_or_explained() {
+    let Some(lib) = ort() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("preprocess");
+    std::fs::create_dir_all(dir.join("1")).unwrap();
+    std::fs::copy(
+        model("preprocess").join("1").join("model.onnx"),
+        dir.join("1").join("model.onnx"),
+    )
+    .unwrap();
+    let cfg = std::fs::read_to_string(model("preprocess").join("config.pbtxt"))
+        .unwrap()
+        .replace(
+            "count: 1\n    kind: KIND_CPU",
+            "count: 2\n    kind: KIND_GPU\n    gpus: [ 0, 1 ]",
+        );
+    assert!(cfg.contains("KIND_GPU"));
+    std::fs::write(dir.join("config.pbtxt"), cfg).unwrap();
+    let input = write_lines(
+        tmp.path(),
+        "in.jsonl",
+        &[json!({"id": "r1", "inputs": {"Input": [1, 2, 3, 4]}})],
+    );
+
+    let out = run_json(&lib, &dir, &input)
+        .env("TRITONCTL_NO_CUDA", "1")
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("specifies invalid or unsupported gpu id 0"),
+        "{}",
+        out.stderr
+    );
+
+    let out = run_json(&lib, &dir, &input)
+        .env("TRITONCTL_NO_CUDA", "1")
+        .args(["--gpus", "0,1"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "GPU instance(s) preprocess_0_0 (gpu:0), preprocess_0_0 (gpu:1), preprocess_0_1 (gpu:0), preprocess_0_1 (gpu:1) run on the CPU: this machine has no usable CUDA device"
+        ),
+        "{}",
+        out.stderr
+    );
+    let results = out.json_lines();
+    assert_eq!(
+        results[0]["outputs"]["Output"]["data"],
+        json!([3.0, 5.0, 7.0, 9.0])
+    );
 }
