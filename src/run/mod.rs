@@ -13,6 +13,7 @@ pub mod ensemble;
 pub mod input;
 pub mod model;
 pub mod output;
+pub mod reshape;
 #[cfg(feature = "run")]
 pub mod runner;
 #[cfg(feature = "run")]

@@ -1322,3 +1322,83 @@ fn gpu_instances_are_placed_or_explained() {
         json!([3.0, 5.0, 7.0, 9.0])
     );
 }
+
+/// A copy of the ONNX file of test model `name` under `root`, without a
+/// config (`autoconfig --write` writes it).
+fn bare_copy(name: &str, root: &Path) -> PathBuf {
+    let dst = root.join(name);
+    std::fs::create_dir_all(dst.join("1")).unwrap();
+    std::fs::copy(
+        model(name).join("1").join("model.onnx"),
+        dst.join("1").join("model.onnx"),
+    )
+    .unwrap();
+    dst
+}
+
+#[test]
+fn a_batch_shaped_model_runs_with_the_config_autoconfig_writes() {
+    // testdata/run/double_batch: Output = 2 * Input, both FP32 [batch].
+    // Triton's auto-complete gives it dims [1] with an empty reshape (the model
+    // sees [n], the client sends and receives [b, 1]); validate accepts
+    // that, and run must take and give those shapes.
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let m = bare_copy("double_batch", dir.path());
+    let w = tritonctl()
+        .env("ORT_DYLIB_PATH", &lib)
+        .arg("autoconfig")
+        .arg(&m)
+        .arg("--write")
+        .run();
+    assert_eq!(w.code, 0, "{}", w.stderr);
+    let cfg = std::fs::read_to_string(m.join("config.pbtxt")).unwrap();
+    let compact: String = cfg.split_whitespace().collect::<Vec<_>>().join(" ");
+    // (An empty reshape is printed `reshape { }`: `shape: [ ]` is its
+    // default.)
+    assert!(
+        compact.contains("dims: [ 1 ] reshape { }") && compact.contains("max_batch_size: 4"),
+        "{cfg}"
+    );
+    let v = tritonctl().arg("validate").arg(&m).run();
+    assert_eq!(v.code, 0, "{}{}", v.stdout, v.stderr);
+
+    // Requests of batch size 1 and 2 (nested lists: [b, 1]), arriving
+    // together so that the dynamic batcher may stack them.
+    let requests = [
+        json!({"id": "a", "inputs": {"Input": [1.5]}}),
+        json!({"id": "b", "inputs": {"Input": [[3], [-4]]}}),
+        json!({"id": "c", "inputs": {"Input": [0.25]}}),
+        json!({"id": "d", "inputs": {"Input": {"content": [7, 8], "shape": [2, 1]}}}),
+    ];
+    let input = write_lines(dir.path(), "in.jsonl", &requests);
+    let out = run_json(&lib, &m, &input).run();
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let lines = out.json_lines();
+    let want: [(&str, Vec<i64>, Vec<f64>); 4] = [
+        ("a", vec![1, 1], vec![3.0]),
+        ("b", vec![2, 1], vec![6.0, -8.0]),
+        ("c", vec![1, 1], vec![0.5]),
+        ("d", vec![2, 1], vec![14.0, 16.0]),
+    ];
+    assert_eq!(lines.len(), want.len(), "{}", out.stdout);
+    for (line, (id, shape, values)) in lines.iter().zip(want) {
+        assert_eq!(line["id"], id, "{line}");
+        assert_eq!(line["status"], "ok", "{line}");
+        let o = &line["outputs"]["Output"];
+        assert_eq!(o["shape"], json!(shape), "{line}");
+        assert_eq!(data(&o["data"]), values, "{line}");
+    }
+
+    // The request checks use dims: a request of shape [1, 2] is refused
+    // as Triton refuses it (dims [1]), not handed to the model as [2].
+    let wrong = write_lines(
+        dir.path(),
+        "wrong.jsonl",
+        &[json!({"id": "w", "inputs": {"Input": {"content": [1, 2], "shape": [2]}}})],
+    );
+    let out = run_json(&lib, &m, &wrong).run();
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let e = sole_error(&out);
+    assert!(e.contains("request 'w'") && e.contains("'Input'"), "{e}");
+}
