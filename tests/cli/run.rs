@@ -1402,3 +1402,106 @@ fn a_batch_shaped_model_runs_with_the_config_autoconfig_writes() {
     let e = sole_error(&out);
     assert!(e.contains("request 'w'") && e.contains("'Input'"), "{e}");
 }
+
+/// A model directory `root/name` with `config` and the file `file` in
+/// version 1.
+fn model_with(root: &Path, name: &str, config: &str, file: &str) -> PathBuf {
+    let d = root.join(name);
+    std::fs::create_dir_all(d.join("1")).unwrap();
+    std::fs::write(d.join("config.pbtxt"), config).unwrap();
+    if !file.is_empty() {
+        std::fs::write(d.join("1").join(file), b"").unwrap();
+    }
+    d
+}
+
+const IO4: &str = "input [ { name: \"Input\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n\
+                   output [ { name: \"Output\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n";
+
+#[test]
+fn backends_run_cannot_execute_are_refused_before_any_request() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_lines(
+        dir.path(),
+        "in.jsonl",
+        &[json!({"id": "r1", "inputs": {"Input": [1, 2, 3, 4]}})],
+    );
+    let refused = |m: &Path, model: &str, backend: &str| {
+        let out = run_json(&lib, m, &input).run();
+        assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+        assert!(out.stdout.is_empty(), "{}", out.stdout);
+        let e = &out.stderr;
+        assert!(
+            e.contains(&format!("model '{model}' uses backend '{backend}'"))
+                && e.contains("cannot execute")
+                && e.contains("tritonctl perf")
+                && e.contains("export the model to ONNX"),
+            "{e}"
+        );
+        assert!(!e.contains("missing"), "{e}");
+        out.stderr
+    };
+    let python = model_with(
+        dir.path(),
+        "py",
+        &format!("name: \"py\"\nbackend: \"python\"\nmax_batch_size: 4\n{IO4}"),
+        "model.py",
+    );
+    refused(&python, "py", "python");
+    let trt = model_with(
+        dir.path(),
+        "trt",
+        &format!("name: \"trt\"\nplatform: \"tensorrt_plan\"\nmax_batch_size: 4\n{IO4}"),
+        "model.plan",
+    );
+    let e = refused(&trt, "trt", "tensorrt");
+    assert!(e.contains("platform 'tensorrt_plan'"), "{e}");
+    let torch = model_with(
+        dir.path(),
+        "torch",
+        &format!("name: \"torch\"\nbackend: \"pytorch\"\nmax_batch_size: 4\n{IO4}"),
+        "model.pt",
+    );
+    refused(&torch, "torch", "pytorch");
+
+    // An ensemble whose second step is a python model: refused before any
+    // request runs, naming the step's model and backend.
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let src = model("preprocess");
+    let pre = repo.join("preprocess");
+    std::fs::create_dir_all(pre.join("1")).unwrap();
+    std::fs::copy(src.join("config.pbtxt"), pre.join("config.pbtxt")).unwrap();
+    std::fs::copy(
+        src.join("1").join("model.onnx"),
+        pre.join("1").join("model.onnx"),
+    )
+    .unwrap();
+    model_with(
+        &repo,
+        "post",
+        &format!("name: \"post\"\nbackend: \"python\"\nmax_batch_size: 8\n{IO4}"),
+        "model.py",
+    );
+    let ens = model_with(
+        &repo,
+        "ens",
+        &format!(
+            "name: \"ens\"\nplatform: \"ensemble\"\nmax_batch_size: 4\n{IO4}\
+             ensemble_scheduling {{ step [ \
+               {{ model_name: \"preprocess\" model_version: -1 \
+                  input_map {{ key: \"Input\" value: \"Input\" }} \
+                  output_map {{ key: \"Output\" value: \"mid\" }} }}, \
+               {{ model_name: \"post\" model_version: -1 \
+                  input_map {{ key: \"Input\" value: \"mid\" }} \
+                  output_map {{ key: \"Output\" value: \"Output\" }} }} ] }}\n"
+        ),
+        "",
+    );
+    let e = refused(&ens, "post", "python");
+    assert!(
+        e.contains("ensemble 'ens'") && e.contains("composing model 'post'"),
+        "{e}"
+    );
+}
