@@ -916,3 +916,97 @@ fn a_nested_ensemble_is_pipelined_per_request() {
         assert!(a < b && b < c && c < d, "request {i}: {log:?}");
     }
 }
+
+#[cfg(feature = "run")]
+#[test]
+fn an_ensembles_own_reshapes_apply_to_its_inputs_and_outputs() {
+    if !ort_available() {
+        return;
+    }
+    // The ensemble takes and gives [b, 2, 2]; its reshape [4] is what its
+    // step (preprocess, dims [4]) sees and gives.
+    let repo = tempfile::tempdir().unwrap();
+    preprocess_as(repo.path(), "pre", |c| c);
+    let d = repo.path().join("square");
+    std::fs::create_dir_all(d.join("1")).unwrap();
+    std::fs::write(
+        d.join("config.pbtxt"),
+        "name: \"square\"\nplatform: \"ensemble\"\nmax_batch_size: 8\n\
+         input [ { name: \"X\" data_type: TYPE_FP32 dims: [ 2, 2 ] reshape { shape: [ 4 ] } } ]\n\
+         output [ { name: \"Output\" data_type: TYPE_FP32 dims: [ 2, 2 ] reshape { shape: [ 4 ] } } ]\n\
+         ensemble_scheduling { step [ { model_name: \"pre\" model_version: -1 \
+           input_map { key: \"Input\" value: \"X\" } output_map { key: \"Output\" value: \"Output\" } } ] }\n",
+    )
+    .unwrap();
+    let got = run_lines(
+        &d,
+        "{\"id\": \"a\", \"inputs\": {\"X\": [[1, 2], [3, 4]]}}\n\
+         {\"id\": \"b\", \"inputs\": {\"X\": {\"content\": [0, 0, 0, 0, 1, 1, 1, 1], \"shape\": [2, 2, 2]}}}\n",
+    );
+    assert_eq!(
+        got[0].as_ref().unwrap(),
+        &(vec![1, 2, 2], vec![3.0, 5.0, 7.0, 9.0])
+    );
+    assert_eq!(
+        got[1].as_ref().unwrap(),
+        &(vec![2, 2, 2], vec![1.0, 1.0, 1.0, 1.0, 3.0, 3.0, 3.0, 3.0])
+    );
+}
+
+#[cfg(feature = "run")]
+#[test]
+fn a_reshape_on_a_nested_ensembles_inputs_is_refused_naming_it() {
+    use super::runner::{RunOptions, RunnerError};
+    if !ort_available() {
+        return;
+    }
+    let repo = tempfile::tempdir().unwrap();
+    preprocess_as(repo.path(), "pre", |c| c);
+    let io = "input [ { name: \"Input\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n\
+              output [ { name: \"Output\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n";
+    let write = |name: &str, body: &str| {
+        let d = repo.path().join(name);
+        std::fs::create_dir_all(d.join("1")).unwrap();
+        std::fs::write(
+            d.join("config.pbtxt"),
+            format!("name: \"{name}\"\nplatform: \"ensemble\"\nmax_batch_size: 8\n{body}"),
+        )
+        .unwrap();
+        d
+    };
+    let run = |d: &std::path::Path| {
+        let m = super::model::load_model(d, None).unwrap_or_else(|e| panic!("{e}"));
+        let schema = InputSchema::from_config(&m.cfg).unwrap();
+        let requests = parse_input(
+            "{\"inputs\": {\"Input\": [1, 2, 3, 4]}}\n",
+            "in",
+            &schema,
+            &ParseOptions::default(),
+        )
+        .unwrap()
+        .requests;
+        super::ensemble::run(&m, &requests, &RunOptions::default())
+    };
+    let outer = write(
+        "outer",
+        &format!(
+            "{io}ensemble_scheduling {{ step [ {{ model_name: \"inner\" model_version: -1 \
+             input_map {{ key: \"Input\" value: \"Input\" }} output_map {{ key: \"Output\" value: \"Output\" }} }} ] }}\n"
+        ),
+    );
+    // A reshape on a nested ensemble's input is refused, naming it.
+    write(
+        "inner",
+        &format!(
+            "{}ensemble_scheduling {{ step [ {{ model_name: \"pre\" model_version: -1 \
+             input_map {{ key: \"Input\" value: \"Input\" }} output_map {{ key: \"Output\" value: \"Output\" }} }} ] }}\n",
+            io.replace("dims: [ 4 ] }", "dims: [ 2, 2 ] reshape { shape: [ 4 ] } }")
+        ),
+    );
+    match run(&outer) {
+        Err(RunnerError::Setup(m)) => {
+            assert!(m.contains("nested ensemble 'inner' has a reshape"), "{m}")
+        }
+        Ok(o) => panic!("ran: {:?}", o.results),
+    }
+}
