@@ -15,14 +15,15 @@
 
 use crate::schema::inference::ModelConfig;
 
-/// One tensor's two shapes, without the batch dimension.
+/// One tensor's two shapes, without the batch dimension (the fields of
+/// `crate::model::Io` for a reshaped tensor).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reshape {
     pub name: String,
     /// `dims`: the shape the client sends or receives.
     pub dims: Vec<i64>,
     /// `reshape.shape`: the shape the model takes or gives.
-    pub model: Vec<i64>,
+    pub model_dims: Vec<i64>,
 }
 
 impl Reshape {
@@ -34,7 +35,7 @@ impl Reshape {
                 i.reshape.as_ref().map(|r| Reshape {
                     name: i.name.clone(),
                     dims: i.dims.clone(),
-                    model: r.shape.clone(),
+                    model_dims: r.shape.clone(),
                 })
             })
             .collect()
@@ -48,7 +49,7 @@ impl Reshape {
                 o.reshape.as_ref().map(|r| Reshape {
                     name: o.name.clone(),
                     dims: o.dims.clone(),
-                    model: r.shape.clone(),
+                    model_dims: r.shape.clone(),
                 })
             })
             .collect()
@@ -58,10 +59,10 @@ impl Reshape {
     /// the batch dimension first when `batched`) rewritten from `dims` to
     /// the reshape.
     pub fn to_model(&self, shape: &[i64], batched: bool) -> Result<Vec<i64>, String> {
-        map_shape(shape, batched, &self.dims, &self.model).map_err(|e| {
+        map_shape(shape, batched, &self.dims, &self.model_dims).map_err(|e| {
             format!(
                 "input '{}' with shape {shape:?} cannot take its reshape {:?} (dims {:?}): {e}",
-                self.name, self.model, self.dims
+                self.name, self.model_dims, self.dims
             )
         })
     }
@@ -70,10 +71,10 @@ impl Reshape {
     /// with the batch dimension first when `batched`) rewritten from the
     /// reshape to `dims`.
     pub fn to_client(&self, shape: &[i64], batched: bool) -> Result<Vec<i64>, String> {
-        map_shape(shape, batched, &self.model, &self.dims).map_err(|e| {
+        map_shape(shape, batched, &self.model_dims, &self.dims).map_err(|e| {
             format!(
                 "output '{}' with shape {shape:?} does not match its reshape {:?} (dims {:?}): {e}",
-                self.name, self.model, self.dims
+                self.name, self.model_dims, self.dims
             )
         })
     }
@@ -140,11 +141,11 @@ pub fn map_shape(
 mod tests {
     use super::*;
 
-    fn r(dims: &[i64], model: &[i64]) -> Reshape {
+    fn r(dims: &[i64], model_dims: &[i64]) -> Reshape {
         Reshape {
             name: "X".into(),
             dims: dims.to_vec(),
-            model: model.to_vec(),
+            model_dims: model_dims.to_vec(),
         }
     }
 

@@ -978,7 +978,7 @@ fn a_reshape_on_a_nested_ensembles_inputs_is_refused_naming_it() {
         let m = super::model::load_model(d, None).unwrap_or_else(|e| panic!("{e}"));
         let schema = InputSchema::from_config(&m.cfg).unwrap();
         let requests = parse_input(
-            "{\"inputs\": {\"Input\": [1, 2, 3, 4]}}\n",
+            "{\"inputs\": {\"Input\": [[1, 2], [3, 4]]}}\n",
             "in",
             &schema,
             &ParseOptions::default(),
@@ -987,11 +987,13 @@ fn a_reshape_on_a_nested_ensembles_inputs_is_refused_naming_it() {
         .requests;
         super::ensemble::run(&m, &requests, &RunOptions::default())
     };
+    // The outer ensemble's tensors have the inner one's dims.
     let outer = write(
         "outer",
         &format!(
-            "{io}ensemble_scheduling {{ step [ {{ model_name: \"inner\" model_version: -1 \
-             input_map {{ key: \"Input\" value: \"Input\" }} output_map {{ key: \"Output\" value: \"Output\" }} }} ] }}\n"
+            "{}ensemble_scheduling {{ step [ {{ model_name: \"inner\" model_version: -1 \
+             input_map {{ key: \"Input\" value: \"Input\" }} output_map {{ key: \"Output\" value: \"Output\" }} }} ] }}\n",
+            io.replace("dims: [ 4 ]", "dims: [ 2, 2 ]")
         ),
     );
     // A reshape on a nested ensemble's input is refused, naming it.
