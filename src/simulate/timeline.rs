@@ -466,7 +466,11 @@ pub fn render(settings: &Settings, tl: &Timeline) -> String {
         );
         // Lanes are the scheduler's instances; the label numbers them as
         // `summary.instances` does (passive instances included).
-        let listed = settings.active.get(l.instance).copied().unwrap_or(l.instance);
+        let listed = settings
+            .active
+            .get(l.instance)
+            .copied()
+            .unwrap_or(l.instance);
         let name = match l.slot {
             Some(s) => format!("instance {listed} · slot {s}"),
             None => format!("instance {listed}"),
