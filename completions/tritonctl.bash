@@ -439,7 +439,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__run)
-            opts="-i -q -v -h -V --input --sequence --device --model-version --format --profile --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-i -q -v -h -V --input --sequence --device --model-version --gpus --format --profile --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -458,6 +458,10 @@ _tritonctl() {
                     return 0
                     ;;
                 --model-version)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gpus)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -485,7 +489,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__simulate)
-            opts="-q -v -h -V --config --trace --latency --format --timeline --timeline-window --timeline-max-batches --timeline-queue --sweep --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-q -v -h -V --config --trace --latency --format --timeline --timeline-window --timeline-max-batches --timeline-queue --sweep --gpus --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -520,6 +524,10 @@ _tritonctl() {
                     return 0
                     ;;
                 --sweep)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gpus)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -631,7 +639,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__validate)
-            opts="-q -v -h -V --format --strict --allow --deny --platform-default --known-backend --gpus --min-compute-capability --disable-auto-complete-config --exit-zero --config --no-config --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-q -v -h -V --format --strict --allow --deny --platform-default --known-backend --gpus --min-compute-capability --disable-auto-complete-config --exit-zero --config --no-config --print-config --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -7,9 +7,15 @@ Sub-commands (scripts/triton-oracle drives them):
            one small model repository per group under WORK/sample/
   triton   start a real tritonserver (127.0.0.1 only, explicit model control),
            load every group, classify Triton's verdict per model and write
-           WORK/triton-verdicts.tsv
+           WORK/triton-verdicts.tsv; keep the config of every model that
+           loaded (GET /v2/models/<m>/config) in WORK/configs/
   compare  run `tritonctl validate --format json` on every group and compare
-           its errors with Triton's verdicts (exit 1 on any false alarm)
+           its errors with Triton's verdicts (exit 1 on any false alarm),
+           then the loaded configs (config-diff)
+  config-diff
+           only the loaded-config comparison: `tritonctl validate
+           --print-config` against Triton's configs, field by field
+           (WORK/config-diff.tsv; exit 1 on an unexplained difference)
   export   Triton's verdicts keyed by corpus file (testdata/oracle format)
 
 Everything here is standard library, except that `prepare` needs the
@@ -211,6 +217,42 @@ def resolve_group(root, by_repo_name):
     return members, sorted(set(missing)), need_versions
 
 
+def extra_groups(models_dir, sample_dir, first, cls):
+    """One group per model directory under `models_dir` (hand-written cases
+    with their data files, see testdata/oracle/models/README.md), copied as
+    they are; `file` is the path of their config.pbtxt relative to the
+    crate."""
+    from google.protobuf import text_format
+
+    crate = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    groups = []
+    for name in sorted(os.listdir(models_dir)):
+        mdir = os.path.join(models_dir, name)
+        cfg_path = os.path.join(mdir, "config.pbtxt")
+        if not os.path.isfile(cfg_path):
+            continue
+        with open(cfg_path, encoding="utf-8") as fh:
+            cfg = cls()
+            text_format.Parse(fh.read(), cfg)
+        rel = os.path.relpath(cfg_path, crate)
+        info = describe({"file": rel, "repo": "tritonctl",
+                         "path_in_repo": f"{name}/config.pbtxt",
+                         "flags": ""}, cfg)
+        gid = f"g{first + len(groups):04d}"
+        shutil.copytree(mdir, os.path.join(sample_dir, gid, name))
+        groups.append({
+            "group": gid, "root": name, "root_file": rel, "repo": "tritonctl",
+            "ensemble": info["ensemble"], "missing": [], "extra": True,
+            "members": [{"dir": name, "file": rel,
+                         "backend": info["derived_backend"],
+                         "n_inputs": info["n_inputs"],
+                         "n_outputs": info["n_outputs"]}],
+        })
+    log(f"prepare: {len(groups)} hand-written models from {models_dir}")
+    return groups
+
+
 def cmd_prepare(args):
     corpus = args.corpus
     cls = model_config_class(os.path.join(corpus, "model_config.desc"))
@@ -302,6 +344,8 @@ def cmd_prepare(args):
                 for d, i in members.items()
             ],
         })
+    for models_dir in args.models:
+        groups.extend(extra_groups(models_dir, sample_dir, len(groups), cls))
     backends = sorted({m["backend"] for g in groups for m in g["members"]
                        if m["backend"]})
     plan = {"corpus": os.path.abspath(corpus), "groups": groups,
@@ -710,6 +754,10 @@ def run_group(server, group, timeout):
                 verdict, tag = "env", "needs-backend-autocomplete"
         result = {"verdict": verdict, "tag": tag, "message": message}
     result["seconds"] = elapsed
+    # the configs as Triton holds them after the load (defaults filled in,
+    # auto-complete applied), for every model of the group that loaded;
+    # fetched before the unload
+    result["configs"] = fetch_configs(server, names, timeout)
     # no machine paths in the verdicts
     result["message"] = result["message"].replace(
         server.live + os.sep, "<repository>/").replace(
@@ -743,6 +791,21 @@ def run_group(server, group, timeout):
         if d not in busy:
             shutil.rmtree(os.path.join(server.live, d), ignore_errors=True)
     return result, busy
+
+
+def fetch_configs(server, names, timeout):
+    """name -> Triton's `GET /v2/models/<name>/config` JSON (as text) for the
+    models of `names` that are loaded; the others answer 400."""
+    out = {}
+    for d in names:
+        path = "/v2/models/" + urllib.parse.quote(d, safe="") + "/config"
+        try:
+            code, body = server.request("GET", path, timeout=timeout)
+        except (OSError, LoadTimeout):
+            continue
+        if code == 200:
+            out[d] = json.loads(body)
+    return out
 
 
 def busy_names(index, names):
@@ -909,6 +972,10 @@ def cmd_triton(args):
     finally:
         server.stop()
 
+    write_configs(args.work, groups, results)
+    with open(os.path.join(args.work, "triton-run.json"), "w") as fh:
+        json.dump({"disable_auto_complete": bool(args.disable_auto_complete),
+                   "real_python": bool(args.real_python)}, fh)
     out = os.path.join(args.work, "triton-verdicts.tsv")
     with open(out, "w", encoding="utf-8") as fh:
         fh.write("\t".join(VERDICT_COLUMNS) + "\n")
@@ -929,6 +996,25 @@ def cmd_triton(args):
         f"({state['restarts']} server restarts) -> {out}")
     for k in sorted(counts):
         log(f"  {k:40s} {counts[k]}")
+
+
+def write_configs(work, groups, results):
+    """WORK/configs/<group>.json: {model directory: Triton's loaded config}
+    for every group where at least one model loaded."""
+    cdir = os.path.join(work, "configs")
+    if os.path.exists(cdir):
+        shutil.rmtree(cdir)
+    os.makedirs(cdir)
+    n_models = 0
+    for g in groups:
+        configs = results.get(g["group"], {}).get("configs")
+        if not configs:
+            continue
+        n_models += len(configs)
+        with open(os.path.join(cdir, g["group"] + ".json"), "w",
+                  encoding="utf-8") as fh:
+            json.dump(configs, fh, indent=1, sort_keys=True)
+    log(f"triton: {n_models} loaded configs -> {cdir}")
 
 
 def one_line(s):
@@ -960,8 +1046,19 @@ def strip_code(msg):
     return CODE_PREFIX.sub("", msg)
 
 
-def run_tritonctl(binary, gdir):
-    proc = subprocess.run([binary, "validate", "--format", "json", gdir],
+def triton_run_settings(work):
+    """The server settings the triton step recorded ({} for older runs)."""
+    path = os.path.join(work, "triton-run.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def run_tritonctl(binary, gdir, disable_auto_complete=False):
+    flags = ["--disable-auto-complete-config"] if disable_auto_complete else []
+    proc = subprocess.run([binary, "validate", "--format", "json"] + flags
+                          + [gdir],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           stdin=subprocess.DEVNULL, timeout=60)
     out = proc.stdout.decode("utf-8", "replace")
@@ -1004,10 +1101,12 @@ def cmd_compare(args):
 
     sample = os.path.join(args.work, "sample")
     groups = [g for g in plan["groups"] if g["group"] in verdicts]
+    # tritonctl assumes the server the verdicts came from
+    no_ac = bool(triton_run_settings(args.work).get("disable_auto_complete"))
 
     def one(g):
         gdir = os.path.join(sample, g["group"])
-        doc, err = run_tritonctl(args.tritonctl, gdir)
+        doc, err = run_tritonctl(args.tritonctl, gdir, no_ac)
         if doc is None:
             return g, None, None, err
         members = {m["dir"]: diagnostics_for(doc, gdir, m["dir"]) or []
@@ -1026,7 +1125,7 @@ def cmd_compare(args):
         v = verdicts[g["group"]]
         row = {"group": g["group"], "file": g["root_file"], "model": g["root"],
                "triton": v["verdict"], "tag": v["tag"],
-               "triton_message": v["message"]}
+               "triton_message": v["message"], "extra": g.get("extra", False)}
         if diags is None:
             row["outcome"] = "tritonctl-failed"
             row["ours"] = err
@@ -1043,9 +1142,17 @@ def cmd_compare(args):
         row["ours_parse"] = parse
         row["ours_members"] = member_errs
         tm = strip_code(v["message"])
+        # Triton's paths were written as <repository>/ in the verdicts
+        gdir = os.path.join(sample, g["group"]) + os.sep
+
+        def ours(text):
+            # (the verdicts drop trailing blanks, as after "... got []. ")
+            return text.replace(gdir, "<repository>/").strip() \
+                if text else text
         row["message_match"] = any(
-            tm and (d.get("triton_message") == tm or d.get("message") == tm
-                    or (d.get("triton_message") or "\0") in tm)
+            tm and (ours(d.get("triton_message")) == tm
+                    or ours(d.get("message")) == tm
+                    or (ours(d.get("triton_message")) or "\0") in tm)
             for d in sem + other + [d for _, d in member_errs])
         if parse:
             row["outcome"] = "parser-false-alarm"
@@ -1065,7 +1172,14 @@ def cmd_compare(args):
         rows.append(row)
 
     write_comparison(args, rows)
-    return print_report(rows)
+    status = print_report(rows, no_ac)
+    if os.path.isdir(os.path.join(args.work, "configs")):
+        print()
+        status = max(status, compare_configs(args, plan))
+    else:
+        log("compare: no WORK/configs (Triton run by an older oracle): "
+            "loaded configs not compared")
+    return status
 
 
 def blamed_models(message):
@@ -1102,7 +1216,7 @@ def write_comparison(args, rows):
     log(f"compare: details in {out}")
 
 
-def print_report(rows):
+def print_report(rows, no_ac=False):
     def count(kind, tag=None):
         return sum(1 for r in rows if r["outcome"] == kind
                    and (tag is None or r["tag"] == tag))
@@ -1120,7 +1234,8 @@ def print_report(rows):
         count("parser-false-alarm")
     matched = sum(1 for r in rows
                   if r["outcome"] == "agree-error" and r.get("message_match"))
-    print("Triton 2.51 (real server) vs tritonctl validate")
+    print("Triton 2.51 (real server) vs tritonctl validate"
+          + (" --disable-auto-complete-config" if no_ac else ""))
     print(f"  models compared   {len(rows)}")
     print(f"  agree             {agree}")
     print(f"    both accept     {count('agree-accept')}")
@@ -1136,6 +1251,15 @@ def print_report(rows):
     print(f"  unverified        {count('unverified')}"
           f"  (Triton stopped for an environment reason: {by_tag('unverified')})")
     print(f"  tritonctl failed  {count('tritonctl-failed')}")
+    extra = [r for r in rows if r.get("extra")]
+    if extra:
+        errs = [r for r in extra if r["outcome"] == "agree-error"]
+        exact = [r for r in errs if r.get("message_match")]
+        agree = sum(1 for r in extra
+                    if r["outcome"] in ("agree-accept", "agree-error"))
+        print(f"  of which hand-written models (testdata/oracle/models): "
+              f"{len(extra)}, agree {agree}, both error {len(errs)} "
+              f"(Triton's exact message among ours: {len(exact)})")
 
     def section(title, select, show):
         sel = sorted((r for r in rows if select(r)),
@@ -1166,6 +1290,11 @@ def print_report(rows):
         print(f"    triton ({r['tag']}): {r['triton_message'][:200]}")
         show_ours(r)
 
+    def show_inexact(r):
+        print(f"    triton: {r['triton_message']}")
+        for d in r.get("ours_other", []) + r.get("ours_semantic", []):
+            print(f"    ours:   {fmt_diag(d)}")
+
     section("FALSE ALARMS", lambda r: r["outcome"] == "false-alarm", show_fa)
     section("PARSE ERRORS ON VALID FILES",
             lambda r: r["outcome"] == "parser-false-alarm",
@@ -1176,12 +1305,343 @@ def print_report(rows):
     section("UNVERIFIED, WITH SEMANTIC ERRORS FROM US (check by hand)",
             lambda r: r["outcome"] == "unverified" and r.get("ours_semantic"),
             show_unverified)
+    # the hand-written models are there for their messages: Triton's must
+    # be among ours
+    section("HAND-WRITTEN MODELS WITHOUT TRITON'S EXACT MESSAGE",
+            lambda r: r.get("extra") and r["outcome"] == "agree-error"
+            and not r.get("message_match"), show_inexact)
+    inexact = sum(1 for r in rows if r.get("extra")
+                  and r["outcome"] == "agree-error"
+                  and not r.get("message_match"))
+    extra_miss = sum(1 for r in rows if r.get("extra")
+                     and r["outcome"] not in ("agree-accept", "agree-error"))
     fails = count("false-alarm") + count("parser-false-alarm") + \
-        count("tritonctl-failed")
+        count("tritonctl-failed") + inexact + extra_miss
     print()
     print("result: " + ("FAIL" if fails else "ok") +
           f" ({count('false-alarm')} false alarms)")
     return 1 if fails else 0
+
+
+# --------------------------------------------------------------------------
+# compare: loaded configs (`GET /v2/models/<m>/config` against
+# `tritonctl validate --print-config`)
+# --------------------------------------------------------------------------
+
+EXPLAINED = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                         "config-diff-explained.tsv")
+
+
+def read_explained(path=EXPLAINED):
+    """field path -> [(values regex or None, reason)]. Lines:
+    `path<TAB>reason[<TAB>values]`, `#` comments; `values`, when given, is a
+    regular expression that `<Triton's value> | <ours>` must match (values as
+    in config-diff.tsv) for the line to explain the difference."""
+    out = {}
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = line.split("\t")
+            if len(parts) not in (2, 3) or not parts[1].strip():
+                raise SystemExit(
+                    f"{path}:{n}: expected 'path<TAB>reason[<TAB>values]'")
+            try:
+                when = re.compile(parts[2]) if len(parts) == 3 else None
+            except re.error as exc:
+                raise SystemExit(f"{path}:{n}: bad regular expression: {exc}")
+            out.setdefault(parts[0].strip(), []).append(
+                (when, parts[1].strip()))
+    return out
+
+
+def explanation(explained, path, triton_value, our_value):
+    """The reason that explains this difference, or ''."""
+    values = (f"{short_value(triton_value, 1000)} | "
+              f"{short_value(our_value, 1000)}")
+    for when, reason in explained.get(generic_path(path), []):
+        if when is None or when.fullmatch(values):
+            return reason
+    return ""
+
+
+def generic_path(path):
+    """`input[2].dims` -> `input[].dims`, `parameters{k}.string_value` ->
+    `parameters{}.string_value`: the key the differences are counted by."""
+    return re.sub(r"\{[^}]*\}", "{}", re.sub(r"\[\d+\]", "[]", path))
+
+
+def short_value(v, limit=80):
+    s = json.dumps(v, sort_keys=True) if not isinstance(v, str) else v
+    return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+def proto_diff(a, b, path=""):
+    """Differences between two messages of one type: a list of
+    (field path, value in a, value in b). Repeated messages are compared
+    element by element, maps key by key, repeated scalars as a whole; a
+    singular message field set on one side only is `<unset>` on the other
+    (Triton prints every set message, even an empty one)."""
+    from google.protobuf import json_format
+    from google.protobuf.descriptor import FieldDescriptor as FD
+
+    def to_plain(msg):
+        return json_format.MessageToDict(msg, preserving_proto_field_name=True)
+
+    out = []
+    for f in a.DESCRIPTOR.fields:
+        p = f"{path}.{f.name}" if path else f.name
+        va, vb = getattr(a, f.name), getattr(b, f.name)
+        is_msg = f.type == FD.TYPE_MESSAGE
+        if f.message_type is not None and f.message_type.GetOptions().map_entry:
+            vf = f.message_type.fields_by_name["value"]
+            for k in sorted(set(va) | set(vb), key=str):
+                kp = f"{p}{{{k}}}"
+                if k not in va or k not in vb:
+                    def one(m):
+                        if k not in m:
+                            return "<absent>"
+                        v = m[k]
+                        return to_plain(v) if vf.type == FD.TYPE_MESSAGE else v
+                    out.append((kp, one(va), one(vb)))
+                elif vf.type == FD.TYPE_MESSAGE:
+                    out.extend(proto_diff(va[k], vb[k], kp))
+                elif va[k] != vb[k]:
+                    out.append((kp, va[k], vb[k]))
+        elif is_repeated(f):
+            if is_msg:
+                for i in range(max(len(va), len(vb))):
+                    ip = f"{p}[{i}]"
+                    if i >= len(va) or i >= len(vb):
+                        out.append((ip,
+                                    to_plain(va[i]) if i < len(va) else "<absent>",
+                                    to_plain(vb[i]) if i < len(vb) else "<absent>"))
+                    else:
+                        out.extend(proto_diff(va[i], vb[i], ip))
+            elif list(va) != list(vb):
+                out.append((p, enum_names(f, va), enum_names(f, vb)))
+        elif is_msg:
+            ha, hb = a.HasField(f.name), b.HasField(f.name)
+            if ha and hb:
+                out.extend(proto_diff(va, vb, p))
+            elif ha != hb:
+                out.append((p, to_plain(va) if ha else "<unset>",
+                            to_plain(vb) if hb else "<unset>"))
+        elif va != vb:
+            out.append((p, enum_names(f, va), enum_names(f, vb)))
+    return out
+
+
+def is_repeated(field):
+    rep = getattr(field, "is_repeated", None)  # protobuf >= 5 (label is gone)
+    return rep if rep is not None else field.label == field.LABEL_REPEATED
+
+
+def enum_names(field, value):
+    if field.enum_type is None:
+        return list(value) if not isinstance(value, (str, bytes, int, float,
+                                                     bool)) else value
+    def name(v):
+        ev = field.enum_type.values_by_number.get(v)
+        return ev.name if ev else v
+    if isinstance(value, int):
+        return name(value)
+    return [name(v) for v in value]
+
+
+def decode_json_stream(text):
+    """Every JSON value in `text`: one pretty-printed object, or JSON Lines."""
+    dec = json.JSONDecoder()
+    out, i = [], 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            return out
+        obj, i = dec.raw_decode(text, i)
+        out.append(obj)
+
+
+def batches_of(items, size):
+    """Chunks of at most `size` items whose model names are distinct, so that
+    a model tritonctl prints nothing for cannot shift the others."""
+    batch, names = [], set()
+    for it in items:
+        if len(batch) >= size or it[1] in names:
+            yield batch
+            batch, names = [], set()
+        batch.append(it)
+        names.add(it[1])
+    if batch:
+        yield batch
+
+
+def print_configs(binary, dirs, disable_auto_complete):
+    """Run `tritonctl validate --print-config DIR... --format json`; returns
+    (list of JSON objects printed, exit code, stderr)."""
+    cmd = [binary, "validate", "--format", "json"]
+    if disable_auto_complete:
+        cmd.append("--disable-auto-complete-config")
+    # the directories right after the flag: works whether --print-config
+    # takes them as its values or is a switch before the positional ones
+    proc = subprocess.run(cmd + ["--print-config"] + dirs,
+                          stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                          timeout=120)
+    text = proc.stdout.decode("utf-8", "replace")
+    try:
+        objs = decode_json_stream(text)
+    except ValueError as exc:
+        objs = None
+        err = f"not JSON ({exc}): {text[:200]}"
+        return objs, proc.returncode, err
+    return objs, proc.returncode, proc.stderr.decode("utf-8", "replace")
+
+
+def compare_configs(args, plan):
+    """Triton's loaded config of every model it loaded against tritonctl's
+    printed loaded config, field by field. Writes WORK/config-diff.tsv;
+    1 when a difference is not in the explained list or tritonctl prints no
+    config for a model Triton loaded, else 0."""
+    from google.protobuf import json_format
+
+    cls = model_config_class(os.path.join(plan["corpus"], "model_config.desc"))
+    explained = read_explained(args.explained or EXPLAINED)
+    no_ac = bool(triton_run_settings(args.work).get("disable_auto_complete"))
+    cdir = os.path.join(args.work, "configs")
+    sample = os.path.join(args.work, "sample")
+    t0 = time.time()
+
+    items = []  # (group, model dir, Triton's JSON)
+    for g in plan["groups"]:
+        p = os.path.join(cdir, g["group"] + ".json")
+        if not os.path.exists(p):
+            continue
+        with open(p, encoding="utf-8") as fh:
+            for model, cfg in sorted(json.load(fh).items()):
+                items.append((g["group"], model, cfg))
+
+    def run_batch(batch):
+        dirs = [os.path.join(sample, g, m) for g, m, _ in batch]
+        objs, code, err = print_configs(args.tritonctl, dirs, no_ac)
+        res = {}
+        if objs is None:
+            for g, m, _ in batch:
+                res[(g, m)] = (None, f"exit {code}: {err.strip()[:300]}")
+            return res
+        # match the printed configs to the directories in argument order,
+        # by name (a directory tritonctl refuses prints nothing)
+        j = 0
+        for g, m, _ in batch:
+            if j < len(objs) and isinstance(objs[j], dict) \
+                    and objs[j].get("name") == m:
+                res[(g, m)] = (objs[j], None)
+                j += 1
+            else:
+                # the diagnostics about this model, when they can be told
+                # apart from the others of the batch
+                mine = [ln for ln in err.splitlines()
+                        if f"/{g}/{m}/" in ln or f"'{m}'" in ln]
+                res[(g, m)] = (None, f"no config printed (exit {code}): "
+                               + one_line("\n".join(mine) or err.strip())[:300])
+        if j < len(objs):
+            for g, m, _ in batch:
+                if res[(g, m)][0] is None:
+                    res[(g, m)] = (None, "printed configs do not match the "
+                                   "directories given")
+        return res
+
+    printed = {}
+    with ThreadPoolExecutor(max_workers=args.jobs) as ex:
+        for res in ex.map(run_batch, list(batches_of(items, 64))):
+            printed.update(res)
+
+    rows = []       # (group, model, path, triton, ours, reason)
+    refused = []    # (group, model, why)
+    identical = differing = 0
+    for g, m, tcfg in items:
+        ours, why = printed[(g, m)]
+        if ours is None:
+            refused.append((g, m, why))
+            continue
+        a, b = cls(), cls()
+        try:
+            json_format.ParseDict(tcfg, a, ignore_unknown_fields=True)
+        except json_format.ParseError as exc:
+            refused.append((g, m, f"Triton's JSON does not parse: {exc}"))
+            continue
+        try:
+            json_format.ParseDict(ours, b, ignore_unknown_fields=True)
+        except json_format.ParseError as exc:
+            refused.append((g, m, f"our JSON does not parse: {exc}"))
+            continue
+        diffs = proto_diff(a, b)
+        if not diffs:
+            identical += 1
+            continue
+        differing += 1
+        for path, tv, ov in diffs:
+            rows.append((g, m, path, tv, ov,
+                         explanation(explained, path, tv, ov)))
+
+    out = os.path.join(args.work, "config-diff.tsv")
+    with open(out, "w", encoding="utf-8") as fh:
+        fh.write("group\tmodel\tpath\ttriton\ttritonctl\texplained\n")
+        for g, m, path, tv, ov, reason in rows:
+            fh.write("\t".join([g, m, path, one_line(short_value(tv, 1000)),
+                                one_line(short_value(ov, 1000)),
+                                reason or "-"]) + "\n")
+        for g, m, why in refused:
+            fh.write("\t".join([g, m, "<no config>", "loaded",
+                                one_line(why), "-"]) + "\n")
+
+    table = {}
+    for g, m, path, tv, ov, reason in rows:
+        key = generic_path(path)
+        ent = table.setdefault(key, {"count": 0, "models": set(),
+                                     "example": (g, m, path, tv, ov),
+                                     "reason": reason})
+        ent["count"] += 1
+        ent["models"].add((g, m))
+    unexplained = sorted(k for k, e in table.items() if not e["reason"])
+    with_unexplained = {(g, m) for g, m, _, _, _, r in rows if not r}
+
+    print("Triton 2.51 loaded configs (GET /v2/models/<m>/config) vs "
+          "tritonctl validate --print-config"
+          + (" --disable-auto-complete-config" if no_ac else ""))
+    print(f"  models compared   {len(items)}  (every model Triton loaded)")
+    print(f"  identical         {identical}")
+    print(f"  differing         {differing}  "
+          f"({len(with_unexplained)} with an unexplained difference)")
+    print(f"  no config printed {len(refused)}  "
+          "(tritonctl refuses a model Triton loads)")
+    print(f"  time              {time.time() - t0:.1f}s")
+    if table:
+        print()
+        print(f"  {'field path':44s} {'models':>6s}  example (group/model: "
+              "Triton | tritonctl)")
+        for key in sorted(table, key=lambda k: (-len(table[k]["models"]), k)):
+            e = table[key]
+            g, m, path, tv, ov = e["example"]
+            mark = "  " if e["reason"] else "! "
+            print(f"{mark}{key:44s} {len(e['models']):6d}  {g}/{m} {path}: "
+                  f"{short_value(tv, 50)} | {short_value(ov, 50)}")
+            if e["reason"]:
+                print(f"  {'':44s} {'':6s}  explained: {e['reason']}")
+    if refused:
+        print()
+        print(f"NO CONFIG PRINTED ({len(refused)}):")
+        for g, m, why in refused[:30]:
+            print(f"- {g}/{m}: {why[:240]}")
+        if len(refused) > 30:
+            print(f"  ... {len(refused) - 30} more in {out}")
+    fail = bool(unexplained) or bool(refused)
+    print()
+    print("loaded configs: " + ("FAIL" if fail else "ok") +
+          f" ({len(unexplained)} unexplained field paths, {len(refused)} "
+          f"models without a printed config); details in {out}")
+    return 1 if fail else 0
 
 
 def cmd_export(args):
@@ -1206,11 +1666,14 @@ def cmd_export(args):
         fh.write("file\tmodel_dir\tverdict\ttag\tcomposing\tmessage\n")
         for r in sorted(rows, key=lambda r: r["file"]):
             g = groups[r["group"]]
+            if g.get("extra"):
+                continue  # hand-written models are not corpus files
             comp = ",".join(f"{m['dir']}={short(m['file'])}"
                             for m in g["members"] if m["dir"] != g["root"])
             fh.write("\t".join([short(r["file"]), r["model"], r["verdict"],
                                 r["tag"], comp or "-", r["message"]]) + "\n")
-    log(f"export: {len(rows)} verdicts -> {args.out}")
+    log(f"export: {sum(1 for r in rows if not groups[r['group']].get('extra'))}"
+        f" verdicts -> {args.out}")
 
 
 # --------------------------------------------------------------------------
@@ -1225,6 +1688,9 @@ def main():
     p.add_argument("--work", required=True)
     p.add_argument("--sample", type=int, default=0)
     p.add_argument("--no-ensembles", action="store_true")
+    p.add_argument("--models", action="append", default=[],
+                   help="also load every model directory under this "
+                        "directory, as it is (repeatable)")
 
     p = sub.add_parser("triton")
     p.add_argument("--work", required=True)
@@ -1253,6 +1719,16 @@ def main():
     p.add_argument("--work", required=True)
     p.add_argument("--tritonctl", required=True)
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--explained", default="",
+                   help="explained loaded-config differences (default "
+                        "config-diff-explained.tsv next to this script)")
+
+    p = sub.add_parser("config-diff",
+                       help="only the loaded-config comparison of compare")
+    p.add_argument("--work", required=True)
+    p.add_argument("--tritonctl", required=True)
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--explained", default="")
 
     p = sub.add_parser("export")
     p.add_argument("--work", required=True)
@@ -1268,6 +1744,9 @@ def main():
     if args.cmd == "export":
         cmd_export(args)
         return 0
+    if args.cmd == "config-diff":
+        with open(os.path.join(args.work, "plan.json")) as fh:
+            return compare_configs(args, json.load(fh))
     return cmd_compare(args)
 
 

@@ -6,12 +6,15 @@
 //! The runner itself (scheduler core on a real clock + ONNX Runtime
 //! sessions) is assembled from these in the `run` command.
 
+#[cfg(feature = "run")]
+pub mod devices;
 pub mod doctor;
 #[cfg(feature = "run")]
 pub mod ensemble;
 pub mod input;
 pub mod model;
 pub mod output;
+pub mod reshape;
 #[cfg(feature = "run")]
 pub mod runner;
 #[cfg(feature = "run")]

@@ -89,9 +89,16 @@ pub fn write_json(
     out: &mut dyn Write,
     stats: &mut Stats,
     summary: &Summary,
-    sequence: bool,
+    settings: &Settings,
     controls: Option<&ControlSpec>,
 ) -> Result<(), Error> {
+    let sequence = matches!(
+        settings.kind,
+        SchedulerKind::Direct(_) | SchedulerKind::Oldest(_)
+    );
+    // The scheduler numbers the instances it gives work to; the output
+    // indexes every instance Triton creates (`summary.instances`).
+    let listed = |i: usize| settings.active.get(i).copied().unwrap_or(i);
     stats.batches.sort_by_key(|b| b.id);
     let mut batches = Vec::with_capacity(stats.batches.len());
     for b in &stats.batches {
@@ -107,7 +114,7 @@ pub fn write_json(
         };
         batches.push(BatchOut {
             id: b.id,
-            instance: b.instance,
+            instance: listed(b.instance),
             start_us: b.start_us,
             end_us: b.end_us,
             size: b.size,
@@ -126,7 +133,7 @@ pub fn write_json(
                 arrival_us: r.arrival_us,
                 start_us: r.start_us,
                 end_us: r.end_us,
-                instance: r.instance,
+                instance: r.instance.map(listed),
                 slot: r.slot,
                 batch: r.batch,
                 status: r.status,
@@ -156,13 +163,22 @@ pub fn write_human(out: &mut dyn Write, settings: &Settings, s: &Summary) -> Res
         SchedulerKind::Direct(_) => "sequence batching (direct)",
         SchedulerKind::Oldest(_) => "sequence batching (oldest)",
     };
+    let passive = settings
+        .instance_list
+        .len()
+        .saturating_sub(settings.instances);
     writeln!(
         out,
-        "model '{}': {scheduler}, max_batch_size {}, {} instance{}",
+        "model '{}': {scheduler}, max_batch_size {}, {} instance{}{}",
         Untrusted(&settings.model),
         settings.max_batch_size,
         settings.instances,
-        if settings.instances == 1 { "" } else { "s" }
+        if settings.instances == 1 { "" } else { "s" },
+        if passive > 0 {
+            format!(" (and {passive} passive, never given work)")
+        } else {
+            String::new()
+        }
     )?;
     let mut t = new_table();
     t.set_header(vec![
@@ -217,16 +233,31 @@ pub fn write_human(out: &mut dyn Write, settings: &Settings, s: &Summary) -> Res
     }
 
     let mut t = new_table();
-    t.set_header(vec!["instance", "batches", "busy (µs)", "utilisation"]);
+    t.set_header(vec![
+        "instance",
+        "name",
+        "device",
+        "batches",
+        "busy (µs)",
+        "utilisation",
+    ]);
     for i in &s.instances {
+        let name = if i.passive {
+            format!("{} (passive)", display::escape(&i.name))
+        } else {
+            display::escape(&i.name).into_owned()
+        };
         t.add_row(vec![
             i.instance.to_string(),
+            name,
+            i.device.clone(),
             i.batches.to_string(),
             i.busy_us.to_string(),
             format!("{:.1}%", 100.0 * i.utilization),
         ]);
     }
-    right_align(&mut t, 0..4, CellAlignment::Right);
+    right_align(&mut t, 0..1, CellAlignment::Right);
+    right_align(&mut t, 3..6, CellAlignment::Right);
     writeln!(out, "{t}")?;
 
     if !s.reasons.is_empty() {

@@ -309,6 +309,84 @@ model_warmup [ { name: "w" batch_size: 1 inputs { key: "A" value { data_type: TY
         assert!(missing.contains(&"E0906"), "{missing:?}");
     }
 
+    const STRING_WARMUP_MODEL: &str = r#"
+name: "wms"
+backend: "onnxruntime"
+max_batch_size: 8
+input [ { name: "TEXT" data_type: TYPE_STRING dims: [ 3 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] } ]
+sequence_batching {
+  control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ]
+}
+model_warmup [ {
+  name: "w" batch_size: 1
+  inputs { key: "TEXT" value { data_type: TYPE_STRING dims: [ 3 ] input_data_file: "text" } }
+  inputs { key: "START" value { data_type: TYPE_STRING dims: [ 1 ] input_data_file: "start" } }
+} ]
+"#;
+
+    /// Triton's serialized strings: a 4-byte little-endian length before each.
+    fn serialized(items: &[&str]) -> Vec<u8> {
+        items
+            .iter()
+            .flat_map(|s| {
+                let mut v = (s.len() as u32).to_le_bytes().to_vec();
+                v.extend_from_slice(s.as_bytes());
+                v
+            })
+            .collect()
+    }
+
+    /// E0911 and its message for the warmup file `text` of STRING_WARMUP_MODEL.
+    fn string_file_messages(text: &[u8]) -> Vec<String> {
+        let tmp = tempfile::tempdir().expect("temporary directory");
+        let dir = tmp.path().join("wms");
+        std::fs::create_dir_all(dir.join("warmup")).unwrap();
+        std::fs::create_dir_all(dir.join("1")).unwrap();
+        std::fs::write(dir.join("1/model.onnx"), b"x").unwrap();
+        std::fs::write(dir.join("warmup/text"), text).unwrap();
+        // a control input is passed to the backend unchecked: any bytes do
+        std::fs::write(dir.join("warmup/start"), b"x").unwrap();
+        std::fs::write(dir.join("config.pbtxt"), STRING_WARMUP_MODEL).unwrap();
+        let report = check_config_file(
+            "config.pbtxt".into(),
+            STRING_WARMUP_MODEL.as_bytes().to_vec(),
+            Some(Path::new(&dir)),
+            &ServerOptions::default(),
+        );
+        report
+            .diagnostics
+            .iter()
+            .filter(|d| d.code() == "E0911")
+            .map(|d| d.triton_message.clone().unwrap_or_default())
+            .collect()
+    }
+
+    /// The messages are those Triton 2.51 gave when it loaded these warmup
+    /// files (a stand-in backend; the check is the core's request check).
+    #[test]
+    fn warmup_string_data_file() {
+        assert!(string_file_messages(&serialized(&["a", "", "ccc"])).is_empty());
+        assert_eq!(
+            string_file_messages(&serialized(&["a", ""])),
+            ["[request id: <id_unknown>] expected 3 string elements for inference input 'TEXT' for model 'wms', got 2"]
+        );
+        assert_eq!(
+            string_file_messages(&serialized(&["a", "b", "c", "d"])),
+            ["[request id: <id_unknown>] unexpected number of string elements 4 for inference input 'TEXT' for model 'wms', expecting 3"]
+        );
+        let mut partial = serialized(&["a"]);
+        partial.extend_from_slice(&[0, 0]);
+        assert_eq!(
+            string_file_messages(&partial),
+            ["[request id: <id_unknown>] incomplete string length indicator for inference input 'TEXT' for model 'wms', expecting 4 bytes but only 2 bytes available. Please make sure the string length indicator is in one buffer."]
+        );
+        assert_eq!(
+            string_file_messages(b""),
+            ["[request id: <id_unknown>] expected 3 string elements for inference input 'TEXT' for model 'wms', got 0"]
+        );
+    }
+
     const STATEFUL_MODEL: &str = r#"
 name: "acc"
 backend: "stateful"

@@ -114,6 +114,15 @@ pub const RULES: &[Rule] = &[
         triton_source: Some("core src/infer_request.cc (ValidateCorrelationId)"),
     },
     Rule {
+        code: "E0911",
+        name: "warmup-string-data-file",
+        category: Category::Semantic,
+        severity: Severity::Error,
+        summary: "A TYPE_STRING warmup input_data_file does not hold the input's elements",
+        docs: "For a `TYPE_STRING` model input, Triton sends the whole `input_data_file` as the tensor's data, and the request check reads it as Triton's serialized strings: each element is a 4-byte little-endian length followed by that many bytes. The file must hold exactly as many elements as the input has (the product of the sample's `dims`); otherwise the load fails. A plain text file is read the same way, so its first four bytes become a length. Checked when the model directory is known.\n\n```\ninputs { key: \"TEXT\" value { data_type: TYPE_STRING dims: [ 3 ] input_data_file: \"text\" } }\n# warmup/text holds two serialized strings\n# error: [request id: <id_unknown>] expected 3 string elements for inference input 'TEXT' for model 'm', got 2\n```\n\nWrite the file with 4-byte length prefixes, for example in Python: `b\"\".join(struct.pack(\"<I\", len(s)) + s for s in items)`.",
+        triton_source: Some("core src/infer_request.cc (InferenceRequest::ValidateBytesInputs)"),
+    },
+    Rule {
         code: "W0901",
         name: "metric-family-not-customizable",
         category: Category::Semantic,
@@ -449,6 +458,14 @@ fn check_sample(ctx: &ModelCtx, i: usize, w: &ModelWarmup, out: &mut Vec<Diagnos
         if cfg_in.is_shape_tensor {
             continue;
         }
+        let string_file = match &inp.input_data_type {
+            Some(InputDataType::InputDataFile(file))
+                if cfg_in.data_type == DataType::TypeString as i32 =>
+            {
+                Some(file)
+            }
+            _ => None,
+        };
         let fits = inp.dims.len() == cfg_in.dims.len()
             && inp
                 .dims
@@ -493,6 +510,13 @@ fn check_sample(ctx: &ModelCtx, i: usize, w: &ModelWarmup, out: &mut Vec<Diagnos
                 .help(help),
             );
             failed = true;
+            continue;
+        }
+        if let Some(file) = string_file {
+            if let Some(d) = check_string_file(ctx, &ip, name, inp, cfg_in, file) {
+                out.push(d);
+                failed = true;
+            }
         }
     }
     if failed {
@@ -595,4 +619,198 @@ fn check_data_file(ctx: &ModelCtx, ip: &str, inp: &WarmupInput, file: &str) -> O
             crate::schema::data_type_name(inp.data_type)
         ))
     })
+}
+
+/// The request check on a `TYPE_STRING` model input whose warmup data comes
+/// from a file: Triton hands the file over as one buffer and walks it as
+/// 4-byte little-endian lengths, each followed by that many bytes, counting
+/// elements against the shape with the batch dimension, after the reshape
+/// (docs/spec/validation.md §3.8).
+fn check_string_file(
+    ctx: &ModelCtx,
+    ip: &str,
+    name: &str,
+    inp: &WarmupInput,
+    cfg_in: &crate::schema::inference::ModelInput,
+    file: &str,
+) -> Option<Diagnostic> {
+    let dir = ctx.dir?;
+    // A file that cannot be read here (absent, outside the model directory,
+    // too large) is reported by E0906 or not at all.
+    let bytes = crate::files::read_in(&dir.join("warmup").join(file), dir).ok()?;
+    let expected = string_element_count(ctx.cfg.max_batch_size, &inp.dims, cfg_in)?;
+    let problem = string_elements(&bytes, expected).err()?;
+    let model = ctx.name;
+    let text = match problem {
+        StringFileProblem::Incomplete(available) => format!(
+            "{REQ}incomplete string length indicator for inference input '{name}' for model '{model}', expecting 4 bytes but only {available} bytes available. Please make sure the string length indicator is in one buffer."
+        ),
+        StringFileProblem::TooMany(n) => format!(
+            "{REQ}unexpected number of string elements {n} for inference input '{name}' for model '{model}', expecting {expected}"
+        ),
+        StringFileProblem::Count(n) => format!(
+            "{REQ}expected {expected} string elements for inference input '{name}' for model '{model}', got {n}"
+        ),
+    };
+    Some(
+        ctx.triton(rule!("E0911"), &format!("{ip}.input_data_file"), text).help(format!(
+            "write {expected} string element(s) to warmup/{file}, each as a 4-byte little-endian length followed by its bytes"
+        )),
+    )
+}
+
+/// The element count Triton checks a string input against: the shape of one
+/// request with the batch dimension (`[1, ...]` when `max_batch_size > 0`),
+/// after the input's reshape (a `-1` in the reshape takes the request's size
+/// at the matching `-1` of `dims`). None when the reshape does not keep the
+/// element count: that is an error of its own (E0304, E0308).
+fn string_element_count(
+    max_batch_size: i32,
+    dims: &[i64],
+    cfg_in: &crate::schema::inference::ModelInput,
+) -> Option<i64> {
+    let with_batch = |shape: &[i64]| {
+        let mut v = Vec::with_capacity(shape.len() + 1);
+        if max_batch_size > 0 {
+            v.push(1);
+        }
+        v.extend_from_slice(shape);
+        element_count(&v).ok()
+    };
+    let count = with_batch(dims)?;
+    let Some(r) = &cfg_in.reshape else {
+        return Some(count);
+    };
+    let mut variable = dims
+        .iter()
+        .zip(&cfg_in.dims)
+        .filter(|(_, &c)| c == -1)
+        .map(|(&d, _)| d);
+    let mut shape = Vec::with_capacity(r.shape.len());
+    for &d in &r.shape {
+        shape.push(if d == -1 { variable.next()? } else { d });
+    }
+    (with_batch(&shape)? == count).then_some(count)
+}
+
+enum StringFileProblem {
+    /// Fewer than 4 bytes left where a length should start.
+    Incomplete(usize),
+    /// More elements than expected (counted up to the first extra one).
+    TooMany(i64),
+    /// A different number of elements.
+    Count(i64),
+}
+
+/// Walks `data` as Triton's serialized strings (one buffer). An element whose
+/// length runs past the end is counted, as Triton counts it.
+fn string_elements(data: &[u8], expected: i64) -> Result<(), StringFileProblem> {
+    let mut rest = data;
+    let mut checked: i64 = 0;
+    while !rest.is_empty() {
+        let Some((len, tail)) = rest.split_first_chunk::<4>() else {
+            return Err(StringFileProblem::Incomplete(rest.len()));
+        };
+        checked += 1;
+        if checked > expected {
+            return Err(StringFileProblem::TooMany(checked));
+        }
+        let len = u32::from_le_bytes(*len) as usize;
+        rest = tail.get(len..).unwrap_or(&[]);
+    }
+    if checked != expected {
+        return Err(StringFileProblem::Count(checked));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serialized(items: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for s in items {
+            out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            out.extend_from_slice(s);
+        }
+        out
+    }
+
+    fn problem(data: &[u8], expected: i64) -> Option<String> {
+        string_elements(data, expected).err().map(|p| match p {
+            StringFileProblem::Incomplete(n) => format!("incomplete {n}"),
+            StringFileProblem::TooMany(n) => format!("too many {n}"),
+            StringFileProblem::Count(n) => format!("count {n}"),
+        })
+    }
+
+    // The cases below were loaded into Triton 2.51 as warmup files of a
+    // TYPE_STRING input (see docs/spec/validation.md §3.8 for the messages).
+    #[test]
+    fn serialized_strings_are_counted_as_triton_counts_them() {
+        assert_eq!(problem(&serialized(&[b"hello", b""]), 2), None);
+        assert_eq!(
+            problem(&serialized(&[b"hello", b""]), 3),
+            Some("count 2".into())
+        );
+        assert_eq!(
+            problem(&serialized(&[b"hello", b""]), 1),
+            Some("too many 2".into())
+        );
+        assert_eq!(problem(b"", 1), Some("count 0".into()));
+        assert_eq!(problem(b"", 0), None);
+        // a length, one byte, then two bytes where the next length starts
+        assert_eq!(
+            problem(&[1, 0, 0, 0, b'h', 0, 0], 2),
+            Some("incomplete 2".into())
+        );
+    }
+
+    #[test]
+    fn an_element_running_past_the_end_still_counts() {
+        // Triton accepted both as one element: the first four bytes of plain
+        // text are read as a (huge) length.
+        assert_eq!(problem(b"hello world", 1), None);
+        assert_eq!(problem(&[50, 0, 0, 0, b'h', b'i'], 1), None);
+    }
+
+    #[test]
+    fn the_count_includes_the_batch_dimension_and_follows_the_reshape() {
+        let input =
+            |dims: Vec<i64>, reshape: Option<Vec<i64>>| crate::schema::inference::ModelInput {
+                dims,
+                reshape: reshape
+                    .map(|shape| crate::schema::inference::ModelTensorReshape { shape }),
+                ..Default::default()
+            };
+        assert_eq!(
+            string_element_count(4, &[3], &input(vec![3], None)),
+            Some(3)
+        );
+        assert_eq!(
+            string_element_count(0, &[2, 3], &input(vec![-1, 3], None)),
+            Some(6)
+        );
+        // a batching model with a reshape to a scalar: the shape is [1]
+        assert_eq!(
+            string_element_count(8, &[1], &input(vec![1], Some(vec![]))),
+            Some(1)
+        );
+        // dims [-1, 4] reshaped to [-1, 2, 2], sample dims [3, 4]: Triton
+        // 2.51 wanted 12 elements
+        assert_eq!(
+            string_element_count(8, &[3, 4], &input(vec![-1, 4], Some(vec![-1, 2, 2]))),
+            Some(12)
+        );
+        // a reshape that changes the element count is reported elsewhere
+        assert_eq!(
+            string_element_count(8, &[3, 2], &input(vec![-1, 2], Some(vec![4, -1]))),
+            None
+        );
+        assert_eq!(
+            string_element_count(0, &[1], &input(vec![1], Some(vec![]))),
+            None
+        );
+    }
 }
