@@ -440,6 +440,33 @@ fn sequence_batches_list_every_slot() {
 }
 
 #[test]
+fn json_lists_requests_in_trace_order_even_with_repeated_ids() {
+    // One instance: "a" executes from 0 to 1000, so the first "d" (same
+    // sequence) waits until 1000, while the second "d" (no START for an
+    // unknown sequence) is rejected on arrival at 2. Its record comes
+    // first, yet each record keeps its own line's place.
+    let doc = simulate_json(
+        "direct.pbtxt",
+        "{\"id\": \"a\", \"arrival_us\": 0, \"sequence_id\": 7, \"start\": true}\n\
+         {\"id\": \"d\", \"arrival_us\": 1, \"sequence_id\": 7}\n\
+         {\"id\": \"d\", \"arrival_us\": 2, \"sequence_id\": 9}\n",
+    );
+    let requests = doc["requests"].as_array().unwrap();
+    let got: Vec<(&str, u64, &str)> = requests
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap(),
+                r["arrival_us"].as_u64().unwrap(),
+                r["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, [("a", 0, "ok"), ("d", 1, "ok"), ("d", 2, "rejected")]);
+    assert_eq!(requests[1]["start_us"], 1000);
+}
+
+#[test]
 fn start_inside_a_live_sequence_does_not_fail() {
     // The core restarts the sequence in its slot: the second START is
     // executed with the START control set.
