@@ -1329,7 +1329,7 @@ fn an_ensemble_runs_every_request_through_every_step_in_order() {
     let summary = &doc["summary"];
     assert_eq!(summary["ensemble"], "pipeline");
     assert_eq!(summary["requests"], 6);
-    assert_eq!(summary["latency_us"]["p50"].as_u64().is_some(), true);
+    assert!(summary["latency_us"]["p50"].as_u64().is_some());
     let models: Vec<&str> = summary["models"]
         .as_array()
         .unwrap()
