@@ -485,7 +485,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__simulate)
-            opts="-q -v -h -V --config --trace --latency --format --timeline --timeline-window --timeline-max-batches --timeline-queue --sweep --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-q -v -h -V --config --trace --latency --format --timeline --timeline-window --timeline-max-batches --timeline-queue --sweep --gpus --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -520,6 +520,10 @@ _tritonctl() {
                     return 0
                     ;;
                 --sweep)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gpus)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -631,7 +635,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__validate)
-            opts="-q -v -h -V --format --strict --allow --deny --platform-default --known-backend --gpus --min-compute-capability --disable-auto-complete-config --exit-zero --config --no-config --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-q -v -h -V --format --strict --allow --deny --platform-default --known-backend --gpus --min-compute-capability --disable-auto-complete-config --exit-zero --config --no-config --print-config --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -64,6 +64,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l strict 
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l disable-auto-complete-config -d 'Validate as a server started with --disable-auto-complete-config does: configs must be complete, a missing config.pbtxt is an error'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l exit-zero -d 'Exit 0 even when there are error findings'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l no-config -d 'Ignore tritonctl.toml files'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l print-config -d 'Print each model directory\'s config as Triton reports it after the load (GET /v2/models/<m>/config: defaults, auto-complete, instance groups filled in) instead of the findings; exit 1 with the findings when Triton would refuse the load'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s v -l verbose -d 'Also report what was checked (on standard error)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
@@ -138,6 +139,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l timelin
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l timeline-window -d 'Draw only the executions that overlap this time range, in µs of the trace\'s clock; either end may be left out ("5000:")' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l timeline-max-batches -d 'Draw at most N executions, the first ones (of the window); the picture says when some were left out' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l sweep -d 'Run the trace once per value of a config field and print one summary row per setting. KEY is a field path in the model config (dynamic_batching.max_queue_delay_microseconds, max_batch_size, instance_group[0].count, sequence_batching.oldest.max_candidate_sequences, ...); values are comma-separated, in config syntax ("[4,8]" for a list; strings need no quotes). Repeatable: every combination is run (at most 1000)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l gpus -d 'GPU ids of the target server, comma-separated (default: none, a CPU-only server). Instances are those Triton creates on it: count per listed GPU, one per GPU for a GPU group without count' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l color -d 'When to use colour in human output (NO_COLOR turns off `auto`)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"

@@ -15,6 +15,7 @@ pub mod files;
 pub mod format;
 pub mod inputs;
 pub mod lint;
+pub mod model;
 pub mod onnx;
 pub mod pbtxt;
 #[cfg(feature = "perf")]

@@ -328,7 +328,7 @@ mod tests {
         assert!(exclude("[mn]odel_{x,y}", "node/model_y"));
     }
 
-    /// Issue 28: invalid globs were accepted silently (and matched
+    /// Regression (docs/hostile.md): invalid globs were accepted silently (and matched
     /// nothing); they are refused, naming the pattern, the reason and
     /// where it is.
     #[test]

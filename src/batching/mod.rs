@@ -401,8 +401,15 @@ pub struct Settings {
     pub model: String,
     /// As configured (0 = the model does not batch).
     pub max_batch_size: u32,
-    /// Number of instances (at least 1).
+    /// Number of instances the scheduler gives work to (at least 1): the
+    /// instances that are not passive.
     pub instances: usize,
+    /// Every instance Triton creates, passive ones included, in Triton's
+    /// order (`model::instances_of`).
+    pub instance_list: Vec<crate::model::Instance>,
+    /// For each scheduler instance (`0..instances`), its index in
+    /// `instance_list`.
+    pub active: Vec<usize>,
     /// Whether requests must have equal [`Request::shape`] signatures to
     /// share a batch: some input is a shape tensor, has a -1 dimension
     /// without `allow_ragged_batch`, or is optional.
@@ -457,18 +464,40 @@ fn check_size(instances: usize, kind: &SchedulerKind, mbs: u32) -> Result<(), St
 }
 
 impl Settings {
-    /// Derives scheduler settings from a (normalized) model config.
-    /// Ensemble scheduling cannot be simulated and is an error.
+    /// Derives scheduler settings from a (normalized) model config. The
+    /// instances are those Triton creates (`model::instances_of`) from
+    /// groups normalized for the target server's GPUs; groups left
+    /// unnormalized are normalized here for a server without GPUs. Passive
+    /// instances are listed but given no work. Ensemble scheduling has no
+    /// scheduler of its own and is an error.
     pub fn from_config(cfg: &ModelConfig) -> Result<Self, String> {
         let mbs = cfg.max_batch_size.max(0) as u32;
-        let instances = if cfg.instance_group.is_empty() {
-            1
-        } else {
-            cfg.instance_group
-                .iter()
-                .map(|g| g.count.max(1) as usize)
-                .sum()
-        };
+        let mut groups = cfg.clone();
+        crate::model::normalize_instance_groups(&mut groups, &[]);
+        let instance_list = crate::model::instances_of(&groups);
+        if instance_list.len() > MAX_INSTANCES {
+            return Err(format!(
+                "instance_group asks for {} model instances; tritonctl runs and simulates at most {MAX_INSTANCES}",
+                instance_list.len()
+            ));
+        }
+        let active: Vec<usize> = (0..instance_list.len())
+            .filter(|&i| !instance_list[i].passive)
+            .collect();
+        let instances = active.len();
+        if instances == 0 && !crate::model::is_ensemble(cfg) {
+            return Err(if instance_list.is_empty() {
+                format!(
+                    "model '{}' has no instance: its GPU instance groups list no GPU (pass the server's GPUs with --gpus)",
+                    cfg.name
+                )
+            } else {
+                format!(
+                    "model '{}' has only passive instances, which Triton never gives requests",
+                    cfg.name
+                )
+            });
+        }
         let kind = match &cfg.scheduling_choice {
             None => SchedulerKind::Default,
             Some(SchedulingChoice::EnsembleScheduling(_)) => {
@@ -554,6 +583,8 @@ impl Settings {
             model: cfg.name.clone(),
             max_batch_size: mbs,
             instances,
+            instance_list,
+            active,
             enforce_shapes,
             kind,
         })

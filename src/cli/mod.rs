@@ -173,6 +173,12 @@ pub struct ValidateArgs {
     /// Ignore tritonctl.toml files.
     #[arg(long)]
     pub no_config: bool,
+    /// Print each model directory's config as Triton reports it after the
+    /// load (GET /v2/models/<m>/config: defaults, auto-complete, instance
+    /// groups filled in) instead of the findings; exit 1 with the findings
+    /// when Triton would refuse the load.
+    #[arg(long)]
+    pub print_config: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -351,6 +357,11 @@ pub struct SimulateArgs {
     /// (at most 1000).
     #[arg(long, value_name = "KEY=V1,V2,...")]
     pub sweep: Vec<String>,
+    /// GPU ids of the target server, comma-separated (default: none, a
+    /// CPU-only server). Instances are those Triton creates on it: count
+    /// per listed GPU, one per GPU for a GPU group without count.
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    pub gpus: Vec<i32>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -46,7 +46,7 @@ pub fn run(
         )),
     };
     let axes = simulate::parse_axes(&args.sweep)?;
-    let base = match simulate::load_config(&args.config) {
+    let base = match simulate::load_config(&args.config, &args.gpus) {
         Err(Error::Invalid(report)) => {
             super::convert::show_diagnostics(&report, ctx);
             return Ok(ExitStatus::Failure);

@@ -19,6 +19,9 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<ExitStatus, CommandError> {
     let base = options(args)?;
+    if args.print_config {
+        return print_config(args, &base, ctx, out);
+    }
     let mut settings =
         SettingsLookup::new(args.config.as_deref(), args.no_config).map_err(CommandError::Input)?;
     let started = Instant::now();
@@ -99,6 +102,61 @@ pub fn run(
     } else {
         ExitStatus::Success
     })
+}
+
+/// `--print-config`: the loaded config of each model directory, one JSON
+/// object (several: one per line, in argument order). A model Triton would
+/// not load gets its findings on standard error and no line.
+fn print_config(
+    args: &ValidateArgs,
+    opts: &ValidateOptions,
+    ctx: &Context,
+    out: &mut dyn Write,
+) -> Result<ExitStatus, CommandError> {
+    let mut status = ExitStatus::Success;
+    let one = args.paths.len() == 1;
+    for p in &args.paths {
+        // A model's config.pbtxt stands for its directory.
+        let dir = match p.file_name() {
+            Some(n) if n == "config.pbtxt" && !p.is_dir() => match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                _ => std::path::PathBuf::from("."),
+            },
+            _ => p.clone(),
+        };
+        if p.as_os_str() == "-" || !crate::repo::is_model_dir(&dir) {
+            return Err(CommandError::Usage(format!(
+                "--print-config takes model directories; {} is not one",
+                crate::text::display::path(p)
+            )));
+        }
+        match crate::validate::load::load_model(&dir, &opts.lint) {
+            Ok(set) => {
+                let json = set.models[0].config_json();
+                if one {
+                    out.write_all(json.as_bytes())?;
+                } else {
+                    let v: serde_json::Value = serde_json::from_str(&json)
+                        .map_err(|e| CommandError::Input(format!("internal: {e}")))?;
+                    serde_json::to_writer(&mut *out, &v)
+                        .map_err(|e| CommandError::Output(e.into()))?;
+                    out.write_all(b"\n")?;
+                }
+            }
+            Err(crate::validate::load::LoadError::Invalid(report)) => {
+                super::convert::show_diagnostics(&report, ctx);
+                status = ExitStatus::Failure;
+            }
+            Err(e) => {
+                crate::term::error(ctx.global.color, &e.to_string());
+                if status == ExitStatus::Success {
+                    status = ExitStatus::Failure;
+                }
+            }
+        }
+    }
+    out.flush()?;
+    Ok(status)
 }
 
 /// Library options from the command line; unknown rule codes in `--allow`

@@ -421,7 +421,7 @@ mod tests {
         assert!(from_json("{\"input\": [{\"data_type\": \"TYPE_F32\"}]}").is_err());
     }
 
-    /// Issue 28: duplicate keys were accepted silently (the last one won)
+    /// Regression (docs/hostile.md): duplicate keys were accepted silently (the last one won)
     /// and an array was read as text format.
     #[test]
     fn duplicate_keys_and_arrays_are_refused_with_their_position() {

@@ -453,7 +453,7 @@ mod tests {
         }
     }
 
-    /// Issue 28: a NUL in a string was reported as `found '"'` at the
+    /// Regression (docs/hostile.md): a NUL in a string was reported as `found '"'` at the
     /// opening quote; it is named, at its own position.
     #[test]
     fn a_nul_in_a_string_is_named_at_its_position() {

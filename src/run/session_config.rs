@@ -257,7 +257,7 @@ mod tests {
         )
     }
 
-    /// Issue 28: huge thread counts hung or crashed inside ONNX Runtime.
+    /// Regression (docs/hostile.md): huge thread counts hung or crashed inside ONNX Runtime.
     /// They are refused above the limit, and lowered to the host's CPUs
     /// below it, before any ONNX Runtime call sees them.
     #[test]

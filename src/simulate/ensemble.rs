@@ -16,7 +16,7 @@ use super::{check_latency, read_latency, Error, Format};
 use crate::batching::controls::ControlSpec;
 use crate::batching::{
     simulate_pipeline, BatchRecord, Latency, Pipeline, PipelineModel, PipelineSink, PipelineStep,
-    RequestRecord, SchedulerKind, Settings,
+    RequestRecord, Settings,
 };
 use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::ModelConfig;
@@ -107,39 +107,35 @@ pub fn plan(base: &Loaded) -> Result<Plan, Error> {
             }
         }
     }
+    let graph = crate::model::EnsembleGraph::of(cfg);
     let mut models: Vec<Composing> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
-    let mut steps = Vec::with_capacity(es.step.len());
-    for (i, s) in es.step.iter().enumerate() {
-        let model = match index.get(s.model_name.as_str()) {
+    let mut steps = Vec::with_capacity(graph.steps.len());
+    for (i, s) in graph.steps.iter().enumerate() {
+        let model = match index.get(s.model.as_str()) {
             Some(&m) => m,
             None => {
-                models.push(composing(repo, &file, &name, i, &s.model_name)?);
-                index.insert(s.model_name.as_str(), models.len() - 1);
+                models.push(composing(repo, &base.gpus, &file, &name, i, &s.model)?);
+                index.insert(s.model.as_str(), models.len() - 1);
                 models.len() - 1
             }
         };
-        let mut after = Vec::new();
-        for t in s.input_map.values() {
-            match producer.get(t.as_str()) {
-                Some(&j) => after.push(j),
-                None if inputs.contains(t.as_str()) => {}
-                None => {
-                    return Err(Error::Input(format!(
-                        "{file}: ensemble '{}': step {i} ('{}') reads tensor '{}', which is neither an ensemble input nor produced by a step",
-                        Untrusted(&name),
-                        Untrusted(&s.model_name),
-                        Untrusted(t)
-                    )))
-                }
-            }
+        if let Some((_, t)) = s
+            .inputs
+            .iter()
+            .find(|(_, t)| !producer.contains_key(t.as_str()) && !inputs.contains(t.as_str()))
+        {
+            return Err(Error::Input(format!(
+                "{file}: ensemble '{}': step {i} ('{}') reads tensor '{}', which is neither an ensemble input nor produced by a step",
+                Untrusted(&name),
+                Untrusted(&s.model),
+                Untrusted(t)
+            )));
         }
-        after.sort_unstable();
-        after.dedup();
-        let output = s.output_map.values().any(|t| outputs.contains(t.as_str()));
+        let output = s.outputs.iter().any(|(_, t)| outputs.contains(t.as_str()));
         steps.push(PipelineStep {
             model,
-            after,
+            after: s.after.clone(),
             output,
         });
     }
@@ -157,6 +153,7 @@ pub fn plan(base: &Loaded) -> Result<Plan, Error> {
 /// Loads composing model `model` of step `step` from `repo`.
 fn composing(
     repo: &Path,
+    gpus: &[i32],
     file: &str,
     ensemble: &str,
     step: usize,
@@ -176,7 +173,7 @@ fn composing(
             crate::text::display::path(repo)
         )));
     }
-    let loaded = load_config(&dir)?;
+    let loaded = load_config(&dir, gpus)?;
     if is_ensemble(loaded.config()) {
         return Err(Error::Input(format!(
             "{}: composing model '{}' is itself an ensemble; tritonctl simulates one level of ensemble",
@@ -430,9 +427,13 @@ pub fn simulate(
             .models
             .iter()
             .zip(models.iter_mut())
-            .map(|(m, s)| ModelSummary {
-                model: m.name.clone(),
-                summary: s.summary(),
+            .map(|(m, s)| {
+                let mut summary = s.summary();
+                super::stats::place_instances(&mut summary, &m.settings);
+                ModelSummary {
+                    model: m.name.clone(),
+                    summary,
+                }
             })
             .collect(),
     };
@@ -455,10 +456,7 @@ impl Run {
             .zip(&self.models)
             .map(|(m, s)| ModelBatches {
                 model: &m.name,
-                sequence: matches!(
-                    m.settings.kind,
-                    SchedulerKind::Direct(_) | SchedulerKind::Oldest(_)
-                ),
+                settings: &m.settings,
                 controls: m.controls.as_ref(),
                 batches: &s.batches,
             })

@@ -66,13 +66,15 @@ mod tests {
             model: "m".into(),
             max_batch_size: 8,
             instances: 1,
+            instance_list: Vec::new(),
+            active: Vec::new(),
             enforce_shapes: false,
             kind: SchedulerKind::Default,
         };
         check_latency(&Latency::parse(spec).unwrap(), &settings, None).map_err(|e| e.to_string())
     }
 
-    /// Issue 28: `1e308+1e308*b` was shown as 18446744073709551615 µs, the
+    /// Regression (docs/hostile.md): `1e308+1e308*b` was shown as 18446744073709551615 µs, the
     /// saturated value, rather than as what it is.
     #[test]
     fn latencies_past_the_clock_are_refused_naming_the_flag_and_the_limit() {

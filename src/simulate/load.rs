@@ -3,6 +3,7 @@
 
 use super::Error;
 use crate::batching::Settings;
+use crate::config::normalize::DirFacts;
 use crate::config::ParsedConfig;
 use crate::diagnostics::Severity;
 use crate::diagnostics::{FileReport, Report};
@@ -18,6 +19,8 @@ pub struct Loaded {
     pub model_dir: Option<PathBuf>,
     /// Parsed and bound without errors.
     pub parsed: ParsedConfig,
+    /// The target server's GPU ids (`--gpus`; none: a CPU-only server).
+    pub gpus: Vec<i32>,
 }
 
 impl Loaded {
@@ -43,21 +46,61 @@ impl Loaded {
 
     /// [`settings`](Self::settings) with the bare reason on failure.
     pub fn settings_of(&self, cfg: &ModelConfig) -> Result<Settings, String> {
+        Settings::from_config(&self.loaded(cfg).config)
+    }
+
+    /// `cfg` (this config or a variant of it) as Triton holds it after the
+    /// load on the target server: the model name from the directory when
+    /// the config names none, Triton's backend fields (as far as the
+    /// directory tells them) and normalization, then the instance groups
+    /// and instances (`model::LoadedModel`).
+    pub fn loaded(&self, cfg: &ModelConfig) -> crate::model::LoadedModel {
         let mut cfg = cfg.clone();
-        if cfg.name.is_empty() {
-            if let Some(dir) = self.file.parent().and_then(|d| d.file_name()) {
-                cfg.name = dir.to_string_lossy().into_owned();
-            }
+        let dir_name = self
+            .model_dir
+            .as_deref()
+            .and_then(crate::files::dir_name_of)
+            .or_else(|| {
+                self.file
+                    .parent()
+                    .and_then(|d| d.file_name())
+                    .map(|n| n.to_string_lossy().into_owned())
+            })
+            .unwrap_or_default();
+        let facts = self
+            .model_dir
+            .as_deref()
+            .map(DirFacts::read)
+            .unwrap_or_default();
+        // A backend Triton cannot determine is refused by `validate`; the
+        // scheduler does not need it (only default instance counts do).
+        let mut filled = cfg.clone();
+        if crate::config::normalize::autofill_backend_fields(&mut filled, &dir_name, &facts).is_ok()
+        {
+            cfg = filled;
+        } else if cfg.name.is_empty() {
+            cfg.name = dir_name.clone();
         }
         crate::config::normalize::normalize(&mut cfg);
-        Settings::from_config(&cfg)
+        crate::model::LoadedModel::new(
+            dir_name,
+            self.model_dir.clone().unwrap_or_default(),
+            cfg,
+            Vec::new(),
+            false,
+            &self.gpus,
+        )
     }
 }
+
+/// The rules on instance groups (`lint::rules::instance`): a config they
+/// refuse on the target server is not simulated.
+const INSTANCE_RULES: &[&str] = &["E0401", "E0402", "E0403", "E0404", "E0405"];
 
 /// Reads, parses and binds the config at `path` (a `config.pbtxt` or a
 /// model directory). Syntax or schema errors come back as
 /// [`Error::Invalid`] with the report `validate` would show.
-pub fn load_config(path: &Path) -> Result<Loaded, Error> {
+pub fn load_config(path: &Path, gpus: &[i32]) -> Result<Loaded, Error> {
     let (file, model_dir) = if path.is_dir() {
         let f = path.join("config.pbtxt");
         if !f.is_file() {
@@ -102,9 +145,38 @@ pub fn load_config(path: &Path) -> Result<Loaded, Error> {
             }],
         })));
     }
-    Ok(Loaded {
+    let loaded = Loaded {
         file,
         model_dir,
         parsed,
-    })
+        gpus: gpus.to_vec(),
+    };
+    // The instances are what Triton creates on the target server: where it
+    // refuses the instance groups there (a GPU it does not have, ...), the
+    // run would be of a model no server holds.
+    let report = crate::validate::check_config_file(
+        name.clone(),
+        loaded.parsed.src.as_bytes().to_vec(),
+        loaded.model_dir.as_deref(),
+        &crate::lint::ServerOptions {
+            gpus: gpus.to_vec(),
+            ..crate::lint::ServerOptions::default()
+        },
+    );
+    let refused: Vec<_> = report
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.severity == Severity::Error && INSTANCE_RULES.contains(&d.code()))
+        .collect();
+    if !refused.is_empty() {
+        return Err(Error::Invalid(Box::new(Report {
+            files: vec![FileReport {
+                path: name,
+                model: None,
+                src: loaded.parsed.src.clone(),
+                diagnostics: refused,
+            }],
+        })));
+    }
+    Ok(loaded)
 }

@@ -31,7 +31,7 @@ pub use stats::{Distribution, Stats, Summary};
 pub use sweep::{parse_axes, run_sweep, Axis, Sweep, MAX_SETTINGS};
 
 use crate::batching::controls::ControlSpec;
-use crate::batching::{Latency, RequestRecord, SchedulerKind, Settings};
+use crate::batching::{Latency, RequestRecord, Settings};
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -151,7 +151,8 @@ pub fn simulate(base: &Loaded, opts: &Options, warn: &mut dyn FnMut(&str)) -> Re
         keyed.sort_by_key(|(at, _)| *at);
         stats.requests = keyed.into_iter().map(|(_, r)| r).collect();
     }
-    let summary = stats.summary();
+    let mut summary = stats.summary();
+    stats::place_instances(&mut summary, &settings);
     Ok(Run {
         settings,
         stats,
@@ -164,15 +165,11 @@ impl Run {
     /// The JSON document (a run made with [`Format::Json`] holds the
     /// records it lists).
     pub fn write_json(&mut self, out: &mut dyn Write) -> Result<(), Error> {
-        let sequence = matches!(
-            self.settings.kind,
-            SchedulerKind::Direct(_) | SchedulerKind::Oldest(_)
-        );
         report::write_json(
             out,
             &mut self.stats,
             &self.summary,
-            sequence,
+            &self.settings,
             self.controls.as_ref(),
         )
     }

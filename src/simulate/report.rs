@@ -88,19 +88,22 @@ struct Document<'a> {
 }
 
 /// The JSON document: the requests in the order `stats` holds them, the
-/// batches by id, with their slots when `sequence` and their control
+/// batches by id, with their slots for sequence batching and their control
 /// tensors when `controls` is given too.
 pub fn write_json(
     out: &mut dyn Write,
     stats: &mut Stats,
     summary: &Summary,
-    sequence: bool,
+    settings: &Settings,
     controls: Option<&ControlSpec>,
 ) -> Result<(), Error> {
+    // The scheduler numbers the instances it gives work to; the output
+    // indexes every instance Triton creates (`summary.instances`).
+    let listed = |i: usize| settings.active.get(i).copied().unwrap_or(i);
     stats.batches.sort_by_key(|b| b.id);
     let mut batches = Vec::with_capacity(stats.batches.len());
     for b in &stats.batches {
-        batches.push(batch_out(b, None, sequence, controls)?);
+        batches.push(batch_out(b, None, settings, controls)?);
     }
     let doc = Document {
         requests: stats
@@ -112,7 +115,7 @@ pub fn write_json(
                 arrival_us: r.arrival_us,
                 start_us: r.start_us,
                 end_us: r.end_us,
-                instance: r.instance,
+                instance: r.instance.map(listed),
                 slot: r.slot,
                 batch: r.batch,
                 status: r.status,
@@ -127,14 +130,22 @@ pub fn write_json(
     Ok(())
 }
 
-/// One batch as the JSON output lists it: its slots when `sequence`,
-/// their control tensors when `controls` is given too.
+/// One batch of the model of `settings` as the JSON output lists it: its
+/// instance as an index into every instance Triton creates
+/// (`summary.instances`), its slots for sequence batching, their control
+/// tensors when `controls` is given too.
 fn batch_out<'a>(
     b: &'a BatchRecord,
     model: Option<&'a str>,
-    sequence: bool,
+    settings: &Settings,
     controls: Option<&ControlSpec>,
 ) -> Result<BatchOut<'a>, Error> {
+    let sequence = matches!(
+        settings.kind,
+        SchedulerKind::Direct(_) | SchedulerKind::Oldest(_)
+    );
+    // The scheduler numbers the instances it gives work to.
+    let listed = |i: usize| settings.active.get(i).copied().unwrap_or(i);
     let controls = match controls {
         Some(spec) if sequence => Some(
             spec.tensors(b.executed_slots())
@@ -148,7 +159,7 @@ fn batch_out<'a>(
     Ok(BatchOut {
         model,
         id: b.id,
-        instance: b.instance,
+        instance: listed(b.instance),
         start_us: b.start_us,
         end_us: b.end_us,
         size: b.size,
@@ -161,8 +172,7 @@ fn batch_out<'a>(
 /// A composing model's batches as [`write_ensemble_json`] lists them.
 pub struct ModelBatches<'a> {
     pub model: &'a str,
-    /// Sequence batching: list the slots.
-    pub sequence: bool,
+    pub settings: &'a Settings,
     pub controls: Option<&'a ControlSpec>,
     pub batches: &'a [BatchRecord],
 }
@@ -201,7 +211,7 @@ pub fn write_ensemble_json<S: Serialize>(
                 b.start_us,
                 m,
                 b.id,
-                batch_out(b, Some(mb.model), mb.sequence, mb.controls)?,
+                batch_out(b, Some(mb.model), mb.settings, mb.controls)?,
             ));
         }
     }
@@ -241,13 +251,22 @@ pub fn write_human(out: &mut dyn Write, settings: &Settings, s: &Summary) -> Res
         SchedulerKind::Direct(_) => "sequence batching (direct)",
         SchedulerKind::Oldest(_) => "sequence batching (oldest)",
     };
+    let passive = settings
+        .instance_list
+        .len()
+        .saturating_sub(settings.instances);
     writeln!(
         out,
-        "model '{}': {scheduler}, max_batch_size {}, {} instance{}",
+        "model '{}': {scheduler}, max_batch_size {}, {} instance{}{}",
         Untrusted(&settings.model),
         settings.max_batch_size,
         settings.instances,
-        if settings.instances == 1 { "" } else { "s" }
+        if settings.instances == 1 { "" } else { "s" },
+        if passive > 0 {
+            format!(" (and {passive} passive, never given work)")
+        } else {
+            String::new()
+        }
     )?;
     let mut t = new_table();
     t.set_header(vec![
@@ -302,16 +321,31 @@ pub fn write_human(out: &mut dyn Write, settings: &Settings, s: &Summary) -> Res
     }
 
     let mut t = new_table();
-    t.set_header(vec!["instance", "batches", "busy (µs)", "utilisation"]);
+    t.set_header(vec![
+        "instance",
+        "name",
+        "device",
+        "batches",
+        "busy (µs)",
+        "utilisation",
+    ]);
     for i in &s.instances {
+        let name = if i.passive {
+            format!("{} (passive)", display::escape(&i.name))
+        } else {
+            display::escape(&i.name).into_owned()
+        };
         t.add_row(vec![
             i.instance.to_string(),
+            name,
+            i.device.clone(),
             i.batches.to_string(),
             i.busy_us.to_string(),
             format!("{:.1}%", 100.0 * i.utilization),
         ]);
     }
-    right_align(&mut t, 0..4, CellAlignment::Right);
+    right_align(&mut t, 0..1, CellAlignment::Right);
+    right_align(&mut t, 3..6, CellAlignment::Right);
     writeln!(out, "{t}")?;
 
     if !s.reasons.is_empty() {

@@ -223,7 +223,14 @@ pub struct SizeCount {
 
 #[derive(Serialize)]
 pub struct InstanceUse {
+    /// Index in the model's instance list (`Settings::instance_list`).
     pub instance: usize,
+    /// Triton's instance name (`<group>_<k>`).
+    pub name: String,
+    /// `cpu`, `gpu:N` or `model` (`KIND_MODEL`).
+    pub device: String,
+    /// Created but never given work.
+    pub passive: bool,
     pub batches: u64,
     pub busy_us: u64,
     pub utilization: f64,
@@ -304,6 +311,9 @@ impl Stats {
                 .enumerate()
                 .map(|(instance, (&busy_us, &batches))| InstanceUse {
                     instance,
+                    name: String::new(),
+                    device: String::new(),
+                    passive: false,
                     batches,
                     busy_us,
                     utilization: if duration_us > 0 {
@@ -324,6 +334,42 @@ impl Stats {
                 .collect(),
         }
     }
+}
+
+/// Turns the per-scheduler-instance use of `summary` into one entry per
+/// instance Triton creates (`settings.instance_list`), passive ones (which
+/// never get work) included, with their names and devices.
+pub fn place_instances(summary: &mut Summary, settings: &crate::batching::Settings) {
+    if settings.instance_list.is_empty() {
+        return;
+    }
+    let mut used: Vec<Option<InstanceUse>> = std::mem::take(&mut summary.instances)
+        .into_iter()
+        .map(Some)
+        .collect();
+    summary.instances = settings
+        .instance_list
+        .iter()
+        .enumerate()
+        .map(|(i, inst)| {
+            let from = settings
+                .active
+                .iter()
+                .position(|&a| a == i)
+                .and_then(|k| used.get_mut(k).and_then(Option::take));
+            let (batches, busy_us, utilization) =
+                from.map_or((0, 0, 0.0), |u| (u.batches, u.busy_us, u.utilization));
+            InstanceUse {
+                instance: i,
+                name: inst.name.clone(),
+                device: inst.device.to_string(),
+                passive: inst.passive,
+                batches,
+                busy_us,
+                utilization,
+            }
+        })
+        .collect();
 }
 
 #[cfg(test)]

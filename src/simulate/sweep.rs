@@ -246,7 +246,10 @@ fn config_errors(base: &Loaded, text: &str) -> BTreeSet<(String, String)> {
         base.name(),
         text.as_bytes().to_vec(),
         base.model_dir.as_deref(),
-        &crate::lint::ServerOptions::default(),
+        &crate::lint::ServerOptions {
+            gpus: base.gpus.clone(),
+            ..crate::lint::ServerOptions::default()
+        },
     );
     report
         .diagnostics
@@ -326,7 +329,9 @@ pub fn run_sweep<'a>(
                     if warned { None } else { Some(&mut *warn) };
                 replay(&s, latency, &input, &mut stats, |_| {}, first)?;
                 warned = true;
-                Ok(stats.summary())
+                let mut summary = stats.summary();
+                super::stats::place_instances(&mut summary, &s);
+                Ok(summary)
             }
             _ => Err(refused),
         };

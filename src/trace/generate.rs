@@ -375,7 +375,7 @@ mod tests {
         }
     }
 
-    /// Issue 28: `--rate 1e-30` wrote arrival times that simulate refuses.
+    /// Regression (docs/hostile.md): `--rate 1e-30` wrote arrival times that simulate refuses.
     #[test]
     fn arrivals_past_what_simulate_reads_are_refused_naming_the_flags() {
         let mut o = GenerateOptions::new(1e-30);

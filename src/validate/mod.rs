@@ -10,6 +10,7 @@ use crate::lint::{self, ServerOptions};
 use crate::repo;
 use crate::settings::{self, Settings};
 
+pub mod load;
 mod repository;
 pub use repository::{hidden_dir_report, load_model, validate_repository};
 use std::collections::HashMap;

@@ -156,8 +156,26 @@ fn repository_of(dir: &Path) -> Option<PathBuf> {
 /// them in the repository (so a single ensemble directory can be
 /// validated), loaded for reference only and not reported on.
 pub fn validate_repository(models: &[ModelEntry], opts: &ServerOptions) -> Vec<FileReport> {
+    check_models(models, opts).reports
+}
+
+/// What [`check_models`] found.
+pub(super) struct Checked {
+    /// One report per model asked for (cross-model findings included),
+    /// then the BLS reports.
+    pub reports: Vec<FileReport>,
+    /// The models asked for, then the context models ensembles reach.
+    pub models: Vec<CheckedModel>,
+    /// The reports of the context models (`models[n..]`), by position.
+    pub context_reports: Vec<FileReport>,
+}
+
+/// [`validate_repository`], keeping the checked models and the reports of
+/// the context models (for `validate::load`).
+pub(super) fn check_models(models: &[ModelEntry], opts: &ServerOptions) -> Checked {
     let mut reports = Vec::new();
     let mut loaded = Vec::new();
+    let mut context_reports = Vec::new();
     for m in models {
         let (lm, report) = load_model(m, opts);
         loaded.push(lm);
@@ -190,8 +208,9 @@ pub fn validate_repository(models: &[ModelEntry], opts: &ServerOptions) -> Vec<F
                 .map(|r| (r.clone(), r.join(&name)))
                 .find(|(_, d)| d.is_dir())
             {
-                let (lm, _) = load_model(&ModelEntry::new(dir, name).within(&root), opts);
+                let (lm, report) = load_model(&ModelEntry::new(dir, name).within(&root), opts);
                 loaded.push(lm);
+                context_reports.push(report);
                 added = true;
             }
         }
@@ -200,11 +219,19 @@ pub fn validate_repository(models: &[ModelEntry], opts: &ServerOptions) -> Vec<F
         }
     }
     let cross = lint::rules::repository::check_repository(&loaded, opts);
-    for (report, ds) in reports.iter_mut().zip(cross) {
+    let mut cross = cross.into_iter();
+    for (report, ds) in reports.iter_mut().zip(cross.by_ref()) {
+        report.diagnostics.extend(ds);
+    }
+    for (report, ds) in context_reports.iter_mut().zip(cross) {
         report.diagnostics.extend(ds);
     }
     reports.extend(bls_reports(&loaded[..models.len()], &loaded, &roots, opts));
-    reports
+    Checked {
+        reports,
+        models: loaded,
+        context_reports,
+    }
 }
 
 /// The BLS checks (`bls`) of the Python models among `checked`: their

@@ -19,6 +19,7 @@ mod fmt;
 mod formats;
 mod fuzz_regressions;
 mod generated;
+mod loaded;
 mod paths;
 #[cfg(feature = "perf")]
 mod perf;

@@ -1101,16 +1101,20 @@ fn timeline_option_errors() {
     assert!(!missing.exists());
 }
 
-/// A finding the config has anyway (KIND_GPU while checking for a CPU-only
-/// server) is not blamed on the settings; plain simulate ignores it too.
+/// A finding the config has anyway (an output dimension of 0, which the
+/// scheduler does not look at) is not blamed on the settings; plain
+/// simulate ignores it too.
 #[test]
 fn sweep_refuses_only_what_the_setting_breaks() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("gpu.pbtxt");
+    let cfg = dir.path().join("bad-output.pbtxt");
     let text = std::fs::read_to_string(traces().join("dynamic.pbtxt"))
         .unwrap()
-        .replace("KIND_CPU", "KIND_GPU");
-    assert!(text.contains("KIND_GPU"));
+        .replace(
+            "output [ { name: \"Y\" data_type: TYPE_FP32 dims: [ 4 ] } ]",
+            "output [ { name: \"Y\" data_type: TYPE_FP32 dims: [ 0 ] } ]",
+        );
+    assert!(text.contains("dims: [ 0 ]"));
     std::fs::write(&cfg, text).unwrap();
     let (code, out, err) = simulate_files(&cfg, &traces().join("dynamic.jsonl"))
         .args([

@@ -323,6 +323,8 @@ fn times_near_u64_max_saturate() {
             model: "m".into(),
             max_batch_size: 4,
             instances: 2,
+            instance_list: Vec::new(),
+            active: Vec::new(),
             enforce_shapes: false,
             kind,
         };
