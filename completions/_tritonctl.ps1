@@ -242,6 +242,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('--input', '--input', [CompletionResultType]::ParameterName, 'Requests: perf_analyzer''s input-data JSON, or JSON Lines of requests; `-` reads standard input')
             [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'Execution device: `cpu`, `cuda` or `cuda:N`; default cuda when a CUDA device and ONNX Runtime''s CUDA execution provider are present')
             [CompletionResult]::new('--model-version', '--model-version', [CompletionResultType]::ParameterName, 'Model version to run (default: the highest numeric version directory)')
+            [CompletionResult]::new('--gpus', '--gpus', [CompletionResultType]::ParameterName, 'GPU ids of the server the model is meant for, comma-separated (default: none, a CPU-only server): the instances are those Triton creates there, and a GPU instance on GPU N runs on cuda:N when this machine has it (else on the CPU, with a note)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Measure the execution time per batch size and write a latency file that `simulate --latency` reads')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')

@@ -439,7 +439,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__run)
-            opts="-i -q -v -h -V --input --sequence --device --model-version --format --profile --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-i -q -v -h -V --input --sequence --device --model-version --gpus --format --profile --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -458,6 +458,10 @@ _tritonctl() {
                     return 0
                     ;;
                 --model-version)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gpus)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

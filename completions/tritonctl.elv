@@ -228,6 +228,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --input 'Requests: perf_analyzer''s input-data JSON, or JSON Lines of requests; `-` reads standard input'
             cand --device 'Execution device: `cpu`, `cuda` or `cuda:N`; default cuda when a CUDA device and ONNX Runtime''s CUDA execution provider are present'
             cand --model-version 'Model version to run (default: the highest numeric version directory)'
+            cand --gpus 'GPU ids of the server the model is meant for, comma-separated (default: none, a CPU-only server): the instances are those Triton creates there, and a GPU instance on GPU N runs on cuda:N when this machine has it (else on the CPU, with a note)'
             cand --format 'Output format'
             cand --profile 'Measure the execution time per batch size and write a latency file that `simulate --latency` reads'
             cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'

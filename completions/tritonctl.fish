@@ -196,6 +196,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -s V -l vers
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s i -l input -d 'Requests: perf_analyzer\'s input-data JSON, or JSON Lines of requests; `-` reads standard input' -r -F
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l device -d 'Execution device: `cpu`, `cuda` or `cuda:N`; default cuda when a CUDA device and ONNX Runtime\'s CUDA execution provider are present' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l model-version -d 'Model version to run (default: the highest numeric version directory)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l gpus -d 'GPU ids of the server the model is meant for, comma-separated (default: none, a CPU-only server): the instances are those Triton creates there, and a GPU instance on GPU N runs on cuda:N when this machine has it (else on the CPU, with a note)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l format -d 'Output format' -r -f -a "human\t'Summary tables (default)'
 json\t'One JSON document: every request, every batch and a summary'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l profile -d 'Measure the execution time per batch size and write a latency file that `simulate --latency` reads' -r -F

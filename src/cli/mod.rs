@@ -387,6 +387,12 @@ pub struct RunArgs {
     /// Model version to run (default: the highest numeric version directory).
     #[arg(long = "model-version", value_name = "N")]
     pub model_version: Option<u64>,
+    /// GPU ids of the server the model is meant for, comma-separated
+    /// (default: none, a CPU-only server): the instances are those Triton
+    /// creates there, and a GPU instance on GPU N runs on cuda:N when this
+    /// machine has it (else on the CPU, with a note).
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    pub gpus: Vec<i32>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = SimulateFormat::Human)]
     pub format: SimulateFormat,

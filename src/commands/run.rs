@@ -27,20 +27,20 @@ pub fn run(
 #[cfg(feature = "run")]
 pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitStatus, CommandError> {
     use crate::cli::SimulateFormat;
-    use crate::diagnostics::{FileReport, Report};
     use crate::run::input::{parse_input, InputSchema, ParseOptions};
-    use crate::run::model::{load_model, LoadError};
+    use crate::run::model::{load_model_on, LoadError};
     use crate::run::output::{render_table, write_json_line, TableOptions};
     use crate::run::runner::RunOptions;
 
     // The model first: its config decides how the input is read.
-    let model = match load_model(&args.model, args.model_version) {
+    let server = crate::lint::ServerOptions {
+        gpus: args.gpus.clone(),
+        ..crate::lint::ServerOptions::default()
+    };
+    let model = match load_model_on(&args.model, args.model_version, &server) {
         Ok(m) => m,
         Err(LoadError::Invalid(report)) => {
             let text = LoadError::Invalid(report.clone()).to_string();
-            let report = Report {
-                files: vec![FileReport::clone(&report)],
-            };
             super::convert::show_diagnostics(&report, ctx);
             return Err(CommandError::Input(format!(
                 "{text}; fix them before running (see `tritonctl validate`)"
@@ -59,6 +59,36 @@ pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
     }
     let device = crate::runtime::select_device(args.device.as_deref())
         .map_err(|e| CommandError::Usage(e.to_string()))?;
+    // Each instance on the device Triton would give it, as far as this
+    // machine has it (`run::devices`).
+    let runtime = crate::runtime::report();
+    let machine = crate::run::devices::Machine {
+        cuda: match (&runtime.cuda, runtime.cuda_provider.is_ready()) {
+            (Ok(d), true) => d.devices.iter().map(|d| d.ordinal).collect(),
+            _ => Vec::new(),
+        },
+        why_not: match &runtime.cuda {
+            Err(e) => e.to_string(),
+            Ok(_) if !runtime.cuda_provider.is_ready() => {
+                "ONNX Runtime's CUDA execution provider is not ready".to_string()
+            }
+            Ok(_) => "the CUDA driver shows no device".to_string(),
+        },
+    };
+    let (instance_devices, placement_notes) = crate::run::devices::place(
+        &model.instances,
+        args.device.is_some().then_some(device),
+        device,
+        &machine,
+    );
+    if !ctx.global.quiet {
+        for note in &placement_notes {
+            crate::term::note(
+                ctx.global.color,
+                &format!("{}: {note}", args.model.display()),
+            );
+        }
+    }
     crate::runtime::probe().map_err(|e| CommandError::Input(e.to_string()))?;
     if matches!(device, crate::runtime::Device::Cpu) && !ctx.global.quiet {
         for note in &model.notes {
@@ -113,6 +143,7 @@ pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
     };
     let opts = RunOptions {
         device,
+        instance_devices,
         progress: if show_progress { Some(&progress) } else { None },
         profile: args.profile.is_some(),
     };

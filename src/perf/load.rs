@@ -4,12 +4,13 @@
 //! measured into an HDR histogram (constant memory).
 
 use super::client::{ClientTime, ErrorKind, PerfClient, Prepared, Protocol};
+use super::ensemble;
 use super::inputs::{self, Body, BodyOptions, DataFile, InputData};
 use super::model::ModelInfo;
 use super::report::{ClientStats, Latency, LevelResult, PerfReport, TargetCount};
 use super::rng::Rng;
 use super::schedule::{Distribution, Level, Schedule};
-use super::stats::{self, Snapshot};
+use super::stats::{self, ComposingStats, ServerStats, Snapshot};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -436,6 +437,27 @@ async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfRe
     }
     let mut info = ModelInfo::new(&meta, config.as_ref(), opts.batched)
         .map_err(|e| StartError::Unreachable(format!("model metadata of '{}': {e}", opts.model)))?;
+    // an ensemble with a stateful step takes sequence flags, as a
+    // sequence model does (perf_analyzer's ENSEMBLE_SEQUENCE)
+    let ensemble = match &config {
+        Some(cfg) => ensemble::discover(&client, &opts.model, cfg)
+            .await
+            .map_err(StartError::Unreachable)?,
+        None => None,
+    };
+    let stateful_steps: Vec<String> = ensemble
+        .iter()
+        .flat_map(|e| e.stateful())
+        .map(|m| format!("'{}'", m.name))
+        .collect();
+    if !stateful_steps.is_empty() && !info.sequence {
+        info.sequence = true;
+        notes.push(format!(
+            "ensemble '{}' has stateful steps ({}, with a sequence batcher): every request carries a sequence id and the start and end flags",
+            opts.model,
+            stateful_steps.join(", ")
+        ));
+    }
     // data entries may give the shapes of variable dims themselves
     info.apply_shapes(&opts.shapes, opts.data_file.is_none())
         .map_err(StartError::Usage)?;
@@ -447,10 +469,18 @@ async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfRe
         )));
     }
     if info.sequence && opts.batch != 1 {
-        return Err(StartError::Usage(format!(
-            "model '{}' has a sequence batcher: requests carry one sequence step each, use -b 1",
-            opts.model
-        )));
+        return Err(StartError::Usage(if stateful_steps.is_empty() {
+            format!(
+                "model '{}' has a sequence batcher: requests carry one sequence step each, use -b 1",
+                opts.model
+            )
+        } else {
+            format!(
+                "ensemble '{}' has stateful steps ({}): requests carry one sequence step each, use -b 1",
+                opts.model,
+                stateful_steps.join(", ")
+            )
+        }));
     }
     let body: Body = inputs::build(
         &info,
@@ -498,6 +528,45 @@ async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfRe
     for (_, c) in &clients {
         has_stats &= matches!(c.statistics_at(&stats_path).await, Some(ref d) if Snapshot::parse(d, &opts.model).is_some());
     }
+    // an ensemble's composing models: the ones every server has
+    // statistics for
+    let mut composing = Vec::new();
+    for m in ensemble.iter().flat_map(|e| &e.models) {
+        let path = format!("{}/stats", model_path(&m.name, &m.version));
+        let mut listed = None;
+        let mut all = true;
+        for (_, c) in &clients {
+            match c.statistics_at(&path).await {
+                Some(d) if Snapshot::parse(&d, &m.name).is_some() => {
+                    listed.get_or_insert_with(|| stats::versions(&d, &m.name));
+                }
+                _ => all = false,
+            }
+        }
+        if !all {
+            notes.push(format!(
+                "the server has no statistics for '{}', a composing model of '{}'; it is left out of the per-model server times",
+                m.name, opts.model
+            ));
+            continue;
+        }
+        composing.push(Watched {
+            path,
+            model: m.name.clone(),
+            version: m
+                .version
+                .clone()
+                .or_else(|| listed.filter(|v| !v.is_empty()).map(|v| v.join(","))),
+        });
+    }
+    let watched = StatsPlan {
+        main: has_stats.then(|| Watched {
+            path: stats_path.clone(),
+            model: opts.model.clone(),
+            version: None,
+        }),
+        composing,
+    };
 
     let ids = Arc::new(SequenceIds::new(
         opts.sequence_ids,
@@ -536,7 +605,7 @@ async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfRe
             *level,
             targets,
             meter,
-            has_stats.then_some(stats_path.as_str()),
+            &watched,
             i as u64,
             info.sequence.then_some(&ids),
         )
@@ -594,6 +663,73 @@ async fn snapshot_all(targets: &[Arc<Shared>], path: &str, model: &str) -> Optio
     Some(sum)
 }
 
+/// One model whose statistics are read around each level.
+#[derive(Debug, Clone)]
+struct Watched {
+    /// `/v2/models/M[/versions/V]/stats`.
+    path: String,
+    model: String,
+    /// The version shown for a composing model.
+    version: Option<String>,
+}
+
+/// The models whose statistics are read: the model itself (when the
+/// server has statistics for it) and an ensemble's composing models.
+#[derive(Debug, Clone, Default)]
+struct StatsPlan {
+    main: Option<Watched>,
+    composing: Vec<Watched>,
+}
+
+impl StatsPlan {
+    fn is_empty(&self) -> bool {
+        self.main.is_none() && self.composing.is_empty()
+    }
+
+    /// A snapshot of every watched model (the model itself first), summed
+    /// over the servers.
+    async fn snapshot(&self, targets: &[Arc<Shared>]) -> Vec<Option<Snapshot>> {
+        let mut out = Vec::with_capacity(1 + self.composing.len());
+        out.push(match &self.main {
+            Some(w) => snapshot_all(targets, &w.path, &w.model).await,
+            None => None,
+        });
+        for w in &self.composing {
+            out.push(snapshot_all(targets, &w.path, &w.model).await);
+        }
+        out
+    }
+
+    /// The level's server statistics from the snapshots before and after
+    /// it; the composing models' go inside the model's own (an entry is
+    /// left out when a snapshot is missing or a counter went backwards).
+    fn diff(&self, before: &[Option<Snapshot>], after: &[Option<Snapshot>]) -> Option<ServerStats> {
+        let pair = |i: usize| match (before.get(i), after.get(i)) {
+            (Some(Some(b)), Some(Some(a))) => Some((*b, *a)),
+            _ => None,
+        };
+        let (b, a) = pair(0)?;
+        let mut own = stats::diff(&b, &a)?;
+        if !self.composing.is_empty() {
+            own.composing_models = Some(
+                self.composing
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, w)| {
+                        let (b, a) = pair(i + 1)?;
+                        Some(ComposingStats {
+                            model: w.model.clone(),
+                            version: w.version.clone(),
+                            stats: stats::diff_counts(&b, &a)?,
+                        })
+                    })
+                    .collect(),
+            );
+        }
+        Some(own)
+    }
+}
+
 fn latency(h: &Histogram<u64>) -> Latency {
     Latency {
         p50: h.value_at_quantile(0.50),
@@ -631,7 +767,7 @@ async fn run_level(
     level: Level,
     targets: Vec<Arc<Shared>>,
     meter: Arc<Meter>,
-    stats_path: Option<&str>,
+    watched: &StatsPlan,
     index: u64,
     sequences: Option<&Arc<SequenceIds>>,
 ) -> LevelResult {
@@ -640,19 +776,17 @@ async fn run_level(
     // the "before" snapshot is taken when the measurement starts: right
     // now, before any load, when there is no warm-up (a short run could
     // otherwise end before a spawned snapshot is taken); else at t0
-    let before_now = match stats_path {
-        Some(p) if std::time::Instant::now() >= t0 => {
-            Some(snapshot_all(&targets, p, &opts.model).await)
-        }
-        _ => None,
+    let before_now = if !watched.is_empty() && std::time::Instant::now() >= t0 {
+        Some(watched.snapshot(&targets).await)
+    } else {
+        None
     };
-    let before = stats_path.filter(|_| before_now.is_none()).map(|p| {
+    let before = (!watched.is_empty() && before_now.is_none()).then(|| {
         let targets = targets.clone();
-        let p = p.to_string();
-        let model = opts.model.clone();
+        let watched = watched.clone();
         tokio::spawn(async move {
             tokio::time::sleep_until(t0.into()).await;
-            snapshot_all(&targets, &p, &model).await
+            watched.snapshot(&targets).await
         })
     });
     // stability windows: decide after each window whether to go on
@@ -694,15 +828,13 @@ async fn run_level(
         None => (None, 1),
     };
     let before = match (before_now, before) {
-        (Some(b), _) => b,
-        (None, Some(h)) => h.await.ok().flatten(),
+        (Some(b), _) => Some(b),
+        (None, Some(h)) => h.await.ok(),
         (None, None) => None,
     };
-    let server = match (before, stats_path) {
-        (Some(b), Some(p)) => snapshot_all(&targets, p, &opts.model)
-            .await
-            .and_then(|a| stats::diff(&b, &a)),
-        _ => None,
+    let server = match before {
+        Some(b) => watched.diff(&b, &watched.snapshot(&targets).await),
+        None => None,
     };
     // the measured windows, merged: the last 3 of a stability run
     let recs = meter.windows.lock().expect("recorder lock");

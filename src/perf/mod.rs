@@ -3,6 +3,8 @@
 //!
 //! - [`model`]: what the server says about the model (metadata, and the
 //!   config when the server has that extension), shape overrides;
+//! - [`ensemble`]: an ensemble's composing models (stateful steps, whose
+//!   statistics to report);
 //! - [`inputs`]: one request body, built once (JSON or binary tensors);
 //! - [`schedule`]: load ranges and open-loop send schedules;
 //! - [`options`]: the checks that turn `tritonctl perf`'s arguments into
@@ -17,6 +19,7 @@
 //! Nothing here prints; progress is reported through a callback.
 
 pub mod client;
+pub mod ensemble;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod grpc;

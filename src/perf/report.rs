@@ -1,7 +1,7 @@
 //! Results of a run and their renderings: a table per run, the JSON
 //! document of schemas/perf.schema.json, perf_analyzer's CSV columns.
 
-use super::stats::ServerStats;
+use super::stats::{ComposingStats, ServerStats};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -112,6 +112,30 @@ fn us(v: f64) -> String {
     format!("{v:.0}")
 }
 
+/// Queue, compute input, infer and output per request as the table and
+/// the CSV show them: for an ensemble the sums over its composing models
+/// (each request passes through each step), as perf_analyzer reports
+/// them, since an ensemble's own statistics leave out its steps' queue
+/// time (docs/spec/v2-protocol.md, section 8); else the model's own.
+fn breakdown(s: &ServerStats) -> (f64, f64, f64, f64) {
+    match s.composing_models.as_deref() {
+        Some(steps) if !steps.is_empty() => steps.iter().fold((0.0, 0.0, 0.0, 0.0), |acc, c| {
+            (
+                acc.0 + c.stats.queue_us,
+                acc.1 + c.stats.compute_input_us,
+                acc.2 + c.stats.compute_infer_us,
+                acc.3 + c.stats.compute_output_us,
+            )
+        }),
+        _ => (
+            s.queue_us,
+            s.compute_input_us,
+            s.compute_infer_us,
+            s.compute_output_us,
+        ),
+    }
+}
+
 impl PerfReport {
     /// The highest error rate of any level (0 without levels).
     pub fn worst_error_rate(&self) -> f64 {
@@ -181,11 +205,8 @@ impl PerfReport {
                 row.push(l.late_sends.to_string());
             }
             if has_server {
-                match &l.server {
-                    Some(s) => row.extend([
-                        us(s.queue_us),
-                        us(s.compute_input_us + s.compute_infer_us + s.compute_output_us),
-                    ]),
+                match l.server.as_ref().map(breakdown) {
+                    Some((q, ci, cf, co)) => row.extend([us(q), us(ci + cf + co)]),
                     None => row.extend(["-".to_string(), "-".to_string()]),
                 }
             }
@@ -196,8 +217,9 @@ impl PerfReport {
         } else {
             ""
         };
+        let composing = self.composing_table(load);
         format!(
-            "model {} at {} ({} over {}, inputs {}, outputs {}, batch {})\n{source}{t}\n",
+            "model {} at {} ({} over {}, inputs {}, outputs {}, batch {})\n{source}{t}\n{composing}",
             crate::text::display::Untrusted(&self.model),
             crate::text::display::Untrusted(&self.url),
             self.mode.replace('_', " "),
@@ -210,6 +232,58 @@ impl PerfReport {
             self.output_tensor_format,
             self.batch_size
         )
+    }
+
+    /// Ensembles: the server's time per composing model and level (empty
+    /// when no level has one).
+    fn composing_table(&self, load: &str) -> String {
+        let rows: Vec<(&LevelResult, &ComposingStats)> = self
+            .levels
+            .iter()
+            .flat_map(|l| {
+                l.server
+                    .iter()
+                    .flat_map(|s| s.composing_models.iter().flatten())
+                    .map(move |c| (l, c))
+            })
+            .collect();
+        if rows.is_empty() {
+            return String::new();
+        }
+        let mut t = comfy_table::Table::new();
+        t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
+        t.set_header(vec![
+            load,
+            "model",
+            "version",
+            "requests",
+            "executions",
+            "queue µs",
+            "input µs",
+            "infer µs",
+            "output µs",
+        ]);
+        for (l, c) in rows {
+            let s = &c.stats;
+            t.add_row(vec![
+                match (l.concurrency, l.request_rate) {
+                    (Some(c), _) => c.to_string(),
+                    (_, Some(r)) => format!("{r}"),
+                    _ => String::new(),
+                },
+                crate::text::display::Untrusted(&c.model).to_string(),
+                c.version.as_deref().map_or("-".to_string(), |v| {
+                    crate::text::display::Untrusted(v).to_string()
+                }),
+                s.requests.to_string(),
+                s.execution_count.to_string(),
+                us(s.queue_us),
+                us(s.compute_input_us),
+                us(s.compute_infer_us),
+                us(s.compute_output_us),
+            ]);
+        }
+        format!("server time per composing model (per request):\n{t}\n")
     }
 
     /// perf_analyzer's CSV (rows by increasing throughput, times in µs).
@@ -234,15 +308,7 @@ impl PerfReport {
                 Some(p) => (p.p50, p.p90, p.p95, p.p99, p.mean),
                 None => (0, 0, 0, 0, 0.0),
             };
-            let (q, ci, cf, co) = match &l.server {
-                Some(s) => (
-                    s.queue_us,
-                    s.compute_input_us,
-                    s.compute_infer_us,
-                    s.compute_output_us,
-                ),
-                None => (0.0, 0.0, 0.0, 0.0),
-            };
+            let (q, ci, cf, co) = l.server.as_ref().map_or((0.0, 0.0, 0.0, 0.0), breakdown);
             let (send, recv) = l
                 .client
                 .as_ref()

@@ -84,6 +84,36 @@ pub struct ServerStats {
     pub compute_output_us: f64,
     /// Request time not in queue or compute (parsing, copying, ...).
     pub overhead_us: f64,
+    /// Ensembles: the same per composing model (an ensemble's own
+    /// statistics leave out its steps' queue time, see
+    /// docs/spec/v2-protocol.md section 8). Absent for other models.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub composing_models: Option<Vec<ComposingStats>>,
+}
+
+/// The server's view of one composing model of an ensemble over a level.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ComposingStats {
+    pub model: String,
+    /// The version the ensemble's step names; `None` when the step takes
+    /// the latest (then the versions the statistics listed at the start,
+    /// comma-separated, if any).
+    pub version: Option<String>,
+    #[serde(flatten)]
+    pub stats: ServerStats,
+}
+
+/// The versions a `/v2/models/M/stats` answer lists for `model`, in order.
+pub fn versions(doc: &Value, model: &str) -> Vec<String> {
+    doc["model_stats"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|m| m["name"].as_str() == Some(model))
+                .filter_map(|m| m["version"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn avg_us(before: (i64, i64), after: (i64, i64)) -> Option<f64> {
@@ -102,8 +132,16 @@ fn avg_us(before: (i64, i64), after: (i64, i64)) -> Option<f64> {
 /// `after - before`; `None` when a counter went backwards (model reloaded)
 /// or nothing was counted.
 pub fn diff(before: &Snapshot, after: &Snapshot) -> Option<ServerStats> {
+    diff_counts(before, after).filter(|s| s.requests > 0)
+}
+
+/// `after - before` (averages 0 when nothing was counted); `None` when a
+/// counter went backwards.
+pub fn diff_counts(before: &Snapshot, after: &Snapshot) -> Option<ServerStats> {
     let requests = after.success.0 - before.success.0;
-    if requests <= 0 {
+    let inference_count = after.inference_count - before.inference_count;
+    let execution_count = after.execution_count - before.execution_count;
+    if requests < 0 || inference_count < 0 || execution_count < 0 {
         return None;
     }
     let queue_us = avg_us(before.queue, after.queue)?;
@@ -113,8 +151,8 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Option<ServerStats> {
     let success_us = avg_us(before.success, after.success)?;
     Some(ServerStats {
         requests,
-        inference_count: after.inference_count - before.inference_count,
-        execution_count: after.execution_count - before.execution_count,
+        inference_count,
+        execution_count,
         queue_us,
         compute_input_us,
         compute_infer_us,
@@ -125,6 +163,7 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Option<ServerStats> {
             - compute_infer_us
             - compute_output_us)
             .max(0.0),
+        composing_models: None,
     })
 }
 
@@ -157,5 +196,16 @@ mod tests {
         assert_eq!(s.overhead_us, 0.0);
         assert!(diff(&b, &a).is_none());
         assert!(Snapshot::parse(&doc(1, 1), "x").is_none());
+        // nothing counted: no stats for the model itself, zeros for a
+        // composing model
+        assert!(diff(&a, &a).is_none());
+        let idle = diff_counts(&a, &a).unwrap();
+        assert_eq!(
+            (idle.requests, idle.queue_us, idle.overhead_us),
+            (0, 0.0, 0.0)
+        );
+        assert!(diff_counts(&b, &a).is_none());
+        assert_eq!(versions(&doc(1, 1), "m"), vec!["1"]);
+        assert!(versions(&doc(1, 1), "x").is_empty());
     }
 }

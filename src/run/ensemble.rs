@@ -255,8 +255,10 @@ fn run_inner(
     opts: &RunOptions,
     depth: usize,
 ) -> Result<RunOutput, RunnerError> {
+    // Composing models run on the run's device.
     let inner = RunOptions {
         progress: None,
+        instance_devices: Vec::new(),
         ..*opts
     };
     if model.is_ensemble() {
@@ -301,8 +303,10 @@ fn pipelined(
     let mut left = vec![steps; n];
     let mut finished = 0usize;
     let (done_tx, done_rx) = std::sync::mpsc::channel::<StepResult>();
+    // Composing models run on the run's device.
     let inner = RunOptions {
         progress: None,
+        instance_devices: Vec::new(),
         ..*opts
     };
     let (outputs, started) = std::thread::scope(|scope| -> Result<_, RunnerError> {

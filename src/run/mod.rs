@@ -6,6 +6,7 @@
 //! The runner itself (scheduler core on a real clock + ONNX Runtime
 //! sessions) is assembled from these in the `run` command.
 
+pub mod devices;
 pub mod doctor;
 #[cfg(feature = "run")]
 pub mod ensemble;

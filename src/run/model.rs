@@ -1,14 +1,13 @@
-//! Loading a model directory for `tritonctl run`: the config is parsed,
-//! checked with the `validate` rules (errors stop the run) and filled in
-//! the way Triton does at load time; a missing `config.pbtxt` of an ONNX
-//! model is auto-completed as Triton's ONNX Runtime backend would. The
-//! version directory is the highest numeric one, or the one asked for.
+//! Loading a model directory for `tritonctl run`: the model as Triton
+//! holds it after the load (`validate::load`, the one loader: `validate`'s
+//! checks, errors stop the run; Triton's fill-in; a missing or partial
+//! `config.pbtxt` of an ONNX model auto-completed as Triton's ONNX Runtime
+//! backend would; instance groups normalized for the target server's GPUs),
+//! plus the version directory to run (the highest served, or the one asked
+//! for) and its model file.
 
-use crate::config::normalize::DirFacts;
-use crate::config::ParsedConfig;
-use crate::diagnostics::FileReport;
-use crate::diagnostics::Severity;
-use crate::schema::inference::model_config::SchedulingChoice;
+use crate::diagnostics::{Report, Severity};
+use crate::lint::ServerOptions;
 use crate::schema::inference::ModelConfig;
 use std::path::{Path, PathBuf};
 
@@ -18,14 +17,19 @@ pub struct LoadedModel {
     pub name: String,
     /// The model directory.
     pub dir: PathBuf,
-    /// The config after Triton's fill-in and normalization.
+    /// The config after Triton's fill-in and normalization (instance
+    /// groups included).
     pub cfg: ModelConfig,
+    /// Every instance Triton creates, passive ones included
+    /// (`model::instances_of`).
+    pub instances: Vec<crate::model::Instance>,
     /// The version directory chosen (`None` when the model has none, which
     /// only an ensemble may lack).
     pub version: Option<u64>,
     /// The ONNX file of that version (`None` for an ensemble).
     pub model_file: Option<PathBuf>,
-    /// Whether the config was auto-completed (no `config.pbtxt`).
+    /// Whether ONNX Runtime's auto-complete added to the config (no or a
+    /// partial `config.pbtxt`).
     pub autocompleted: bool,
     /// Things the user should know before the run, e.g. stateful-backend
     /// parameters that only matter on a GPU (see
@@ -35,10 +39,7 @@ pub struct LoadedModel {
 
 impl LoadedModel {
     pub fn is_ensemble(&self) -> bool {
-        matches!(
-            self.cfg.scheduling_choice,
-            Some(SchedulingChoice::EnsembleScheduling(_))
-        ) || self.cfg.platform == "ensemble"
+        crate::model::is_ensemble(&self.cfg)
     }
 
     /// Whether the model uses the stateful backend (`state_pairs`).
@@ -50,8 +51,9 @@ impl LoadedModel {
 /// Why a model cannot be loaded.
 #[derive(Debug)]
 pub enum LoadError {
-    /// The config has errors (the report holds the diagnostics).
-    Invalid(Box<FileReport>),
+    /// The config has errors (the report holds the diagnostics of the
+    /// models that have them).
+    Invalid(Box<Report>),
     /// A file is missing or unreadable, or the model cannot be used.
     Other(String),
 }
@@ -61,11 +63,13 @@ impl std::fmt::Display for LoadError {
         match self {
             LoadError::Invalid(r) => {
                 let n = r
-                    .diagnostics
+                    .files
                     .iter()
+                    .flat_map(|f| &f.diagnostics)
                     .filter(|d| d.severity == Severity::Error)
                     .count();
-                write!(f, "{}: the configuration has {n} error(s)", r.path)
+                let path = r.files.first().map(|f| f.path.as_str()).unwrap_or("");
+                write!(f, "{path}: the configuration has {n} error(s)")
             }
             LoadError::Other(m) => f.write_str(m),
         }
@@ -74,74 +78,33 @@ impl std::fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// Loads `dir` (see the module documentation). `version`: the version to
-/// run, default the highest.
+/// Loads `dir` for a CPU-only server (see [`load_model_on`]).
 pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadError> {
+    load_model_on(dir, version, &ServerOptions::default())
+}
+
+/// Loads `dir` as Triton would on the server `server` (see the module
+/// documentation). `version`: the version to run, default the highest.
+pub fn load_model_on(
+    dir: &Path,
+    version: Option<u64>,
+    server: &ServerOptions,
+) -> Result<LoadedModel, LoadError> {
     if !dir.is_dir() {
         return Err(LoadError::Other(format!(
             "{}: not a model directory",
             dir.display()
         )));
     }
-    let config_path = dir.join("config.pbtxt");
-    let dir_name = crate::files::dir_name_of(dir);
-    let (cfg, autocompleted) = if config_path.is_file() {
-        let bytes = crate::files::read_in(&config_path, dir).map_err(|e| {
-            LoadError::Other(format!(
-                "{}: cannot read: {}",
-                config_path.display(),
-                crate::files::io_message(&e)
-            ))
-        })?;
-        let opts = crate::lint::ServerOptions::default();
-        let report = crate::validate::check_config_file(
-            config_path.display().to_string(),
-            bytes.clone(),
-            Some(dir),
-            &opts,
-        );
-        if report
-            .diagnostics
-            .iter()
-            .any(|d| d.severity == Severity::Error)
-        {
-            return Err(LoadError::Invalid(Box::new(report)));
-        }
-        let parsed = ParsedConfig::from_bytes(bytes);
-        let raw = parsed.config.ok_or_else(|| {
-            LoadError::Other(format!("{}: cannot be parsed", config_path.display()))
-        })?;
-        let prepared = crate::config::normalize::prepare(
-            &raw,
-            dir_name.as_deref(),
-            &DirFacts::read(dir),
-            opts.platform_default.as_deref(),
-        )
-        .map_err(|e| LoadError::Other(format!("{}: {e}", config_path.display())))?;
-        let mut cfg = prepared.cfg;
-        if cfg.name.is_empty() {
-            cfg.name = prepared.name;
-        }
-        (cfg, false)
-    } else {
-        let outcome = crate::autoconfig::complete(
-            dir,
-            None,
-            &crate::autoconfig::AutoconfigOptions::default(),
-        )
-        .map_err(|e| {
-            LoadError::Other(format!(
-                "{}: no config.pbtxt, and auto-complete failed: {e}",
-                dir.display()
-            ))
-        })?;
-        (outcome.full, true)
-    };
-    let name = if cfg.name.is_empty() {
-        dir_name.unwrap_or_default()
-    } else {
-        cfg.name.clone()
-    };
+    let set = crate::validate::load::load_model(dir, server).map_err(|e| match e {
+        crate::validate::load::LoadError::Invalid(r) => LoadError::Invalid(r),
+        crate::validate::load::LoadError::Other(m) => LoadError::Other(m),
+    })?;
+    let loaded = set.models.into_iter().next().expect("the model asked for");
+    let cfg = loaded.config;
+    let autocompleted = loaded.autocompleted;
+    let instances = loaded.instances;
+    let name = loaded.name;
     // The versions Triton serves: its reading of the directory names and
     // the version policy (`repo::versions`).
     let scan = crate::repo::versions::scan_versions(dir, &cfg);
@@ -190,6 +153,7 @@ pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadE
         name,
         dir: dir.to_path_buf(),
         cfg,
+        instances,
         version: chosen.as_ref().map(|(v, _)| *v),
         model_file: None,
         notes,

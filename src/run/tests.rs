@@ -291,8 +291,9 @@ fn a_config_with_errors_stops_the_run_with_its_diagnostics() {
     match load_model(&dir, None) {
         Err(LoadError::Invalid(report)) => {
             assert!(report
-                .diagnostics
+                .files
                 .iter()
+                .flat_map(|f| &f.diagnostics)
                 .any(|d| d.severity == crate::diagnostics::Severity::Error));
         }
         other => panic!("expected config errors, got {other:?}"),
@@ -521,8 +522,22 @@ fn an_ensemble_step_that_cannot_start_fails_the_run_without_hanging() {
     .unwrap();
     copy_model("preprocess", repo.path(), &[1]);
     let broken = copy_model("accumulate_implicit", repo.path(), &[1]);
-    std::fs::write(broken.join("1").join("model.onnx"), b"not an onnx model").unwrap();
+    let onnx = broken.join("1").join("model.onnx");
+    let good = std::fs::read(&onnx).unwrap();
+    // A broken step fails the ensemble's load, naming the file, as in Triton.
+    std::fs::write(&onnx, b"not an onnx model").unwrap();
+    let e = super::model::load_model(&pipeline_dir, None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("accumulate_implicit") && e.contains("not an ONNX model"),
+        "{e}"
+    );
+    // Broken after the load: the session fails to open on the step's
+    // thread at run time.
+    std::fs::write(&onnx, good).unwrap();
     let pipeline = super::model::load_model(&pipeline_dir, None).unwrap();
+    std::fs::write(&onnx, b"not an onnx model").unwrap();
     let schema = InputSchema::from_config(&pipeline.cfg).unwrap();
     let text: String = (0..50)
         .map(|i| {
@@ -549,8 +564,10 @@ fn an_ensemble_step_that_cannot_start_fails_the_run_without_hanging() {
         .recv_timeout(std::time::Duration::from_secs(120))
         .expect("the ensemble run returns");
     match out {
+        // Caught when the step's model is loaded for the run (or, had it
+        // loaded, when its session opens on the step's thread).
         Err(RunnerError::Setup(msg)) => {
-            assert!(msg.contains("step 'accumulate_implicit'"), "{msg}")
+            assert!(msg.contains("'accumulate_implicit'"), "{msg}")
         }
         Ok(o) => panic!("expected a setup error, got {} results", o.results.len()),
     }

@@ -154,7 +154,7 @@ fn loaded_form(m: &CheckedModel, opts: &ServerOptions) -> Result<LoadedModel, Lo
         let outcome =
             crate::autoconfig::complete(&m.entry.dir, Some(&prepared.raw), &ac).map_err(|e| {
                 LoadError::Other(format!(
-                    "{}: ONNX Runtime's auto-complete fails: {e}",
+                    "{}: Triton's ONNX Runtime backend cannot load the model (its auto-complete failed): {e}",
                     crate::text::display::path(&m.entry.dir)
                 ))
             })?;

@@ -56,6 +56,99 @@ struct Behaviour {
     /// The server dies when this infer request (from 1) comes: it
     /// answers nothing more, closes every connection and stops listening.
     die_at: Option<u64>,
+    /// Model "m" is an ensemble of these composing models (see
+    /// [`Pipeline`]); requests are checked as a sequence model's when a
+    /// step is stateful.
+    ensemble: Option<Pipeline>,
+}
+
+/// The ensemble "m" of the responder, with composing models "pre"
+/// (version -1; its statistics list version 3), "seq" (a sequence
+/// batcher), "post" (pinned to version 1) and the ensemble "inner".
+#[derive(Clone, Copy, PartialEq)]
+enum Pipeline {
+    /// m: pre -> post.
+    Stateless,
+    /// m: pre -> seq.
+    Stateful,
+    /// m: pre -> inner, inner: seq -> post.
+    Nested,
+    /// m: pre -> ghost, a model without a config.
+    Missing,
+    /// m: e1, e1: e2, ... without end (a hostile server).
+    Chain,
+}
+
+impl Pipeline {
+    /// The steps of an ensemble of this pipeline, as (model, version).
+    fn steps(self, ensemble: &str) -> Option<Vec<(&'static str, i64)>> {
+        Some(match (self, ensemble) {
+            (Pipeline::Stateless, "m") => vec![("pre", -1), ("post", 1)],
+            (Pipeline::Stateful, "m") => vec![("pre", -1), ("seq", -1)],
+            (Pipeline::Nested, "m") => vec![("pre", -1), ("inner", -1)],
+            (Pipeline::Nested, "inner") => vec![("seq", -1), ("post", 1)],
+            (Pipeline::Missing, "m") => vec![("pre", -1), ("ghost", -1)],
+            (Pipeline::Chain, "m") => vec![("e1", -1)],
+            (Pipeline::Chain, e) => {
+                let n: u64 = e.strip_prefix('e')?.parse().ok()?;
+                let next: &'static str = format!("e{}", n + 1).leak();
+                vec![(next, -1)]
+            }
+            _ => return None,
+        })
+    }
+
+    fn stateful(self) -> bool {
+        matches!(self, Pipeline::Stateful | Pipeline::Nested)
+    }
+}
+
+/// Per request, in ns: queue, compute input, infer and output of a
+/// composing model of the responder's ensembles. An ensemble's own
+/// statistics have its steps' compute summed and no queue, as Triton 2.51
+/// reports them (docs/spec/v2-protocol.md, section 8).
+fn step_cost(model: &str) -> Option<[u64; 4]> {
+    match model {
+        "pre" => Some([1_000, 100, 3_000, 200]),
+        "seq" => Some([4_000, 300, 7_000, 400]),
+        "post" => Some([500, 50, 1_500, 60]),
+        _ => None,
+    }
+}
+
+/// The composing models of the ensemble "m" of `p` that have a config
+/// and do work.
+fn pipeline_leaves(p: Pipeline) -> Vec<&'static str> {
+    match p {
+        Pipeline::Stateless => vec!["pre", "post"],
+        Pipeline::Stateful => vec!["pre", "seq"],
+        Pipeline::Nested => vec!["pre", "seq", "post"],
+        Pipeline::Missing => vec!["pre"],
+        Pipeline::Chain => vec![],
+    }
+}
+
+/// The config of a composing model or nested ensemble of `p`.
+fn step_config(p: Pipeline, model: &str) -> Option<Value> {
+    let tensors = json!({"max_batch_size": 8,
+        "input": [{"name": "X", "data_type": "TYPE_FP32", "dims": ["4"]}],
+        "output": [{"name": "Y", "data_type": "TYPE_FP32", "dims": ["4"]}]});
+    let mut cfg = tensors;
+    cfg["name"] = json!(model);
+    if let Some(steps) = p.steps(model) {
+        cfg["platform"] = json!("ensemble");
+        cfg["ensemble_scheduling"] = json!({"step": steps.iter().map(|(m, v)| json!({
+            "model_name": m, "model_version": v.to_string(),
+            "input_map": {"X": "X"}, "output_map": {"Y": "Y"}})).collect::<Vec<_>>()});
+        return Some(cfg);
+    }
+    cfg["backend"] = json!("python");
+    match model {
+        "seq" => cfg["sequence_batching"] = json!({"max_sequence_idle_microseconds": "1000000"}),
+        "pre" | "post" => cfg["dynamic_batching"] = json!({}),
+        _ => return None,
+    }
+    Some(cfg)
 }
 
 #[derive(Default)]
@@ -81,6 +174,10 @@ struct Counters {
     with_header: AtomicU64,
     /// Set when the server died (see `Behaviour::die_at`).
     dead: AtomicBool,
+    /// Infer requests that carried a `sequence_id` parameter.
+    with_sequence_id: AtomicU64,
+    /// The config and statistics paths asked for, in order.
+    discovery: Mutex<Vec<String>>,
 }
 
 impl Counters {
@@ -193,12 +290,68 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
         if headers.get("x-test").is_some_and(|v| v == "yes") {
             c.with_header.fetch_add(1, Ordering::SeqCst);
         }
+        if method == "GET" && (path.ends_with("/config") || path.ends_with("/stats")) {
+            c.discovery.lock().unwrap().push(path.clone());
+        }
+        // an ensemble's composing models: /v2/models/M[/versions/V]/config|stats
+        let step = b.ensemble.and_then(|p| {
+            let rest = path.strip_prefix("/v2/models/")?;
+            let (model, what) = rest.rsplit_once('/')?;
+            let (model, version) = match model.split_once("/versions/") {
+                Some((m, v)) => (m, Some(v)),
+                None => (model, None),
+            };
+            (model != "m").then_some((
+                p,
+                model.to_string(),
+                version.map(str::to_string),
+                what.to_string(),
+            ))
+        });
+        if let Some((p, model, version, what)) = step.filter(|_| method == "GET") {
+            // "post" is only asked for as version 1, the others as the latest
+            let right_version = version.as_deref() == (model == "post").then_some("1");
+            let n = c.infer.load(Ordering::SeqCst);
+            let answer = match (what.as_str(), step_config(p, &model)) {
+                ("config", Some(cfg)) if right_version => Some(cfg),
+                ("stats", Some(_)) if right_version => {
+                    let [q, ci, cf, co] = step_cost(&model).unwrap_or_default();
+                    let d = |per: u64| json!({"count": n, "ns": n * per});
+                    let z = if step_cost(&model).is_some() { n } else { 0 };
+                    let dz = |per: u64| json!({"count": z, "ns": z * per});
+                    // every request passes each step once; "seq" runs
+                    // alone, the others in pairs
+                    let executions = if model == "seq" { n } else { n / 2 };
+                    Some(json!({"model_stats": [{"name": model,
+                        "version": if model == "pre" { "3" } else { "1" },
+                        "inference_count": n, "execution_count": executions,
+                        "inference_stats": {"success": d(q + ci + cf + co + 700), "fail": d(0),
+                            "queue": d(q), "compute_input": dz(ci), "compute_infer": dz(cf),
+                            "compute_output": dz(co)}}]}))
+                }
+                _ => None,
+            };
+            let ok = match answer {
+                Some(doc) => respond(&mut out, 200, &[], doc.to_string().as_bytes()),
+                None => respond(&mut out, 404, &[], br#"{"error":"not found"}"#),
+            };
+            if !ok || b.close_after_answer {
+                return;
+            }
+            continue;
+        }
         let ok = match (method.as_str(), path.as_str()) {
             ("GET", "/v2/models/m") => {
                 let meta = json!({"name": "m", "platform": "test",
                     "inputs": [{"name": "X", "datatype": "FP32", "shape": b.x_shape}],
                     "outputs": [{"name": "Y", "datatype": "FP32", "shape": b.x_shape}]});
                 respond(&mut out, 200, &[], meta.to_string().as_bytes())
+            }
+            ("GET", "/v2/models/m/config") if b.config && b.ensemble.is_some() => {
+                let p = b.ensemble.unwrap();
+                let mut cfg = step_config(p, "m").unwrap();
+                cfg["max_batch_size"] = json!(b.max_batch_size);
+                respond(&mut out, 200, &[], cfg.to_string().as_bytes())
             }
             ("GET", "/v2/models/m/config") if b.config => {
                 let cfg = json!({"name": "m", "max_batch_size": b.max_batch_size,
@@ -218,11 +371,26 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
             ("GET", "/v2/models/m/stats") if b.stats => {
                 let n = c.infer.load(Ordering::SeqCst);
                 let d = |per: u64| json!({"count": n, "ns": n * per});
-                let doc = json!({"model_stats": [{"name": "m", "version": "1",
+                let mut doc = json!({"model_stats": [{"name": "m", "version": "1",
                     "inference_count": n, "execution_count": n,
                     "inference_stats": {"success": d(9000), "fail": d(0), "queue": d(2000),
                         "compute_input": d(500), "compute_infer": d(5000),
                         "compute_output": d(500)}}]});
+                if let Some(p) = b.ensemble {
+                    // an ensemble's own statistics: no queue, its steps'
+                    // compute summed
+                    let i = &mut doc["model_stats"][0]["inference_stats"];
+                    i["queue"] = json!({"count": n, "ns": 0});
+                    let leaves = pipeline_leaves(p);
+                    for (k, name) in [
+                        (1, "compute_input"),
+                        (2, "compute_infer"),
+                        (3, "compute_output"),
+                    ] {
+                        let per: u64 = leaves.iter().map(|m| step_cost(m).unwrap()[k]).sum();
+                        i[name] = d(per);
+                    }
+                }
                 respond(&mut out, 200, &[], doc.to_string().as_bytes())
             }
             ("POST", "/v2/models/m/infer") => {
@@ -253,7 +421,13 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
                 } else if b.malformed.contains(&(n % 10)) {
                     respond(&mut out, 200, &[], b"{\"outputs\": [")
                 } else {
-                    infer(&mut out, &headers, &body, c, b.sequence)
+                    infer(
+                        &mut out,
+                        &headers,
+                        &body,
+                        c,
+                        b.sequence || b.ensemble.is_some_and(Pipeline::stateful),
+                    )
                 }
             }
             ("GET", "/v2") if b.extensions.is_some() => {
@@ -327,6 +501,9 @@ fn infer(
             .unwrap_or_default(),
     };
     c.x_values.lock().unwrap().push(values);
+    if req["parameters"].get("sequence_id").is_some() {
+        c.with_sequence_id.fetch_add(1, Ordering::SeqCst);
+    }
     match x["parameters"]["binary_data_size"].as_u64() {
         Some(size) => {
             c.binary.fetch_add(1, Ordering::SeqCst);
@@ -1735,4 +1912,325 @@ fn progress_bar_only_on_a_terminal_or_when_forced() {
     // a bar per level
     assert!(err.contains("level 1/2 (concurrency 1)"), "{err}");
     assert!(err.contains("level 2/2 (concurrency 2)"), "{err}");
+}
+
+fn ensemble(p: Pipeline) -> Behaviour {
+    Behaviour {
+        ensemble: Some(p),
+        ..triton_like()
+    }
+}
+
+/// Checks the composing models' server times of a level against what the
+/// responder reports for them: `(model, version)` in step order, each
+/// with as many requests as the ensemble itself (every request passes
+/// every step) and its own per-request times.
+fn assert_composing(l: &Value, expected: &[(&str, &str)]) {
+    let server = &l["server"];
+    let steps = server["composing_models"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no composing_models in {server:#}"));
+    let got: Vec<(&str, &str)> = steps
+        .iter()
+        .map(|s| (s["model"].as_str().unwrap(), s["version"].as_str().unwrap()))
+        .collect();
+    assert_eq!(got, expected, "{server:#}");
+    // the snapshots are taken before the load and after it ended (ends of
+    // cut-off sequences included), so the server counted at least the
+    // measured requests
+    let requests = u(&server["requests"]);
+    assert!(requests >= u(&l["requests"]), "{l:#}");
+    // the ensemble's own statistics have no queue time; its steps' do
+    assert_eq!(server["queue_us"], 0.0, "{server:#}");
+    let infer: u64 = expected.iter().map(|(m, _)| step_cost(m).unwrap()[2]).sum();
+    assert_eq!(
+        server["compute_infer_us"].as_f64(),
+        Some(infer as f64 / 1000.0)
+    );
+    for s in steps {
+        let model = s["model"].as_str().unwrap();
+        let [q, ci, cf, co] = step_cost(model).unwrap();
+        assert_eq!(u(&s["requests"]), requests, "{s:#}");
+        assert_eq!(u(&s["inference_count"]), requests, "{s:#}");
+        // the responder's ns per request, in µs
+        assert_eq!(s["queue_us"].as_f64(), Some(q as f64 / 1000.0), "{s:#}");
+        assert_eq!(
+            s["compute_input_us"].as_f64(),
+            Some(ci as f64 / 1000.0),
+            "{s:#}"
+        );
+        assert_eq!(
+            s["compute_infer_us"].as_f64(),
+            Some(cf as f64 / 1000.0),
+            "{s:#}"
+        );
+        assert_eq!(
+            s["compute_output_us"].as_f64(),
+            Some(co as f64 / 1000.0),
+            "{s:#}"
+        );
+        // success is 700 ns more than queue and compute
+        let overhead = s["overhead_us"].as_f64().unwrap();
+        assert!((overhead - 0.7).abs() < 1e-9, "{s:#}");
+        assert!(s.get("composing_models").is_none(), "{s:#}");
+    }
+}
+
+/// Every sequence the responder saw started with START, ended with END,
+/// and had no step in flight with another (the responder fails a request
+/// that breaks this, so no error also shows it).
+fn assert_sequences_complete(r: &Responder) {
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+    let c = &r.counters;
+    assert_eq!(c.live_sequences(), 0);
+    assert!(c.started.load(Ordering::SeqCst) > 0);
+    assert_eq!(
+        c.started.load(Ordering::SeqCst),
+        c.ended.load(Ordering::SeqCst)
+    );
+    // every request carried a sequence id and flags
+    assert_eq!(
+        c.with_sequence_id.load(Ordering::SeqCst),
+        c.infer.load(Ordering::SeqCst)
+    );
+    let steps: u64 = c.lengths.lock().unwrap().iter().sum();
+    assert_eq!(steps, c.infer.load(Ordering::SeqCst));
+}
+
+#[test]
+fn ensemble_with_a_stateful_step_sends_sequence_flags() {
+    let r = Responder::start(ensemble(Pipeline::Stateful));
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--concurrency-range",
+        "3",
+        "--request-count",
+        "60",
+        "--sequence-length",
+        "4",
+        "--sequence-length-variation",
+        "0",
+        "--sequence-id-range",
+        "500:600",
+    ]);
+    assert_eq!(code, 0, "{doc:#} {:?}", r.bad());
+    let l = &doc["levels"][0];
+    assert_eq!(u(&l["requests"]), 60);
+    assert_eq!(u(&l["errors"]), 0);
+    assert_sequences_complete(&r);
+    // --sequence-length and --sequence-id-range hold as for a sequence model
+    let ids: Vec<u64> = r
+        .counters
+        .sequences
+        .lock()
+        .unwrap()
+        .keys()
+        .map(|k| k.parse().unwrap())
+        .collect();
+    assert!(ids.iter().all(|id| (500..600).contains(id)), "{ids:?}");
+    let lengths = r.counters.lengths.lock().unwrap().clone();
+    // only the 3 sequences cut off at the end may be shorter
+    assert!(
+        lengths.iter().filter(|&&n| n != 4).count() <= 3,
+        "{lengths:?}"
+    );
+    assert!(l["sequence_latency_us"].is_object(), "{l:#}");
+    assert_composing(l, &[("pre", "3"), ("seq", "1")]);
+    // the composing configs were read once each, "pre" as the latest
+    let asked = r.counters.discovery.lock().unwrap().clone();
+    for p in ["/v2/models/pre/config", "/v2/models/seq/config"] {
+        assert_eq!(asked.iter().filter(|a| *a == p).count(), 1, "{asked:?}");
+    }
+
+    // as for a sequence model, one step per request
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", "m", "-u", &r.url(), "-b", "2"])
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("ensemble 'm' has stateful steps ('seq')") && err.contains("-b 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ensemble_open_loop_and_table() {
+    let r = Responder::start(ensemble(Pipeline::Stateful));
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &r.url(),
+            "--request-rate-range",
+            "200",
+            "--duration",
+            "0.5",
+            "--num-of-sequences",
+            "3",
+            "--sequence-length",
+            "5",
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 0, "{out}\n{err}\n{:?}", r.bad());
+    assert_sequences_complete(&r);
+    assert!(
+        err.contains("note: ensemble 'm' has stateful steps ('seq', with a sequence batcher)"),
+        "{err}"
+    );
+    assert!(out.contains("server time per composing model"), "{out}");
+    let row = |model: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().any(|w| w == model))
+            .unwrap_or_else(|| panic!("no row for {model}:\n{out}"))
+            .split_whitespace()
+            .filter(|w| w.chars().all(|c| c.is_ascii_digit() || c == '.'))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    // rate, version, requests, executions, queue, input, infer, output
+    let seq = row("seq");
+    assert_eq!(seq[1], "1", "{out}");
+    assert_eq!(seq[2], seq[3], "seq runs alone: {out}");
+    assert_eq!(&seq[4..], ["4", "0", "7", "0"], "{out}");
+    let pre = row("pre");
+    assert_eq!(pre[1], "3", "{out}");
+    assert_eq!(&pre[4..], ["1", "0", "3", "0"], "{out}");
+    // the main table's queue and compute for an ensemble are the sums
+    // over its steps: queue 1 + 4 µs, compute 3.3 + 7.7 µs
+    let head = out.lines().find(|l| l.contains("queue µs")).unwrap();
+    let main = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("│ 200") || l.trim_start().starts_with("200"))
+        .unwrap_or_else(|| panic!("no level row:\n{out}"));
+    let cells: Vec<&str> = main.split_whitespace().filter(|w| *w != "│").collect();
+    assert!(head.contains("compute µs"), "{out}");
+    assert_eq!(&cells[cells.len() - 2..], ["5", "11"], "{out}");
+}
+
+#[test]
+fn nested_ensemble_with_a_stateful_step() {
+    let r = Responder::start(ensemble(Pipeline::Nested));
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--concurrency-range",
+        "2",
+        "--request-count",
+        "40",
+        "--sequence-length",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{doc:#} {:?}", r.bad());
+    assert_sequences_complete(&r);
+    let l = &doc["levels"][0];
+    // the models that do the work, in step order through "inner"
+    assert_composing(l, &[("pre", "3"), ("seq", "1"), ("post", "1")]);
+    let asked = r.counters.discovery.lock().unwrap().clone();
+    assert!(
+        asked.contains(&"/v2/models/inner/config".to_string()),
+        "{asked:?}"
+    );
+    assert!(
+        asked.contains(&"/v2/models/post/versions/1/config".to_string()),
+        "{asked:?}"
+    );
+    assert!(
+        asked.contains(&"/v2/models/post/versions/1/stats".to_string()),
+        "{asked:?}"
+    );
+    // a nested ensemble has no compute of its own: no statistics asked
+    assert!(
+        !asked.contains(&"/v2/models/inner/stats".to_string()),
+        "{asked:?}"
+    );
+}
+
+#[test]
+fn ensemble_without_stateful_steps_sends_no_flags() {
+    let r = Responder::start(ensemble(Pipeline::Stateless));
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &r.url(),
+            "--concurrency-range",
+            "2",
+            "--request-count",
+            "30",
+            "-b",
+            "2",
+            "--format",
+            "json",
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 0, "{out}\n{err}\n{:?}", r.bad());
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_matches_schema(&doc);
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+    assert_eq!(r.counters.with_sequence_id.load(Ordering::SeqCst), 0);
+    assert!(!err.contains("stateful"), "{err}");
+    let l = &doc["levels"][0];
+    assert!(l["sequence_latency_us"].is_null(), "{l:#}");
+    assert_composing(l, &[("pre", "3"), ("post", "1")]);
+    // a plain model has no composing_models
+    let r = Responder::start(triton_like());
+    let (_, doc) = perf_json(&["-m", "m", "-u", &r.url(), "--request-count", "5"]);
+    let server = &doc["levels"][0]["server"];
+    assert!(
+        server.is_object() && server.get("composing_models").is_none(),
+        "{server:#}"
+    );
+}
+
+#[test]
+fn ensemble_step_without_config_is_exit_2() {
+    let r = Responder::start(ensemble(Pipeline::Missing));
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", "m", "-u", &r.url(), "--request-count", "5"])
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("no config for model 'ghost' (a step of ensemble 'm')"),
+        "{err}"
+    );
+    assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn an_endless_chain_of_ensembles_is_refused_after_256_lookups() {
+    let r = Responder::start(ensemble(Pipeline::Chain));
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", "m", "-u", &r.url(), "--request-count", "5"])
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("ensemble 'm' has more than 256 composing models"),
+        "{err}"
+    );
+    // m's config and 256 composing ones, nothing more, and no load
+    let asked = r.counters.discovery.lock().unwrap().len();
+    assert_eq!(asked, 257, "{err}");
+    assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0);
 }

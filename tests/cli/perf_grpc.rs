@@ -44,6 +44,8 @@ struct State {
     ended: AtomicU64,
     /// Successful requests (for the statistics).
     ok: AtomicU64,
+    /// The models whose config was asked for, in order.
+    configs: Mutex<Vec<String>>,
 }
 
 #[derive(Clone)]
@@ -71,7 +73,13 @@ fn width(model: &str) -> i64 {
 }
 
 fn known(model: &str) -> bool {
-    matches!(model, "m" | "seq" | "big" | "huge")
+    matches!(model, "m" | "seq" | "big" | "huge" | "ens")
+}
+
+/// Models whose requests are sequence steps: "seq" and the ensemble
+/// "ens" (steps "m" then "seq", version 1 pinned).
+fn stateful(model: &str) -> bool {
+    matches!(model, "seq" | "ens")
 }
 
 fn param(p: &pb::InferParameter) -> Option<&ParameterChoice> {
@@ -128,7 +136,7 @@ impl Svc {
         if r.parameters.contains_key("binary_data_output") {
             return Err(self.bad("HTTP-only parameter binary_data_output".into()));
         }
-        let seq_id = if r.model_name == "seq" {
+        let seq_id = if stateful(&r.model_name) {
             Some(self.sequence_step(&r)?)
         } else {
             None
@@ -252,7 +260,6 @@ impl GrpcInferenceService for Svc {
         let name = r.into_inner().name;
         let config = cfg::ModelConfig {
             name: name.clone(),
-            backend: "python".into(),
             max_batch_size: 8,
             input: vec![cfg::ModelInput {
                 name: "X".into(),
@@ -260,13 +267,33 @@ impl GrpcInferenceService for Svc {
                 dims: vec![width(&name)],
                 ..Default::default()
             }],
-            scheduling_choice: (name == "seq").then(|| {
-                cfg::model_config::SchedulingChoice::SequenceBatching(
+            scheduling_choice: match name.as_str() {
+                "seq" => Some(cfg::model_config::SchedulingChoice::SequenceBatching(
                     cfg::ModelSequenceBatching::default(),
-                )
-            }),
+                )),
+                "ens" => Some(cfg::model_config::SchedulingChoice::EnsembleScheduling(
+                    cfg::ModelEnsembling {
+                        step: [("m", -1), ("seq", 1)]
+                            .into_iter()
+                            .map(|(m, v)| cfg::model_ensembling::Step {
+                                model_name: m.into(),
+                                model_version: v,
+                                ..Default::default()
+                            })
+                            .collect(),
+                        ..Default::default()
+                    },
+                )),
+                _ => None,
+            },
+            platform: if name == "ens" { "ensemble" } else { "" }.into(),
+            backend: if name == "ens" { "" } else { "python" }.into(),
             ..Default::default()
         };
+        {
+            let mut asked = self.s.configs.lock().unwrap();
+            asked.push(name.clone());
+        }
         Ok(Response::new(pb::ModelConfigResponse {
             config: Some(config),
         }))
@@ -534,6 +561,62 @@ fn sequences_stay_in_order_at_concurrency_16() {
             .filter(|e| e.0)
             .count();
         assert_eq!(live, 0, "streaming {streaming}");
+    }
+}
+
+#[test]
+fn ensemble_with_a_stateful_step_over_grpc() {
+    for streaming in [false, true] {
+        let s = Server::start(Behaviour::default());
+        let url = s.url();
+        let mut args = vec![
+            "-m",
+            "ens",
+            "-u",
+            &url,
+            "-i",
+            "grpc",
+            "--concurrency-range",
+            "4",
+            "--request-count",
+            "80",
+            "--sequence-length",
+            "4",
+        ];
+        if streaming {
+            args.push("--streaming");
+        }
+        let (code, doc) = perf_json(&args);
+        assert_eq!(code, 0, "streaming {streaming}: {doc:#} {:?}", s.bad());
+        // the server fails a request to "ens" without a valid sequence id
+        // and flags, or out of order
+        assert!(s.bad().is_empty(), "streaming {streaming}: {:?}", s.bad());
+        let l = &doc["levels"][0];
+        assert_eq!(u(&l["errors"]), 0, "{l:#}");
+        assert!(s.state.ended.load(Ordering::SeqCst) >= 4, "{l:#}");
+        let seqs = s.state.sequences.lock().unwrap();
+        assert!(seqs.values().all(|e| !e.0), "a sequence left live");
+        let steps: u64 = seqs.values().map(|e| e.2).sum();
+        assert_eq!(
+            steps,
+            s.state.unary.load(Ordering::SeqCst) + s.state.streamed.load(Ordering::SeqCst)
+        );
+        drop(seqs);
+        // the configs of both steps were asked for over gRPC
+        let asked = s.state.configs.lock().unwrap().clone();
+        assert_eq!(asked, ["ens", "m", "seq"], "{asked:?}");
+        // per composing model: the server's 2 µs queue and 5 µs infer
+        let steps = l["server"]["composing_models"].as_array().unwrap();
+        let names: Vec<(&str, &str)> = steps
+            .iter()
+            .map(|c| (c["model"].as_str().unwrap(), c["version"].as_str().unwrap()))
+            .collect();
+        assert_eq!(names, [("m", "1"), ("seq", "1")]);
+        for c in steps {
+            assert_eq!(c["queue_us"].as_f64(), Some(2.0), "{c:#}");
+            assert_eq!(c["compute_infer_us"].as_f64(), Some(5.0), "{c:#}");
+            assert!(u(&c["requests"]) >= u(&l["requests"]), "{c:#}");
+        }
     }
 }
 

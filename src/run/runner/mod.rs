@@ -45,7 +45,12 @@ use pool::run_inner;
 
 /// How to run.
 pub struct RunOptions<'a> {
+    /// Where every instance runs, unless `instance_devices` says otherwise.
     pub device: Device,
+    /// Where each instance the scheduler gives work to runs, in scheduler
+    /// order (see [`crate::run::devices::place`]); empty: all on `device`.
+    /// Composing models of an ensemble run on `device`.
+    pub instance_devices: Vec<Device>,
     /// Called with (finished requests, all requests) whenever a request
     /// finishes.
     pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
@@ -60,6 +65,7 @@ impl Default for RunOptions<'_> {
     fn default() -> Self {
         RunOptions {
             device: Device::Cpu,
+            instance_devices: Vec::new(),
             progress: None,
             profile: false,
         }

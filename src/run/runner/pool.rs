@@ -51,21 +51,35 @@ fn execute(session: &mut ModelSession, io: &mut Io) -> Result<(), RunError> {
     session.run_into(&io.inputs, &mut io.outputs)
 }
 
-/// Opens one session per instance on `device`, set up from the model's
-/// config as its Triton backend would (see [`crate::run::session_config`]).
+/// Opens one session per instance the scheduler gives work to, instance
+/// `i` on `devices[i]` (all on `device` when `devices` is empty), each set
+/// up from the model's config as its Triton backend would (see
+/// [`crate::run::session_config`]).
 fn open_sessions(
     model: &LoadedModel,
     device: Device,
+    devices: &[Device],
     n: usize,
 ) -> Result<Vec<ModelSession>, RunnerError> {
     let file = model
         .model_file
         .as_ref()
         .ok_or_else(|| setup(format!("model '{}' has no model file", model.name)))?;
-    let options = session_options(&model.cfg, device)
-        .map_err(|e| setup(format!("model '{}': {e}", model.name)))?;
+    let mut options: Vec<(Device, _)> = Vec::new();
     (0..n)
-        .map(|_| ModelSession::open(file, &options).map_err(setup))
+        .map(|i| {
+            let on = devices.get(i).copied().unwrap_or(device);
+            let at = match options.iter().position(|(d, _)| *d == on) {
+                Some(at) => at,
+                None => {
+                    let o = session_options(&model.cfg, on)
+                        .map_err(|e| setup(format!("model '{}': {e}", model.name)))?;
+                    options.push((on, o));
+                    options.len() - 1
+                }
+            };
+            ModelSession::open(file, &options[at].1).map_err(setup)
+        })
         .collect()
 }
 
@@ -156,7 +170,12 @@ pub(super) fn run_inner<'r>(
     let instances = settings.instances.max(1);
     let stateful =
         crate::run::stateful::StatefulBackend::from_config(&model.cfg, instances).map_err(setup)?;
-    let mut sessions = open_sessions(model, opts.device, settings.instances)?;
+    let mut sessions = open_sessions(
+        model,
+        opts.device,
+        &opts.instance_devices,
+        settings.instances,
+    )?;
     let plan = plan(model, &sessions[0])?;
     warm_up(model, &plan, stateful.as_ref(), &mut sessions)?;
     if let Some(ready) = ready {
