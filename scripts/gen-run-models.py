@@ -171,6 +171,18 @@ def scale_shift():
                 [vi("Output", T.FLOAT, ["batch", 4])], inits, opset=17, ir=8)
 
 
+def double_batch():
+    """Output = 2 * Input on a tensor of shape [batch]: the batch dimension
+    is the only one. It has no config.pbtxt: auto-complete gives it
+    `dims: [ 1 ] reshape { shape: [ ] }` with max_batch_size > 0, so that
+    `run` must hand ONNX Runtime [n] for a batch of n requests of [1]."""
+    vi = h.make_tensor_value_info
+    inits = [numpy_helper.from_array(np.array(2.0, np.float32), "Two")]
+    nodes = [h.make_node("Mul", ["Input", "Two"], ["Output"])]
+    return make(nodes, [vi("Input", T.FLOAT, ["batch"])],
+                [vi("Output", T.FLOAT, ["batch"])], inits, opset=17, ir=8)
+
+
 LOOKUP_TABLE = [10.0, 20.0, 30.0, 40.0]
 
 
@@ -218,6 +230,10 @@ def ref_accumulate_rows(feeds):
 
 def ref_scale_shift(feeds):
     return {"Output": feeds["Input"] * np.float32(2) + np.float32(1)}
+
+
+def ref_double_batch(feeds):
+    return {"Output": feeds["Input"] * np.float32(2)}
 
 
 def ref_table_lookup(feeds):
@@ -278,6 +294,9 @@ def self_check(models_dir):
                    {"Input": ints(b, 4), "Accumulate_In": ints(b, 1)})
     check_with_ort(os.path.join(models_dir, "preprocess", "1", "model.onnx"),
                    ref_scale_shift, {"Input": ints(b, 4)})
+    check_with_ort(os.path.join(models_dir, "double_batch", "1",
+                                "model.onnx"),
+                   ref_double_batch, {"Input": ints(5)})
     lookup = os.path.join(models_dir, "lookup", "1", "model.onnx")
     for i in (0, 3, -1):
         check_with_ort(lookup, ref_table_lookup,
@@ -682,6 +701,8 @@ def generate(root):
         f.write(struct.pack("<f", 100.0))
     write_model(run, "preprocess", PREPROCESS, scale_shift())
     write_model(run, "lookup", LOOKUP, table_lookup())
+    # No config.pbtxt: the tests auto-complete it (autoconfig --write).
+    save(double_batch(), os.path.join(run, "double_batch", "1", "model.onnx"))
     os.makedirs(os.path.join(run, "pipeline", "1"))
     with open(os.path.join(run, "pipeline", "config.pbtxt"), "w") as f:
         f.write(PIPELINE)

@@ -6,6 +6,7 @@
 //! The runner itself (scheduler core on a real clock + ONNX Runtime
 //! sessions) is assembled from these in the `run` command.
 
+#[cfg(feature = "run")]
 pub mod devices;
 pub mod doctor;
 #[cfg(feature = "run")]
@@ -13,6 +14,7 @@ pub mod ensemble;
 pub mod input;
 pub mod model;
 pub mod output;
+pub mod reshape;
 #[cfg(feature = "run")]
 pub mod runner;
 #[cfg(feature = "run")]

@@ -78,6 +78,33 @@ impl std::fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
+/// The backends whose models `run` executes: both run an ONNX file in ONNX
+/// Runtime (the stateful backend as docs/spec/stateful-backend.md
+/// describes).
+pub const RUNNABLE_BACKENDS: [&str; 2] = ["onnxruntime", "stateful"];
+
+/// Refuses a model whose backend `run` cannot execute (python, tensorrt,
+/// pytorch, tensorflow, openvino, a custom backend...), naming the model,
+/// its backend and what to do instead. A config that names no backend
+/// (Triton would pick one from the file name) is left to the file lookup.
+pub fn check_backend(model: &LoadedModel) -> Result<(), String> {
+    let backend = model.cfg.backend.as_str();
+    if backend.is_empty() || RUNNABLE_BACKENDS.contains(&backend) {
+        return Ok(());
+    }
+    let platform = if model.cfg.platform.is_empty() {
+        String::new()
+    } else {
+        format!(" (platform '{}')", model.cfg.platform)
+    };
+    Err(format!(
+        "model '{}' uses backend '{backend}'{platform}, which tritonctl run cannot execute \
+         (it runs ONNX models with ONNX Runtime: backends onnxruntime and stateful); \
+         use tritonctl perf against a Triton server, or export the model to ONNX",
+        model.name
+    ))
+}
+
 /// Loads `dir` for a CPU-only server (see [`load_model_on`]).
 pub fn load_model(dir: &Path, version: Option<u64>) -> Result<LoadedModel, LoadError> {
     load_model_on(dir, version, &ServerOptions::default())
@@ -162,6 +189,9 @@ pub fn load_model_on(
     if model.is_ensemble() {
         return Ok(model);
     }
+    // Refused before the model file is looked for: a python or TensorRT
+    // model has no model.onnx, and "file missing" would hide the reason.
+    check_backend(&model).map_err(LoadError::Other)?;
     let Some((_, version_dir)) = chosen else {
         return Err(LoadError::Other(format!(
             "{}: no numeric version directory (expected e.g. {}/1/model.onnx)",

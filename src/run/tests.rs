@@ -623,3 +623,392 @@ fn owned_requests_give_the_results_of_borrowed_ones() {
         }
     }
 }
+
+// ------------------------------------------------------------- reshape
+
+/// A copy of testdata/run/preprocess (Output = 2 * Input + 1 on FP32
+/// [batch, 4]) named `name` under `root`, with `edit` applied to its
+/// config.
+#[cfg(feature = "run")]
+fn preprocess_as(root: &std::path::Path, name: &str, edit: impl Fn(String) -> String) -> PathBuf {
+    let d = root.join(name);
+    std::fs::create_dir_all(d.join("1")).unwrap();
+    std::fs::copy(
+        model_dir("preprocess").join("1").join("model.onnx"),
+        d.join("1").join("model.onnx"),
+    )
+    .unwrap();
+    let cfg = std::fs::read_to_string(model_dir("preprocess").join("config.pbtxt")).unwrap();
+    let changed = edit(cfg.replace("name: \"preprocess\"", &format!("name: \"{name}\"")));
+    std::fs::write(d.join("config.pbtxt"), changed).unwrap();
+    d
+}
+
+/// A result's output `Output`: (shape, values), or the request's error.
+#[cfg(feature = "run")]
+type Shaped = Result<(Vec<i64>, Vec<f32>), String>;
+
+/// Runs JSON Lines `text` on the model in `dir`: output `Output` per
+/// request.
+#[cfg(feature = "run")]
+fn run_lines(dir: &std::path::Path, text: &str) -> Vec<Shaped> {
+    use super::runner::RunOptions;
+    let m = super::model::load_model(dir, None).unwrap_or_else(|e| panic!("{e}"));
+    let schema = InputSchema::from_config(&m.cfg).unwrap();
+    let parsed = parse_input(text, "in", &schema, &ParseOptions::default()).unwrap();
+    assert!(parsed.failed.is_empty(), "{:?}", parsed.failed);
+    let out = super::ensemble::run(&m, &parsed.requests, &RunOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    out.results
+        .into_iter()
+        .map(|r| {
+            r.outcome.map(|o| {
+                let (_, t) = o.iter().find(|(n, _)| n == "Output").unwrap();
+                (t.shape.clone(), f32s(t).to_vec())
+            })
+        })
+        .collect()
+}
+
+#[cfg(feature = "run")]
+#[test]
+fn reshape_with_batching_gives_the_model_the_reshape_and_the_client_dims() {
+    if !ort_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    // The client sends and receives [b, 2, 2]; the model takes and gives
+    // [n, 4], the requests stacked along the batch dimension.
+    let reshape = "dims: [ 4 ]";
+    let two_by_two = "dims: [ 2, 2 ]\n    reshape { shape: [ 4 ] }";
+    let d = preprocess_as(root.path(), "square", |c| c.replace(reshape, two_by_two));
+    let text: String = (0..12)
+        .map(|i| {
+            format!(
+                "{{\"id\": \"r{i}\", \"arrival_us\": 0, \"inputs\": {{\"Input\": [[{i}, 1], [2, 3]]}}}}\n"
+            )
+        })
+        .chain(std::iter::once(
+            "{\"id\": \"two\", \"arrival_us\": 0, \"inputs\": {\"Input\": [[[1, 1], [1, 1]], [[0, 0], [0, -1]]]}}\n".to_string(),
+        ))
+        .collect();
+    let got = run_lines(&d, &text);
+    assert_eq!(got.len(), 13);
+    for (i, r) in got.iter().take(12).enumerate() {
+        let (shape, v) = r.as_ref().unwrap();
+        assert_eq!(shape, &[1, 2, 2]);
+        assert_eq!(v, &[2.0 * i as f32 + 1.0, 3.0, 5.0, 7.0]);
+    }
+    let (shape, v) = got[12].as_ref().unwrap();
+    assert_eq!(shape, &[2, 2, 2]);
+    assert_eq!(v, &[3.0, 3.0, 3.0, 3.0, 1.0, 1.0, 1.0, -1.0]);
+}
+
+#[cfg(feature = "run")]
+#[test]
+fn reshape_without_batching_and_with_variable_dims_carries_the_value_over() {
+    if !ort_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    // max_batch_size 0: the model's [batch, 4] is a [-1, 4] of the config,
+    // and the client's [-1, 2, 2] becomes [-1, 4] with the same -1.
+    let d = preprocess_as(root.path(), "rows", |c| {
+        c.replace("max_batch_size: 8", "max_batch_size: 0")
+            .replace(
+                "dims: [ 4 ]",
+                "dims: [ -1, 2, 2 ]\n    reshape { shape: [ -1, 4 ] }",
+            )
+            .replace(
+                "dynamic_batching {\n  max_queue_delay_microseconds: 100\n}\n",
+                "",
+            )
+    });
+    let text = "{\"id\": \"three\", \"inputs\": {\"Input\": {\"content\": [0,1,2,3, 4,5,6,7, 8,9,10,11], \"shape\": [3, 2, 2]}}}\n\
+                {\"id\": \"one\", \"inputs\": {\"Input\": {\"content\": [-1,-1,-1,-1], \"shape\": [1, 2, 2]}}}\n";
+    let got = run_lines(&d, text);
+    let (shape, v) = got[0].as_ref().unwrap();
+    assert_eq!(shape, &[3, 2, 2]);
+    let want: Vec<f32> = (0..12).map(|x| 2.0 * x as f32 + 1.0).collect();
+    assert_eq!(v, &want);
+    let (shape, v) = got[1].as_ref().unwrap();
+    assert_eq!(shape, &[1, 2, 2]);
+    assert_eq!(v, &[-1.0; 4]);
+}
+
+#[cfg(feature = "run")]
+#[test]
+fn an_auto_completed_batch_shaped_model_runs_with_its_empty_reshape() {
+    if !ort_available() {
+        return;
+    }
+    // testdata/run/double_batch has no config: auto-complete gives dims
+    // [1] reshape [] on Input and Output (Output = 2 * Input on [batch]).
+    let m = super::model::load_model(&model_dir("double_batch"), None).unwrap();
+    assert!(m.autocompleted);
+    let input = &m.cfg.input[0];
+    assert_eq!(input.dims, vec![1]);
+    assert_eq!(
+        input.reshape.as_ref().map(|r| r.shape.clone()),
+        Some(vec![])
+    );
+    let text: String = (0..9)
+        .map(|i| {
+            format!("{{\"id\": \"r{i}\", \"arrival_us\": 0, \"inputs\": {{\"Input\": [{i}]}}}}\n")
+        })
+        .collect();
+    let got = run_lines(&model_dir("double_batch"), &text);
+    for (i, r) in got.iter().enumerate() {
+        assert_eq!(r.as_ref().unwrap(), &(vec![1, 1], vec![2.0 * i as f32]));
+    }
+}
+
+#[cfg(feature = "run")]
+#[test]
+fn warmup_samples_take_the_reshape_too() {
+    if !ort_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    // A warm-up sample is a request like any other: its [2, 2] reaches the
+    // model as [1, 4]. Without the reshape the load would fail.
+    let d = preprocess_as(root.path(), "warm", |c| {
+        c.replace("dims: [ 4 ]", "dims: [ 2, 2 ]\n    reshape { shape: [ 4 ] }")
+            + "model_warmup [ { name: \"w\" batch_size: 2 inputs { key: \"Input\" value { data_type: TYPE_FP32 dims: [ 2, 2 ] zero_data: true } } } ]\n"
+    });
+    let got = run_lines(
+        &d,
+        "{\"id\": \"r\", \"inputs\": {\"Input\": [[1, 2], [3, 4]]}}\n",
+    );
+    assert_eq!(
+        got[0].as_ref().unwrap(),
+        &(vec![1, 2, 2], vec![3.0, 5.0, 7.0, 9.0])
+    );
+}
+
+// ------------------------------------------------- nested ensembles
+
+#[cfg(feature = "run")]
+#[test]
+fn a_nested_ensemble_is_pipelined_per_request() {
+    use super::ensemble::StepEvent;
+    use super::runner::RunOptions;
+    if !ort_available() {
+        return;
+    }
+    // outer = pre_a, then the ensemble inner = pre_b, then pre_c; each a
+    // copy of preprocess (2x + 1) without the dynamic batcher, so that
+    // each runs the requests one by one, in order.
+    let repo = tempfile::tempdir().unwrap();
+    let no_batcher = |c: String| {
+        c.replace(
+            "dynamic_batching {\n  max_queue_delay_microseconds: 100\n}\n",
+            "",
+        )
+    };
+    for name in ["pre_a", "pre_b", "pre_c"] {
+        preprocess_as(repo.path(), name, no_batcher);
+    }
+    let io = "input [ { name: \"Input\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n\
+              output [ { name: \"Output\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n";
+    let step = |m: &str, i: &str, o: &str| {
+        format!(
+            "{{ model_name: \"{m}\" model_version: -1 input_map {{ key: \"Input\" value: \"{i}\" }} output_map {{ key: \"Output\" value: \"{o}\" }} }}"
+        )
+    };
+    let ensemble = |name: &str, steps: [String; 2]| {
+        let d = repo.path().join(name);
+        std::fs::create_dir_all(d.join("1")).unwrap();
+        std::fs::write(
+            d.join("config.pbtxt"),
+            format!(
+                "name: \"{name}\"\nplatform: \"ensemble\"\nmax_batch_size: 8\n{io}ensemble_scheduling {{ step [ {}, {} ] }}\n",
+                steps[0], steps[1]
+            ),
+        )
+        .unwrap();
+        d
+    };
+    // The inner ensemble's own tensor "mid" has the name of one of the
+    // outer ensemble's: they are different tensors.
+    ensemble(
+        "inner",
+        [
+            step("pre_b", "Input", "mid"),
+            step("pre_c", "mid", "Output"),
+        ],
+    );
+    let outer = ensemble(
+        "outer",
+        [
+            step("pre_a", "Input", "mid"),
+            step("inner", "mid", "Output"),
+        ],
+    );
+    let m = super::model::load_model(&outer, None).unwrap();
+    let n = 20;
+    let text: String = (0..n)
+        .map(|i| format!("{{\"id\": \"r{i}\", \"inputs\": {{\"Input\": [{i}, 0, 1, -1]}}}}\n"))
+        .collect();
+    let schema = InputSchema::from_config(&m.cfg).unwrap();
+    let requests = parse_input(&text, "in", &schema, &ParseOptions::default())
+        .unwrap()
+        .requests;
+    let log = std::sync::Mutex::new(Vec::new());
+    let out = super::ensemble::run_logged(&m, &requests, &RunOptions::default(), &log).unwrap();
+    // 2(2(2x + 1) + 1) + 1 = 8x + 7, in the dims shape.
+    for (i, r) in out.results.iter().enumerate() {
+        let o = r.outcome.as_ref().unwrap();
+        assert_eq!(o[0].1.shape, vec![1, 4]);
+        let x = i as f32;
+        assert_eq!(f32s(&o[0].1), &[8.0 * x + 7.0, 7.0, 15.0, -1.0]);
+    }
+    let log = log.into_inner().unwrap();
+    let at = |e: StepEvent| {
+        log.iter()
+            .position(|x| *x == e)
+            .unwrap_or_else(|| panic!("{e:?} not in {log:?}"))
+    };
+    // Every request went through every step, in request order per step.
+    for s in ["pre_a", "inner/pre_b", "inner/pre_c"] {
+        let sent: Vec<usize> = log
+            .iter()
+            .filter_map(|e| match e {
+                StepEvent::Sent { step, request } if step == s => Some(*request),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sent, (0..n).collect::<Vec<_>>(), "{s}");
+    }
+    // Per request: the nested ensemble's first step got request 0 before
+    // the outer first step had answered the last request. pre_a runs one
+    // request per execution and answers each as it finishes, and the
+    // router passes a request on as soon as its answer comes, so this
+    // holds whatever the timing; run step after step over all requests,
+    // it could not.
+    let nested_first = at(StepEvent::Sent {
+        step: "inner/pre_b".into(),
+        request: 0,
+    });
+    let outer_last = at(StepEvent::Answered {
+        step: "pre_a".into(),
+        request: n - 1,
+    });
+    assert!(nested_first < outer_last, "{log:?}");
+    // And each request's steps come in data-flow order.
+    for i in 0..n {
+        let a = at(StepEvent::Answered {
+            step: "pre_a".into(),
+            request: i,
+        });
+        let b = at(StepEvent::Sent {
+            step: "inner/pre_b".into(),
+            request: i,
+        });
+        let c = at(StepEvent::Answered {
+            step: "inner/pre_b".into(),
+            request: i,
+        });
+        let d = at(StepEvent::Sent {
+            step: "inner/pre_c".into(),
+            request: i,
+        });
+        assert!(a < b && b < c && c < d, "request {i}: {log:?}");
+    }
+}
+
+#[cfg(feature = "run")]
+#[test]
+fn an_ensembles_own_reshapes_apply_to_its_inputs_and_outputs() {
+    if !ort_available() {
+        return;
+    }
+    // The ensemble takes and gives [b, 2, 2]; its reshape [4] is what its
+    // step (preprocess, dims [4]) sees and gives.
+    let repo = tempfile::tempdir().unwrap();
+    preprocess_as(repo.path(), "pre", |c| c);
+    let d = repo.path().join("square");
+    std::fs::create_dir_all(d.join("1")).unwrap();
+    std::fs::write(
+        d.join("config.pbtxt"),
+        "name: \"square\"\nplatform: \"ensemble\"\nmax_batch_size: 8\n\
+         input [ { name: \"X\" data_type: TYPE_FP32 dims: [ 2, 2 ] reshape { shape: [ 4 ] } } ]\n\
+         output [ { name: \"Output\" data_type: TYPE_FP32 dims: [ 2, 2 ] reshape { shape: [ 4 ] } } ]\n\
+         ensemble_scheduling { step [ { model_name: \"pre\" model_version: -1 \
+           input_map { key: \"Input\" value: \"X\" } output_map { key: \"Output\" value: \"Output\" } } ] }\n",
+    )
+    .unwrap();
+    let got = run_lines(
+        &d,
+        "{\"id\": \"a\", \"inputs\": {\"X\": [[1, 2], [3, 4]]}}\n\
+         {\"id\": \"b\", \"inputs\": {\"X\": {\"content\": [0, 0, 0, 0, 1, 1, 1, 1], \"shape\": [2, 2, 2]}}}\n",
+    );
+    assert_eq!(
+        got[0].as_ref().unwrap(),
+        &(vec![1, 2, 2], vec![3.0, 5.0, 7.0, 9.0])
+    );
+    assert_eq!(
+        got[1].as_ref().unwrap(),
+        &(vec![2, 2, 2], vec![1.0, 1.0, 1.0, 1.0, 3.0, 3.0, 3.0, 3.0])
+    );
+}
+
+#[cfg(feature = "run")]
+#[test]
+fn a_reshape_on_a_nested_ensembles_inputs_is_refused_naming_it() {
+    use super::runner::{RunOptions, RunnerError};
+    if !ort_available() {
+        return;
+    }
+    let repo = tempfile::tempdir().unwrap();
+    preprocess_as(repo.path(), "pre", |c| c);
+    let io = "input [ { name: \"Input\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n\
+              output [ { name: \"Output\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n";
+    let write = |name: &str, body: &str| {
+        let d = repo.path().join(name);
+        std::fs::create_dir_all(d.join("1")).unwrap();
+        std::fs::write(
+            d.join("config.pbtxt"),
+            format!("name: \"{name}\"\nplatform: \"ensemble\"\nmax_batch_size: 8\n{body}"),
+        )
+        .unwrap();
+        d
+    };
+    let run = |d: &std::path::Path| {
+        let m = super::model::load_model(d, None).unwrap_or_else(|e| panic!("{e}"));
+        let schema = InputSchema::from_config(&m.cfg).unwrap();
+        let requests = parse_input(
+            "{\"inputs\": {\"Input\": [[1, 2], [3, 4]]}}\n",
+            "in",
+            &schema,
+            &ParseOptions::default(),
+        )
+        .unwrap()
+        .requests;
+        super::ensemble::run(&m, &requests, &RunOptions::default())
+    };
+    // The outer ensemble's tensors have the inner one's dims.
+    let outer = write(
+        "outer",
+        &format!(
+            "{}ensemble_scheduling {{ step [ {{ model_name: \"inner\" model_version: -1 \
+             input_map {{ key: \"Input\" value: \"Input\" }} output_map {{ key: \"Output\" value: \"Output\" }} }} ] }}\n",
+            io.replace("dims: [ 4 ]", "dims: [ 2, 2 ]")
+        ),
+    );
+    // A reshape on a nested ensemble's input is refused, naming it.
+    write(
+        "inner",
+        &format!(
+            "{}ensemble_scheduling {{ step [ {{ model_name: \"pre\" model_version: -1 \
+             input_map {{ key: \"Input\" value: \"Input\" }} output_map {{ key: \"Output\" value: \"Output\" }} }} ] }}\n",
+            io.replace("dims: [ 4 ] }", "dims: [ 2, 2 ] reshape { shape: [ 4 ] } }")
+        ),
+    );
+    match run(&outer) {
+        Err(RunnerError::Setup(m)) => {
+            assert!(m.contains("nested ensemble 'inner' has a reshape"), "{m}")
+        }
+        Ok(o) => panic!("ran: {:?}", o.results),
+    }
+}

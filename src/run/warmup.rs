@@ -103,8 +103,21 @@ pub fn samples(cfg: &ModelConfig, model_dir: &Path) -> Result<Vec<Sample>, Strin
                     ))
                 }
             };
-            let is_input = cfg.input.iter().any(|i| &i.name == name);
-            let shape = stacked_shape(&input.dims, requests, batching, is_input);
+            let config_input = cfg.input.iter().find(|i| &i.name == name);
+            // Warm-up requests go through Triton's request normalization
+            // as any other: an input's `reshape` applies (see
+            // `crate::run::reshape`).
+            let dims = match config_input.and_then(|i| i.reshape.as_ref().map(|r| (i, r))) {
+                Some((i, r)) => crate::run::reshape::map_shape(&input.dims, false, &i.dims, &r.shape)
+                    .map_err(|e| {
+                        format!(
+                            "warmup sample '{}': input '{name}' with dims {:?} cannot take its reshape {:?}: {e}",
+                            w.name, input.dims, r.shape
+                        )
+                    })?,
+                None => input.dims.clone(),
+            };
+            let shape = stacked_shape(&dims, requests, batching, config_input.is_some());
             let mut data = TensorData::empty(dtype);
             data.try_reserve(one.len().saturating_mul(requests))
                 .map_err(|e| in_input(name, e))?;

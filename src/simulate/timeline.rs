@@ -464,9 +464,16 @@ pub fn render(settings: &Settings, tl: &Timeline) -> String {
             "<rect x=\"{LEFT}\" y=\"{:.1}\" width=\"{PLOT_W}\" height=\"{lane_h}\" fill=\"{fill}\"/>",
             lane_y[i]
         );
+        // Lanes are the scheduler's instances; the label numbers them as
+        // `summary.instances` does (passive instances included).
+        let listed = settings
+            .active
+            .get(l.instance)
+            .copied()
+            .unwrap_or(l.instance);
         let name = match l.slot {
-            Some(s) => format!("instance {} · slot {s}", l.instance),
-            None => format!("instance {}", l.instance),
+            Some(s) => format!("instance {listed} · slot {s}"),
+            None => format!("instance {listed}"),
         };
         let _ = writeln!(
             o,

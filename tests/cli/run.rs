@@ -1263,3 +1263,245 @@ fn the_stateful_backend_warms_up_at_load_and_a_model_that_cannot_run_its_max_bat
     );
     assert!(!too_big.stderr.contains("panicked"), "{}", too_big.stderr);
 }
+
+/// GPU instances of the target server (`--gpus`) run on this machine's
+/// CUDA devices when it has them; without CUDA they run on the CPU and a
+/// note says why. Without `--gpus` the server has no GPU and Triton
+/// refuses the groups, so `run` does too.
+#[test]
+fn gpu_instances_are_placed_or_explained() {
+    let Some(lib) = ort() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("preprocess");
+    std::fs::create_dir_all(dir.join("1")).unwrap();
+    std::fs::copy(
+        model("preprocess").join("1").join("model.onnx"),
+        dir.join("1").join("model.onnx"),
+    )
+    .unwrap();
+    let cfg = std::fs::read_to_string(model("preprocess").join("config.pbtxt"))
+        .unwrap()
+        .replace(
+            "count: 1\n    kind: KIND_CPU",
+            "count: 2\n    kind: KIND_GPU\n    gpus: [ 0, 1 ]",
+        );
+    assert!(cfg.contains("KIND_GPU"));
+    std::fs::write(dir.join("config.pbtxt"), cfg).unwrap();
+    let input = write_lines(
+        tmp.path(),
+        "in.jsonl",
+        &[json!({"id": "r1", "inputs": {"Input": [1, 2, 3, 4]}})],
+    );
+
+    let out = run_json(&lib, &dir, &input)
+        .env("TRITONCTL_NO_CUDA", "1")
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("specifies invalid or unsupported gpu id 0"),
+        "{}",
+        out.stderr
+    );
+
+    let out = run_json(&lib, &dir, &input)
+        .env("TRITONCTL_NO_CUDA", "1")
+        .args(["--gpus", "0,1"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "GPU instance(s) preprocess_0_0 (gpu:0), preprocess_0_0 (gpu:1), preprocess_0_1 (gpu:0), preprocess_0_1 (gpu:1) run on the CPU: this machine has no usable CUDA device"
+        ),
+        "{}",
+        out.stderr
+    );
+    let results = out.json_lines();
+    assert_eq!(
+        results[0]["outputs"]["Output"]["data"],
+        json!([3.0, 5.0, 7.0, 9.0])
+    );
+}
+
+/// A copy of the ONNX file of test model `name` under `root`, without a
+/// config (`autoconfig --write` writes it).
+fn bare_copy(name: &str, root: &Path) -> PathBuf {
+    let dst = root.join(name);
+    std::fs::create_dir_all(dst.join("1")).unwrap();
+    std::fs::copy(
+        model(name).join("1").join("model.onnx"),
+        dst.join("1").join("model.onnx"),
+    )
+    .unwrap();
+    dst
+}
+
+#[test]
+fn a_batch_shaped_model_runs_with_the_config_autoconfig_writes() {
+    // testdata/run/double_batch: Output = 2 * Input, both FP32 [batch].
+    // Triton's auto-complete gives it dims [1] with an empty reshape (the model
+    // sees [n], the client sends and receives [b, 1]); validate accepts
+    // that, and run must take and give those shapes.
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let m = bare_copy("double_batch", dir.path());
+    let w = tritonctl()
+        .env("ORT_DYLIB_PATH", &lib)
+        .arg("autoconfig")
+        .arg(&m)
+        .arg("--write")
+        .run();
+    assert_eq!(w.code, 0, "{}", w.stderr);
+    let cfg = std::fs::read_to_string(m.join("config.pbtxt")).unwrap();
+    let compact: String = cfg.split_whitespace().collect::<Vec<_>>().join(" ");
+    // (An empty reshape is printed `reshape { }`: `shape: [ ]` is its
+    // default.)
+    assert!(
+        compact.contains("dims: [ 1 ] reshape { }") && compact.contains("max_batch_size: 4"),
+        "{cfg}"
+    );
+    let v = tritonctl().arg("validate").arg(&m).run();
+    assert_eq!(v.code, 0, "{}{}", v.stdout, v.stderr);
+
+    // Requests of batch size 1 and 2 (nested lists: [b, 1]), arriving
+    // together so that the dynamic batcher may stack them.
+    let requests = [
+        json!({"id": "a", "inputs": {"Input": [1.5]}}),
+        json!({"id": "b", "inputs": {"Input": [[3], [-4]]}}),
+        json!({"id": "c", "inputs": {"Input": [0.25]}}),
+        json!({"id": "d", "inputs": {"Input": {"content": [7, 8], "shape": [2, 1]}}}),
+    ];
+    let input = write_lines(dir.path(), "in.jsonl", &requests);
+    let out = run_json(&lib, &m, &input).run();
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let lines = out.json_lines();
+    let want: [(&str, Vec<i64>, Vec<f64>); 4] = [
+        ("a", vec![1, 1], vec![3.0]),
+        ("b", vec![2, 1], vec![6.0, -8.0]),
+        ("c", vec![1, 1], vec![0.5]),
+        ("d", vec![2, 1], vec![14.0, 16.0]),
+    ];
+    assert_eq!(lines.len(), want.len(), "{}", out.stdout);
+    for (line, (id, shape, values)) in lines.iter().zip(want) {
+        assert_eq!(line["id"], id, "{line}");
+        assert_eq!(line["status"], "ok", "{line}");
+        let o = &line["outputs"]["Output"];
+        assert_eq!(o["shape"], json!(shape), "{line}");
+        assert_eq!(data(&o["data"]), values, "{line}");
+    }
+
+    // The request checks use dims: a request of shape [1, 2] is refused
+    // as Triton refuses it (dims [1]), not handed to the model as [2].
+    let wrong = write_lines(
+        dir.path(),
+        "wrong.jsonl",
+        &[json!({"id": "w", "inputs": {"Input": {"content": [1, 2], "shape": [2]}}})],
+    );
+    let out = run_json(&lib, &m, &wrong).run();
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let e = sole_error(&out);
+    assert!(e.contains("request 'w'") && e.contains("'Input'"), "{e}");
+}
+
+/// A model directory `root/name` with `config` and the file `file` in
+/// version 1.
+fn model_with(root: &Path, name: &str, config: &str, file: &str) -> PathBuf {
+    let d = root.join(name);
+    std::fs::create_dir_all(d.join("1")).unwrap();
+    std::fs::write(d.join("config.pbtxt"), config).unwrap();
+    if !file.is_empty() {
+        std::fs::write(d.join("1").join(file), b"").unwrap();
+    }
+    d
+}
+
+const IO4: &str = "input [ { name: \"Input\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n\
+                   output [ { name: \"Output\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n";
+
+#[test]
+fn backends_run_cannot_execute_are_refused_before_any_request() {
+    let Some(lib) = ort() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_lines(
+        dir.path(),
+        "in.jsonl",
+        &[json!({"id": "r1", "inputs": {"Input": [1, 2, 3, 4]}})],
+    );
+    let refused = |m: &Path, model: &str, backend: &str| {
+        let out = run_json(&lib, m, &input).run();
+        assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+        assert!(out.stdout.is_empty(), "{}", out.stdout);
+        let e = &out.stderr;
+        assert!(
+            e.contains(&format!("model '{model}' uses backend '{backend}'"))
+                && e.contains("cannot execute")
+                && e.contains("tritonctl perf")
+                && e.contains("export the model to ONNX"),
+            "{e}"
+        );
+        assert!(!e.contains("missing"), "{e}");
+        out.stderr
+    };
+    let python = model_with(
+        dir.path(),
+        "py",
+        &format!("name: \"py\"\nbackend: \"python\"\nmax_batch_size: 4\n{IO4}"),
+        "model.py",
+    );
+    refused(&python, "py", "python");
+    let trt = model_with(
+        dir.path(),
+        "trt",
+        &format!("name: \"trt\"\nplatform: \"tensorrt_plan\"\nmax_batch_size: 4\n{IO4}"),
+        "model.plan",
+    );
+    let e = refused(&trt, "trt", "tensorrt");
+    assert!(e.contains("platform 'tensorrt_plan'"), "{e}");
+    let torch = model_with(
+        dir.path(),
+        "torch",
+        &format!("name: \"torch\"\nbackend: \"pytorch\"\nmax_batch_size: 4\n{IO4}"),
+        "model.pt",
+    );
+    refused(&torch, "torch", "pytorch");
+
+    // An ensemble whose second step is a python model: refused before any
+    // request runs, naming the step's model and backend.
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let src = model("preprocess");
+    let pre = repo.join("preprocess");
+    std::fs::create_dir_all(pre.join("1")).unwrap();
+    std::fs::copy(src.join("config.pbtxt"), pre.join("config.pbtxt")).unwrap();
+    std::fs::copy(
+        src.join("1").join("model.onnx"),
+        pre.join("1").join("model.onnx"),
+    )
+    .unwrap();
+    model_with(
+        &repo,
+        "post",
+        &format!("name: \"post\"\nbackend: \"python\"\nmax_batch_size: 8\n{IO4}"),
+        "model.py",
+    );
+    let ens = model_with(
+        &repo,
+        "ens",
+        &format!(
+            "name: \"ens\"\nplatform: \"ensemble\"\nmax_batch_size: 4\n{IO4}\
+             ensemble_scheduling {{ step [ \
+               {{ model_name: \"preprocess\" model_version: -1 \
+                  input_map {{ key: \"Input\" value: \"Input\" }} \
+                  output_map {{ key: \"Output\" value: \"mid\" }} }}, \
+               {{ model_name: \"post\" model_version: -1 \
+                  input_map {{ key: \"Input\" value: \"mid\" }} \
+                  output_map {{ key: \"Output\" value: \"Output\" }} }} ] }}\n"
+        ),
+        "",
+    );
+    let e = refused(&ens, "post", "python");
+    assert!(
+        e.contains("ensemble 'ens'") && e.contains("composing model 'post'"),
+        "{e}"
+    );
+}

@@ -242,6 +242,16 @@ impl Plan {
             .map_err(|e| format!("input '{name}': {e}"))?;
             k += 1;
         }
+        // The client's tensors were checked and stacked in the `dims`
+        // shape; the model takes its reshape (only the shape changes).
+        if !self.input_reshapes.is_empty() {
+            let batched = self.layout == Layout::Batch;
+            for (name, t) in &mut buf[..k] {
+                if let Some(r) = self.input_reshapes.iter().find(|r| &r.name == name) {
+                    t.shape = r.to_model(&t.shape, batched)?;
+                }
+            }
+        }
         if let Some(reset) = &self.reset_input {
             let n = starts.len() as i64;
             // Copied in place when the buffer holds a reset tensor of this
@@ -316,28 +326,44 @@ impl Plan {
         let rows = flight.tags.len();
         let n = self.outputs.len();
         per_row.extend(flight.tags.iter().map(|t| t.map(|_| spare.list(n))));
-        for ((name, &at), &axis) in self
+        for (((name, &at), &axis), reshape) in self
             .outputs
             .iter()
             .zip(&self.output_at)
             .zip(&self.output_axes)
+            .zip(&self.output_reshapes)
         {
             let (n, t) = &outs[at];
             debug_assert_eq!(n, name);
             match self.layout {
                 Layout::Single => {
                     if let Some(Some(o)) = per_row.first_mut() {
-                        o.push(spare.tensor(name, &[&t.shape], &t.data));
+                        let mut piece = spare.tensor(name, &[&t.shape], &t.data);
+                        // The model gives the reshape shape; the client
+                        // gets `dims`.
+                        if let Some(r) = reshape {
+                            piece.1.shape = r.to_client(&t.shape, false)?;
+                        }
+                        o.push(piece);
                     }
                 }
                 Layout::Batch => {
+                    if let Some(r) = reshape {
+                        // Checked on the whole batch first, so that a
+                        // model output of the wrong rank fails before the
+                        // rows are split.
+                        r.to_client(&t.shape, true)?;
+                    }
                     let mut start = 0;
                     for (&s, o) in flight.sizes.iter().zip(per_row.iter_mut()) {
-                        let piece = t.rows(start, s).map_err(|e| {
+                        let mut piece = t.rows(start, s).map_err(|e| {
                             format!("output '{name}' with shape {:?}: {e}", t.shape)
                         })?;
                         start += s;
                         if let Some(o) = o {
+                            if let Some(r) = reshape {
+                                piece.shape = r.to_client(&piece.shape, true)?;
+                            }
                             o.push((name.clone(), piece));
                         }
                     }

@@ -8,6 +8,7 @@ use crate::batching::controls::ControlSpec;
 use crate::batching::{Request, SeqHandle};
 use crate::run::input::RunRequest;
 use crate::run::model::LoadedModel;
+use crate::run::reshape::Reshape;
 use crate::run::state::{implicit_states, stateful_pairs, StateSpec, StateStore};
 use crate::runtime::ModelSession;
 use crate::schema::inference::model_config::SchedulingChoice;
@@ -48,6 +49,12 @@ pub(super) struct Plan {
     pub(super) state_at: Vec<usize>,
     pub(super) store: StateStore<SeqHandle>,
     pub(super) max_batch_size: i64,
+    /// The data inputs with a `reshape`: the batch ONNX Runtime gets is
+    /// in the reshape shape ([`crate::run::reshape`]).
+    pub(super) input_reshapes: Vec<Reshape>,
+    /// Per entry of `outputs`: its `reshape`, by which the model's output
+    /// is turned back into the `dims` shape for the client.
+    pub(super) output_reshapes: Vec<Option<Reshape>>,
 }
 
 pub(super) fn plan(model: &LoadedModel, session: &ModelSession) -> Result<Plan, RunnerError> {
@@ -199,6 +206,25 @@ pub(super) fn plan(model: &LoadedModel, session: &ModelSession) -> Result<Plan, 
         })
         .collect();
     axes.truncate(cfg.input.len());
+    let input_reshapes = Reshape::inputs(cfg);
+    let mut with_reshape = Reshape::outputs(cfg);
+    if stateful && (!input_reshapes.is_empty() || !with_reshape.is_empty()) {
+        // The stateful backend stacks along the -1 axis of `dims`, which a
+        // reshape would move; tritonctl does not model that combination.
+        return Err(setup(format!(
+            "model '{}': tritonctl run does not support `reshape` on a stateful-backend model; remove the reshape",
+            model.name
+        )));
+    }
+    let output_reshapes = outputs
+        .iter()
+        .map(|o| {
+            with_reshape
+                .iter()
+                .position(|r| &r.name == o)
+                .map(|k| with_reshape.swap_remove(k))
+        })
+        .collect();
     Ok(Plan {
         layout,
         input_axes: axes,
@@ -212,6 +238,8 @@ pub(super) fn plan(model: &LoadedModel, session: &ModelSession) -> Result<Plan, 
         state_at,
         store: StateStore::new(specs).with_fp16_storage(fp16),
         max_batch_size: i64::from(cfg.max_batch_size),
+        input_reshapes,
+        output_reshapes,
     })
 }
 /// The scheduler's view of a request: its id (for the scheduler's
