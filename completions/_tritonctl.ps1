@@ -157,9 +157,9 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             break
         }
         'tritonctl;simulate' {
-            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'The model''s config.pbtxt, or its model directory')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'The model''s config.pbtxt, or its model directory. For an ensemble, its model directory in the model repository (REPO/ENSEMBLE): the composing models are read from the same repository')
             [CompletionResult]::new('--trace', '--trace', [CompletionResultType]::ParameterName, 'The trace (JSON Lines); `-` reads standard input')
-            [CompletionResult]::new('--latency', '--latency', [CompletionResultType]::ParameterName, 'Execution time of one batch by size: "1:2000,2:2400,4:3100" (µs, interpolated linearly), "2000+150*b", or a file holding either')
+            [CompletionResult]::new('--latency', '--latency', [CompletionResultType]::ParameterName, 'Execution time of one batch by size: "1:2000,2:2400,4:3100" (µs, interpolated linearly), "2000+150*b", or a file holding either. For an ensemble, repeatable: MODEL=SPEC for one composing model, a SPEC without MODEL= for every composing model not named')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--timeline', '--timeline', [CompletionResultType]::ParameterName, 'Also draw the run as an SVG picture in FILE: time to the right, one lane per instance and slot (sequence batching) or per instance, one box per execution, coloured by sequence (or shaded by batch size)')
             [CompletionResult]::new('--timeline-window', '--timeline-window', [CompletionResultType]::ParameterName, 'Draw only the executions that overlap this time range, in µs of the trace''s clock; either end may be left out ("5000:")')

@@ -147,9 +147,9 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --version 'Print version'
         }
         &'tritonctl;simulate'= {
-            cand --config 'The model''s config.pbtxt, or its model directory'
+            cand --config 'The model''s config.pbtxt, or its model directory. For an ensemble, its model directory in the model repository (REPO/ENSEMBLE): the composing models are read from the same repository'
             cand --trace 'The trace (JSON Lines); `-` reads standard input'
-            cand --latency 'Execution time of one batch by size: "1:2000,2:2400,4:3100" (µs, interpolated linearly), "2000+150*b", or a file holding either'
+            cand --latency 'Execution time of one batch by size: "1:2000,2:2400,4:3100" (µs, interpolated linearly), "2000+150*b", or a file holding either. For an ensemble, repeatable: MODEL=SPEC for one composing model, a SPEC without MODEL= for every composing model not named'
             cand --format 'Output format'
             cand --timeline 'Also draw the run as an SVG picture in FILE: time to the right, one lane per instance and slot (sequence batching) or per instance, one box per execution, coloured by sequence (or shaded by batch size)'
             cand --timeline-window 'Draw only the executions that overlap this time range, in µs of the trace''s clock; either end may be left out ("5000:")'

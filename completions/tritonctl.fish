@@ -130,9 +130,9 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s v -l 
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s V -l version -d 'Print version'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l config -d 'The model\'s config.pbtxt, or its model directory' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l config -d 'The model\'s config.pbtxt, or its model directory. For an ensemble, its model directory in the model repository (REPO/ENSEMBLE): the composing models are read from the same repository' -r -F
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l trace -d 'The trace (JSON Lines); `-` reads standard input' -r -F
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l latency -d 'Execution time of one batch by size: "1:2000,2:2400,4:3100" (µs, interpolated linearly), "2000+150*b", or a file holding either' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l latency -d 'Execution time of one batch by size: "1:2000,2:2400,4:3100" (µs, interpolated linearly), "2000+150*b", or a file holding either. For an ensemble, repeatable: MODEL=SPEC for one composing model, a SPEC without MODEL= for every composing model not named' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l format -d 'Output format' -r -f -a "human\t'Summary tables (default)'
 json\t'One JSON document: every request, every batch and a summary'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l timeline -d 'Also draw the run as an SVG picture in FILE: time to the right, one lane per instance and slot (sequence batching) or per instance, one box per execution, coloured by sequence (or shaded by batch size)' -r -F

@@ -300,22 +300,36 @@ def replay_case(triton, case, args, run):
     m = re.search(r"max_batch_size\s*:\s*(\d+)", config_text)
     mbs = int(m.group(1)) if m else 0
 
-    # the live model directory: the committed config and the logging model
-    live = os.path.join(args.repo, model)
-    if os.path.exists(live):
-        shutil.rmtree(live)
-    os.makedirs(os.path.join(live, "1"))
-    shutil.copy(os.path.join(tdir, "models", model, "config.pbtxt"), live)
-    shutil.copy(os.path.join(HERE, "model.py"), os.path.join(live, "1"))
+    # an ensemble: its composing models log the batches (each step is the
+    # logging model), the ensemble itself is a config and an empty version
+    steps = case.get("steps", [])
+    kinds = {}
+    for step in steps:
+        with open(os.path.join(tdir, "models", step, "config.pbtxt")) as fh:
+            kinds[step] = scheduler_kind(fh.read())
+    logged = steps or [model]
 
-    log_path = os.path.join(args.log_dir, model + ".jsonl")
-    if os.path.exists(log_path):
-        os.unlink(log_path)
+    # the live model directories: the committed config and the logging model
+    for name in logged + ([model] if steps else []):
+        live = os.path.join(args.repo, name)
+        if os.path.exists(live):
+            shutil.rmtree(live)
+        os.makedirs(os.path.join(live, "1"))
+        shutil.copy(os.path.join(tdir, "models", name, "config.pbtxt"), live)
+        if name in logged:
+            shutil.copy(os.path.join(HERE, "model.py"), os.path.join(live, "1"))
+
+    log_paths = {name: os.path.join(args.log_dir, name + ".jsonl") for name in logged}
+    for path in log_paths.values():
+        if os.path.exists(path):
+            os.unlink(path)
     t_load = time.time()
+    for name in steps:
+        triton.load(name)
     triton.load(model)
     load_s = time.time() - t_load
     # warm-up calls ran during the load: the batches of the trace start here
-    offset = file_size(log_path)
+    offsets = {name: file_size(path) for name, path in log_paths.items()}
 
     go = threading.Event()
     t0_box = [0.0]
@@ -334,8 +348,11 @@ def replay_case(triton, case, args, run):
     if stuck:
         raise HarnessError(f"{case['trace']}: no answer for {', '.join(stuck)}")
     t0 = t0_box[0]
-    lines, _ = read_log_lines(log_path, offset)
+    lines = {name: read_log_lines(path, offsets[name])[0]
+             for name, path in log_paths.items()}
     triton.unload(model)
+    for name in steps:
+        triton.unload(name)
 
     problems = []
     requests = []
@@ -359,27 +376,51 @@ def replay_case(triton, case, args, run):
             entry["reason"] = msg
         requests.append(entry)
 
-    batches, overhead, log_problems, n_instances = observe(
-        lines, t0, trace, kind, args.sleep_ms * 1000)
-    problems += log_problems
-    # where each request ran
-    seen = {}
-    for i, b in enumerate(batches):
-        for j, rid in enumerate(b["requests"]):
-            if rid in seen:
-                problems.append(f"{rid} ran twice")
-            slot = None
-            if kind == "direct":
-                slot = next(s["slot"] for s in b["slots"] if s["request"] == rid)
-            seen[rid] = (i, b["instance"], slot)
-    for e in requests:
-        if e["status"] == "ok" and e["id"] not in seen:
-            problems.append(f"{e['id']}: answered but not in the model log")
-        if e["id"] in seen:
-            i, inst, slot = seen[e["id"]]
-            e["batch"], e["instance"] = i, inst
-            if slot is not None:
-                e["slot"] = slot
+    if steps:
+        # every composing model's batches, each naming its model; an
+        # ensemble request that was answered went through every step once
+        batches, overheads, n_instances = [], [], 0
+        for name in steps:
+            mb, mo, mp, mn = observe(lines[name], t0, trace, kinds[name],
+                                     args.sleep_ms * 1000)
+            problems += [f"{name}: {p}" for p in mp]
+            n_instances += mn
+            if mo is not None:
+                overheads.append(mo)
+            seen = set()
+            for b in mb:
+                for rid in b["requests"]:
+                    if rid in seen:
+                        problems.append(f"{name}: {rid} ran twice")
+                    seen.add(rid)
+            for e in requests:
+                if e["status"] == "ok" and e["id"] not in seen:
+                    problems.append(f"{e['id']}: answered but not in the log of {name}")
+            batches += [{"model": name, **b} for b in mb]
+        batches.sort(key=lambda b: (b["start_us"], steps.index(b["model"])))
+        overhead = round(statistics.median(overheads)) if overheads else None
+    else:
+        batches, overhead, log_problems, n_instances = observe(
+            lines[model], t0, trace, kind, args.sleep_ms * 1000)
+        problems += log_problems
+        # where each request ran
+        seen = {}
+        for i, b in enumerate(batches):
+            for j, rid in enumerate(b["requests"]):
+                if rid in seen:
+                    problems.append(f"{rid} ran twice")
+                slot = None
+                if kind == "direct":
+                    slot = next(s["slot"] for s in b["slots"] if s["request"] == rid)
+                seen[rid] = (i, b["instance"], slot)
+        for e in requests:
+            if e["status"] == "ok" and e["id"] not in seen:
+                problems.append(f"{e['id']}: answered but not in the model log")
+            if e["id"] in seen:
+                i, inst, slot = seen[e["id"]]
+                e["batch"], e["instance"] = i, inst
+                if slot is not None:
+                    e["slot"] = slot
     if problems:
         raise HarnessError(f"{case['trace']}: " + "; ".join(problems))
 
@@ -389,7 +430,8 @@ def replay_case(triton, case, args, run):
     obs = {
         "trace": case["trace"] + ".jsonl",
         "model": "models/" + model,
-        "scheduler": kind,
+        "scheduler": "ensemble" if steps else kind,
+        **({"schedulers": kinds} if steps else {}),
         "triton": TRITON_VERSION,
         "sleep_us": sleep_us,
         "overhead_us": overhead,
@@ -581,19 +623,36 @@ def refined_overhead(obs, low_doc, high_doc, kind):
     return round(statistics.median(gaps)) if gaps else None
 
 
-def compare_one(case, obs, sim_doc, kind, tolerance_us):
+def compare_one(case, obs, sim_doc, kind, tolerance_us, upstream=None):
     """Returns (row for the table, list of difference strings).
 
     Start times: a batch that simulate starts the moment the batch before
     it on its instance ends is compared by its distance from that batch
     (Triton's overhead varies from batch to batch and would otherwise add
-    up along a chain); any other batch (released by an arrival or a timer)
-    by its start time."""
+    up along a chain); likewise, in an ensemble, a batch that simulate
+    starts the moment the previous step's batch holding its first request
+    ends (`upstream`: that step's observed and simulated batches) is
+    compared by its distance from that batch; any other batch (released by
+    an arrival or a timer) by its start time."""
     tb = obs["batches"]
     sb = sim_batches(sim_doc, kind)
     diffs = []
     key = batch_key
     chained = {id(b): (p, ps) for p, b, ps, _ in back_to_back(tb, sb)}
+    via_step = set()
+    if upstream is not None:
+        up_t, up_s = upstream
+        holding = lambda bs, rid: next((x for x in bs if rid in x["requests"]), None)
+        for b in tb:
+            if id(b) in chained or not b["requests"]:
+                continue
+            first = b["requests"][0]
+            s_b = next((x for x in sb if x["requests"][:1] == [first]), None)
+            p, ps = holding(up_t, first), holding(up_s, first)
+            if s_b is not None and p is not None and ps is not None \
+                    and ps["end_us"] == s_b["start_us"]:
+                chained[id(b)] = (p, ps)
+                via_step.add(id(b))
 
     def show(b):
         txt = f"I{b['instance']} @{b['start_us'] / 1e3:.1f} ms [{' '.join(b['requests'])}]"
@@ -627,7 +686,8 @@ def compare_one(case, obs, sim_doc, kind, tolerance_us):
                 dt = abs((b["start_us"] - p["start_us"])
                          - (other["start_us"] - ps["start_us"]))
                 what = ("distance from the batch before it on the instance "
-                        "differs")
+                        "differs" if id(b) not in via_step else
+                        "distance from the previous step's batch differs")
             max_dt = max(max_dt, dt)
             if dt > tolerance_us:
                 diffs.append(("timing", set(b["requests"]),
@@ -704,6 +764,15 @@ def compare_one(case, obs, sim_doc, kind, tolerance_us):
     return row, diffs
 
 
+def model_part(doc, model):
+    """An ensemble's document (observed or simulated) cut down to one
+    composing model's batches; the whole document when model is None."""
+    if model is None:
+        return doc
+    return dict(doc, batches=[{k: v for k, v in b.items() if k != "model"}
+                              for b in doc["batches"] if b.get("model") == model])
+
+
 def classify(diffs, known):
     """Split differences into known (listed in cases.json) and unexplained."""
     out_known, out_new = [], []
@@ -722,7 +791,8 @@ def classify(diffs, known):
 
 
 def structure(obs):
-    return [(b["instance"], b["requests"], b.get("slots")) for b in obs["batches"]], \
+    return [(b.get("model"), b["instance"], b["requests"], b.get("slots"))
+            for b in obs["batches"]], \
         [(r["id"], r["status"]) for r in obs["requests"]]
 
 
@@ -750,35 +820,51 @@ def cmd_compare(args):
         kind = observations[0]["scheduler"]
         stable = all(structure(o) == structure(observations[0]) for o in observations)
         for n, obs in enumerate(observations, 1):
+            # an ensemble is compared model by model: each composing
+            # model's batches against simulate's batches of that model
+            parts = ([(m, obs["schedulers"][m]) for m in case["steps"]]
+                     if kind == "ensemble" else [(None, kind)])
             # the overhead measured on the batches simulate runs back to back
-            overhead = refined_overhead(
-                obs,
-                simulate(args.tritonctl, model_dir, trace_path, obs["sleep_us"]),
-                simulate(args.tritonctl, model_dir, trace_path,
-                         obs["sleep_us"] + DESIGN_OVERHEAD_US),
-                kind)
-            if overhead is not None:
+            low = simulate(args.tritonctl, model_dir, trace_path, obs["sleep_us"])
+            high = simulate(args.tritonctl, model_dir, trace_path,
+                            obs["sleep_us"] + DESIGN_OVERHEAD_US)
+            overheads = [refined_overhead(model_part(obs, m), model_part(low, m),
+                                          model_part(high, m), k)
+                         for m, k in parts]
+            overheads = [o for o in overheads if o is not None]
+            if overheads:
+                overhead = round(statistics.median(overheads))
                 obs = dict(obs, overhead_us=overhead,
                            latency_us=obs["sleep_us"] + overhead)
             sim_doc = simulate(args.tritonctl, model_dir, trace_path, obs["latency_us"])
-            row, diffs = compare_one(case, obs, sim_doc, kind,
-                                     args.tolerance_ms * 1000)
-            row["run"] = n if len(observations) > 1 else "-"
-            row["latency"] = obs["latency_us"]
-            known, new = classify(diffs, case["known"])
-            row["result"] = "agree" if not diffs else ("known" if not new else "DIFFER")
-            rows.append(row)
-            if new:
-                failed = True
-            if known or new:
-                details.append((case["trace"], n if len(observations) > 1 else 0,
-                                known, new))
+            for i, (m, k) in enumerate(parts):
+                part_case = case if m is None else dict(case, trace=f"{case['trace']}/{m}")
+                upstream = None
+                if i > 0:
+                    # the steps form a chain: the step before is the one
+                    # listed before
+                    pm, pk = parts[i - 1]
+                    upstream = (model_part(obs, pm)["batches"],
+                                sim_batches(model_part(sim_doc, pm), pk))
+                row, diffs = compare_one(part_case, model_part(obs, m),
+                                         model_part(sim_doc, m), k,
+                                         args.tolerance_ms * 1000, upstream)
+                row["run"] = n if len(observations) > 1 else "-"
+                row["latency"] = obs["latency_us"]
+                known, new = classify(diffs, case["known"])
+                row["result"] = "agree" if not diffs else ("known" if not new else "DIFFER")
+                rows.append(row)
+                if new:
+                    failed = True
+                if known or new:
+                    details.append((part_case["trace"], n if len(observations) > 1 else 0,
+                                    known, new))
         if not stable:
             failed = True
             details.append((case["trace"], 0, [], [
                 "Triton's batches differ between runs (a race in Triton: "
                 "move the trace's arrivals away from batch boundaries)"]))
-    cols = [("trace", 16), ("run", 3), ("latency", 7), ("batches", 7), ("equal", 5),
+    cols = [("trace", 19), ("run", 3), ("latency", 7), ("batches", 7), ("equal", 5),
             ("requests", 8), ("instance", 8), ("slot", 4), ("batch", 5),
             ("status", 6), ("dt_ms", 5), ("result", 6)]
     head = {"latency": "lat µs", "batches": "tri/sim", "instance": "same-ins",

@@ -107,12 +107,14 @@
 
 pub mod controls;
 mod core;
+pub mod pipeline;
 mod sim;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use self::core::FxMap;
 pub use self::core::{Batch, Release, ReleaseReason, Row, Scheduler, SeqHandle};
+pub use pipeline::{simulate_pipeline, Pipeline, PipelineModel, PipelineSink, PipelineStep};
 pub use sim::{simulate, simulate_per_instance};
 
 use crate::schema::inference::model_config::SchedulingChoice;

@@ -308,7 +308,9 @@ pub enum SimulateFormat {
     after_help = "The trace is JSON Lines, one request per line: {\"id\": \"r1\", \"arrival_us\": 0, \"sequence_id\": 7, \"start\": true, \"end\": false, \"batch_size\": 1, \"priority\": 0, \"timeout_us\": 0} (only arrival_us is required), sorted by arrival_us.\n--sweep runs the trace once per setting (the cross product of all --sweep options) and prints one summary row per setting; each setting's config is validated as `tritonctl validate` would, and a setting Triton would refuse (an error the config without it does not have) is reported in its row instead of simulated. The trace file is read again for every setting; a trace on standard input is read into memory once (at most 256 MiB).\nExit status: 0 simulated, 1 the config does not parse or a --sweep setting is refused, 2 unreadable or invalid input (a bad trace line is reported as FILE:LINE), or a usage error (such as an unknown --sweep key or value)."
 )]
 pub struct SimulateArgs {
-    /// The model's config.pbtxt, or its model directory.
+    /// The model's config.pbtxt, or its model directory. For an ensemble,
+    /// its model directory in the model repository (REPO/ENSEMBLE): the
+    /// composing models are read from the same repository.
     #[arg(long, value_name = "CONFIG")]
     pub config: PathBuf,
     /// The trace (JSON Lines); `-` reads standard input.
@@ -316,8 +318,10 @@ pub struct SimulateArgs {
     pub trace: PathBuf,
     /// Execution time of one batch by size: "1:2000,2:2400,4:3100"
     /// (µs, interpolated linearly), "2000+150*b", or a file holding either.
-    #[arg(long, value_name = "SPEC")]
-    pub latency: String,
+    /// For an ensemble, repeatable: MODEL=SPEC for one composing model, a
+    /// SPEC without MODEL= for every composing model not named.
+    #[arg(long, value_name = "[MODEL=]SPEC", required = true)]
+    pub latency: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = SimulateFormat::Human)]
     pub format: SimulateFormat,

@@ -28,7 +28,7 @@ pub fn run(
     ctx: &Context,
     out: &mut dyn Write,
 ) -> Result<ExitStatus, CommandError> {
-    let latency = simulate::read_latency(&args.latency)?;
+    let latencies = simulate::ensemble::read_latencies(&args.latency)?;
     let timeline = match &args.timeline {
         None => None,
         Some(path) => Some((
@@ -59,6 +59,17 @@ pub fn run(
         SimulateFormat::Json => Format::Json,
     };
 
+    if simulate::ensemble::is_ensemble(base.config()) {
+        return ensemble(args, ctx, &base, latencies, format, out);
+    }
+    // The name only checks a MODEL= prefix; a config Triton refuses is
+    // reported by the run itself.
+    let name = base
+        .settings_of(base.config())
+        .map(|s| s.model)
+        .unwrap_or_default();
+    let latency = simulate::ensemble::single_latency(latencies, &name)?;
+
     if !axes.is_empty() {
         let trace = simulate::TraceInput::new(&args.trace);
         let sweep = simulate::run_sweep(&base, &axes, &latency, trace, &mut warn)?;
@@ -81,6 +92,38 @@ pub fn run(
         timeline,
     };
     let mut run = simulate::simulate(&base, &options, &mut warn)?;
+    match format {
+        Format::Json => run.write_json(out)?,
+        Format::Human => run.write_human(out)?,
+    }
+    out.flush()?;
+    Ok(ExitStatus::Success)
+}
+
+/// An ensemble: its composing models simulated together.
+fn ensemble(
+    args: &SimulateArgs,
+    ctx: &Context,
+    base: &simulate::Loaded,
+    latencies: Vec<simulate::ensemble::LatencySpec>,
+    format: Format,
+    out: &mut dyn Write,
+) -> Result<ExitStatus, CommandError> {
+    if !args.sweep.is_empty() || args.timeline.is_some() {
+        return Err(CommandError::Usage(
+            "--sweep and --timeline simulate a single model; give one of the ensemble's composing models".into(),
+        ));
+    }
+    let plan = match simulate::ensemble::plan(base) {
+        Err(Error::Invalid(report)) => {
+            super::convert::show_diagnostics(&report, ctx);
+            return Ok(ExitStatus::Failure);
+        }
+        plan => plan?,
+    };
+    let latencies = simulate::ensemble::latencies(&plan, latencies)?;
+    let mut warn = |w: &str| crate::term::warning(ctx.global.color, w);
+    let run = simulate::ensemble::simulate(plan, latencies, &args.trace, format, &mut warn)?;
     match format {
         Format::Json => run.write_json(out)?,
         Format::Human => run.write_human(out)?,

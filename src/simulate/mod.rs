@@ -14,6 +14,7 @@
 //! prints: output goes to the writer given, warnings about the trace to
 //! the callback given.
 
+pub mod ensemble;
 pub mod latency;
 pub mod load;
 pub mod replay;

@@ -101,15 +101,28 @@ pub fn replay(
     latency: &Latency,
     input: &TraceInput,
     sink: &mut dyn Sink,
+    seen: impl FnMut(&Request),
+    warn: Option<&mut dyn FnMut(&str)>,
+) -> Result<(), Error> {
+    replay_with(input, seen, warn, |requests| {
+        batching::simulate(settings, latency, requests, sink)
+    })
+}
+
+/// Reads the trace for `run`, which gets the requests as an iterator;
+/// `seen`, `warn` and errors as in [`replay`].
+pub fn replay_with(
+    input: &TraceInput,
     mut seen: impl FnMut(&Request),
     warn: Option<&mut dyn FnMut(&str)>,
+    run: impl FnOnce(&mut dyn Iterator<Item = Request>),
 ) -> Result<(), Error> {
     let (reader, name) = input.open()?;
     let mut reader = TraceReader::new(reader, name);
     let mut failure: Option<TraceError> = None;
     let mut position = 0u64;
     {
-        let requests = std::iter::from_fn(|| match reader.next_request()? {
+        let mut requests = std::iter::from_fn(|| match reader.next_request()? {
             Ok(mut r) => {
                 r.tag = position;
                 position += 1;
@@ -121,7 +134,7 @@ pub fn replay(
                 None
             }
         });
-        batching::simulate(settings, latency, requests, sink);
+        run(&mut requests);
     }
     if let Some(warn) = warn {
         for w in reader.warnings() {

@@ -5,7 +5,9 @@
 use super::stats::{Stats, Summary};
 use super::Error;
 use crate::batching::controls::{ControlKind, ControlSpec, ControlTensor};
-use crate::batching::{CorrId, SchedulerKind, Settings, SlotRecord, Status};
+use crate::batching::{
+    BatchRecord, CorrId, RequestRecord, SchedulerKind, Settings, SlotRecord, Status,
+};
 use crate::text::display::{self, Untrusted};
 use serde::Serialize;
 use std::io::Write;
@@ -27,6 +29,9 @@ struct RequestOut<'a> {
 
 #[derive(Serialize)]
 struct BatchOut<'a> {
+    /// The composing model (ensembles only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
     id: u64,
     instance: usize,
     start_us: u64,
@@ -83,7 +88,7 @@ struct Document<'a> {
 }
 
 /// The JSON document: the requests in the order `stats` holds them, the
-/// batches by id, with their slots when `sequence` and their control
+/// batches by id, with their slots for sequence batching and their control
 /// tensors when `controls` is given too.
 pub fn write_json(
     out: &mut dyn Write,
@@ -92,36 +97,13 @@ pub fn write_json(
     settings: &Settings,
     controls: Option<&ControlSpec>,
 ) -> Result<(), Error> {
-    let sequence = matches!(
-        settings.kind,
-        SchedulerKind::Direct(_) | SchedulerKind::Oldest(_)
-    );
     // The scheduler numbers the instances it gives work to; the output
     // indexes every instance Triton creates (`summary.instances`).
     let listed = |i: usize| settings.active.get(i).copied().unwrap_or(i);
     stats.batches.sort_by_key(|b| b.id);
     let mut batches = Vec::with_capacity(stats.batches.len());
     for b in &stats.batches {
-        let controls = match controls {
-            Some(spec) if sequence => Some(
-                spec.tensors(b.executed_slots())
-                    .map_err(|e| Error::Input(format!("batch {}: {e}", b.id)))?
-                    .into_iter()
-                    .map(ControlOut::new)
-                    .collect(),
-            ),
-            _ => None,
-        };
-        batches.push(BatchOut {
-            id: b.id,
-            instance: listed(b.instance),
-            start_us: b.start_us,
-            end_us: b.end_us,
-            size: b.size,
-            requests: &b.requests,
-            slots: sequence.then_some(b.slots.as_slice()),
-            controls,
-        });
+        batches.push(batch_out(b, None, settings, controls)?);
     }
     let doc = Document {
         requests: stats
@@ -141,6 +123,112 @@ pub fn write_json(
             })
             .collect(),
         batches,
+        summary,
+    };
+    serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// One batch of the model of `settings` as the JSON output lists it: its
+/// instance as an index into every instance Triton creates
+/// (`summary.instances`), its slots for sequence batching, their control
+/// tensors when `controls` is given too.
+fn batch_out<'a>(
+    b: &'a BatchRecord,
+    model: Option<&'a str>,
+    settings: &Settings,
+    controls: Option<&ControlSpec>,
+) -> Result<BatchOut<'a>, Error> {
+    let sequence = matches!(
+        settings.kind,
+        SchedulerKind::Direct(_) | SchedulerKind::Oldest(_)
+    );
+    // The scheduler numbers the instances it gives work to.
+    let listed = |i: usize| settings.active.get(i).copied().unwrap_or(i);
+    let controls = match controls {
+        Some(spec) if sequence => Some(
+            spec.tensors(b.executed_slots())
+                .map_err(|e| Error::Input(format!("batch {}: {e}", b.id)))?
+                .into_iter()
+                .map(ControlOut::new)
+                .collect(),
+        ),
+        _ => None,
+    };
+    Ok(BatchOut {
+        model,
+        id: b.id,
+        instance: listed(b.instance),
+        start_us: b.start_us,
+        end_us: b.end_us,
+        size: b.size,
+        requests: &b.requests,
+        slots: sequence.then_some(b.slots.as_slice()),
+        controls,
+    })
+}
+
+/// A composing model's batches as [`write_ensemble_json`] lists them.
+pub struct ModelBatches<'a> {
+    pub model: &'a str,
+    pub settings: &'a Settings,
+    pub controls: Option<&'a ControlSpec>,
+    pub batches: &'a [BatchRecord],
+}
+
+#[derive(Serialize)]
+struct EnsembleRequestOut<'a> {
+    id: &'a str,
+    sequence_id: &'a Option<CorrId>,
+    arrival_us: u64,
+    end_us: Option<u64>,
+    status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: &'a Option<String>,
+}
+
+#[derive(Serialize)]
+struct EnsembleDocument<'a, S: Serialize> {
+    requests: Vec<EnsembleRequestOut<'a>>,
+    batches: Vec<BatchOut<'a>>,
+    summary: &'a S,
+}
+
+/// The JSON document of an ensemble run: the ensemble requests in the
+/// order given, every composing model's batches (each naming its model)
+/// by start time, then model, then id, and the summary.
+pub fn write_ensemble_json<S: Serialize>(
+    out: &mut dyn Write,
+    requests: &[RequestRecord],
+    models: &[ModelBatches],
+    summary: &S,
+) -> Result<(), Error> {
+    let mut keyed: Vec<(u64, usize, u64, BatchOut)> = Vec::new();
+    for (m, mb) in models.iter().enumerate() {
+        for b in mb.batches {
+            keyed.push((
+                b.start_us,
+                m,
+                b.id,
+                batch_out(b, Some(mb.model), mb.settings, mb.controls)?,
+            ));
+        }
+    }
+    keyed.sort_by_key(|k| (k.0, k.1, k.2));
+    let doc = EnsembleDocument {
+        requests: requests
+            .iter()
+            .map(|r| EnsembleRequestOut {
+                id: &r.id,
+                sequence_id: &r.sequence_id,
+                arrival_us: r.arrival_us,
+                end_us: r.end_us,
+                status: r.status,
+                reason: &r.reason,
+            })
+            .collect(),
+        batches: keyed.into_iter().map(|k| k.3).collect(),
         summary,
     };
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;

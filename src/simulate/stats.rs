@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 pub struct Stats {
     /// Whether the records themselves are kept.
     pub keep: bool,
+    /// Whether request records are kept too (with `keep`).
+    keep_requests: bool,
     /// Every request record, when kept, in the order they came.
     pub requests: Vec<RequestRecord>,
     /// Every batch record, when kept, in the order they came.
@@ -38,6 +40,7 @@ impl Stats {
     pub fn new(instances: usize, keep: bool) -> Self {
         Stats {
             keep,
+            keep_requests: true,
             requests: Vec::new(),
             batches: Vec::new(),
             total: 0,
@@ -57,6 +60,17 @@ impl Stats {
     }
 }
 
+impl Stats {
+    /// As [`Stats::new`], keeping the batch records only (a composing
+    /// model of an ensemble: the requests listed are the ensemble's).
+    pub fn batches_only(instances: usize, keep: bool) -> Self {
+        Stats {
+            keep_requests: false,
+            ..Stats::new(instances, keep)
+        }
+    }
+}
+
 impl Sink for Stats {
     fn request(&mut self, r: RequestRecord) {
         self.total += 1;
@@ -70,10 +84,13 @@ impl Sink for Stats {
         let label = match r.status {
             Status::Ok => {
                 self.ok += 1;
-                if let (Some(s), Some(e)) = (r.start_us, r.end_us) {
+                // An ensemble request has an end but no start of its own.
+                if let Some(e) = r.end_us {
                     self.latency.push(e.saturating_sub(r.arrival_us));
-                    self.queue.push(s.saturating_sub(r.arrival_us));
-                    self.compute.push(e.saturating_sub(s));
+                    if let Some(s) = r.start_us {
+                        self.queue.push(s.saturating_sub(r.arrival_us));
+                        self.compute.push(e.saturating_sub(s));
+                    }
                 }
                 None
             }
@@ -93,7 +110,7 @@ impl Sink for Stats {
             }
             *self.reasons.entry(key).or_default() += 1;
         }
-        if self.keep {
+        if self.keep && self.keep_requests {
             self.requests.push(r);
         }
     }

@@ -86,10 +86,101 @@ fn compare(dir: &Path, case: &Value) -> Vec<String> {
         .filter_map(Value::as_str)
         .collect();
     let sim = simulate(dir, case, recorded["latency_us"].as_u64().unwrap());
-    let (tb, sb) = (
-        recorded["batches"].as_array().unwrap(),
-        sim["batches"].as_array().unwrap(),
-    );
+    let mut diffs = Vec::new();
+    if scheduler == "ensemble" {
+        // Model by model: each composing model's batches as Triton's log
+        // of that model shows them, against simulate's of that model. The
+        // steps form a chain, listed in order.
+        let mut previous: Option<(Vec<Value>, Vec<Value>)> = None;
+        for model in case["steps"]
+            .as_array()
+            .expect("an ensemble case lists its steps")
+        {
+            let model = model.as_str().unwrap();
+            let kind = &recorded["schedulers"][model];
+            let of = |doc: &Value| -> Vec<Value> {
+                doc["batches"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|b| b["model"] == model)
+                    .cloned()
+                    .collect()
+            };
+            let (tb, sb) = (of(&recorded), of(&sim));
+            assert!(!tb.is_empty(), "{trace}: no recorded batch of {model}");
+            let empty: &[Value] = &[];
+            let up = previous
+                .as_ref()
+                .map_or((empty, empty), |(t, s)| (t.as_slice(), s.as_slice()));
+            diffs.extend(compare_batches(
+                &format!("{trace}/{model}"),
+                &tb,
+                &sb,
+                kind.as_str().unwrap(),
+                &timing_exempt,
+                Some(up),
+            ));
+            previous = Some((tb, sb));
+        }
+    } else {
+        diffs.extend(compare_batches(
+            trace,
+            recorded["batches"].as_array().unwrap(),
+            sim["batches"].as_array().unwrap(),
+            scheduler,
+            &timing_exempt,
+            None,
+        ));
+    }
+    let sim_requests: BTreeMap<&str, &Value> = sim["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap(), r))
+        .collect();
+    for t in recorded["requests"].as_array().unwrap() {
+        let id = t["id"].as_str().unwrap();
+        let Some(s) = sim_requests.get(id) else {
+            diffs.push(format!("{trace}: simulate has no request {id}"));
+            continue;
+        };
+        if t["status"] != s["status"] {
+            diffs.push(format!(
+                "{trace} request {id}: Triton {}, simulate {}",
+                t["status"], s["status"]
+            ));
+        } else if t["status"] == "ok" && scheduler != "ensemble" && t["batch"] != s["batch"] {
+            diffs.push(format!(
+                "{trace} request {id}: Triton batch {}, simulate batch {}",
+                t["batch"], s["batch"]
+            ));
+        } else if t["status"] == "ok" && !t["slot"].is_null() && t["slot"] != s["slot"] {
+            diffs.push(format!(
+                "{trace} request {id}: Triton slot {}, simulate slot {}",
+                t["slot"], s["slot"]
+            ));
+        } else if t["status"] == "rejected" && t["reason"] != s["reason"] {
+            diffs.push(format!(
+                "{trace} request {id}: Triton said {}, simulate {}",
+                t["reason"], s["reason"]
+            ));
+        }
+    }
+    diffs
+}
+
+/// Triton's batches `tb` against simulate's `sb` (of one model): the same
+/// requests in order on the same instance (relabelled by first use), the
+/// same slot rows, starts within the tolerance unless `exempt`.
+fn compare_batches(
+    trace: &str,
+    tb: &[Value],
+    sb: &[Value],
+    scheduler: &str,
+    timing_exempt: &BTreeSet<&str>,
+    chain: Option<(&[Value], &[Value])>,
+) -> Vec<String> {
     let mut diffs = Vec::new();
     if tb.len() != sb.len() {
         diffs.push(format!(
@@ -120,45 +211,35 @@ fn compare(dir: &Path, case: &Value) -> Vec<String> {
             .unwrap()
             .iter()
             .any(|r| timing_exempt.contains(r.as_str().unwrap_or("")));
-        let dt = t["start_us"].as_i64().unwrap() - s["start_us"].as_i64().unwrap();
+        let start = |b: &Value| b["start_us"].as_i64().unwrap();
+        let mut dt = start(t) - start(s);
+        if let Some((up_t, up_s)) = chain {
+            // An ensemble's batch that simulate starts the moment the batch
+            // before it on its instance, or the previous step's batch
+            // holding its first request, ends is timed from that batch
+            // (Triton's per-batch overhead adds up along the chain).
+            let holding = |bs: &[Value], b: &Value| -> Option<Value> {
+                let first = &b["requests"][0];
+                bs.iter()
+                    .find(|x| x["requests"].as_array().unwrap().contains(first))
+                    .cloned()
+            };
+            let same = (0..n).rev().find(|&k| sb[k]["instance"] == s["instance"]);
+            let before = same
+                .filter(|&k| sb[k]["end_us"] == s["start_us"])
+                .map(|k| (tb[k].clone(), sb[k].clone()))
+                .or_else(|| {
+                    let (tp, sp) = (holding(up_t, t)?, holding(up_s, s)?);
+                    (sp["end_us"] == s["start_us"]).then_some((tp, sp))
+                });
+            if let Some((tp, sp)) = before {
+                dt = (start(t) - start(&tp)) - (start(s) - start(&sp));
+            }
+        }
         if !exempt && dt.abs() > START_TOLERANCE_US {
             diffs.push(format!(
                 "{trace} batch {n}: Triton started it at {} µs, simulate at {} µs",
                 t["start_us"], s["start_us"]
-            ));
-        }
-    }
-    let sim_requests: BTreeMap<&str, &Value> = sim["requests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["id"].as_str().unwrap(), r))
-        .collect();
-    for t in recorded["requests"].as_array().unwrap() {
-        let id = t["id"].as_str().unwrap();
-        let Some(s) = sim_requests.get(id) else {
-            diffs.push(format!("{trace}: simulate has no request {id}"));
-            continue;
-        };
-        if t["status"] != s["status"] {
-            diffs.push(format!(
-                "{trace} request {id}: Triton {}, simulate {}",
-                t["status"], s["status"]
-            ));
-        } else if t["status"] == "ok" && t["batch"] != s["batch"] {
-            diffs.push(format!(
-                "{trace} request {id}: Triton batch {}, simulate batch {}",
-                t["batch"], s["batch"]
-            ));
-        } else if t["status"] == "ok" && !t["slot"].is_null() && t["slot"] != s["slot"] {
-            diffs.push(format!(
-                "{trace} request {id}: Triton slot {}, simulate slot {}",
-                t["slot"], s["slot"]
-            ));
-        } else if t["status"] == "rejected" && t["reason"] != s["reason"] {
-            diffs.push(format!(
-                "{trace} request {id}: Triton said {}, simulate {}",
-                t["reason"], s["reason"]
             ));
         }
     }
@@ -192,7 +273,7 @@ fn simulate_forms_the_batches_real_triton_formed() {
         schedulers.insert(recorded["scheduler"].as_str().unwrap().to_string());
         diffs.extend(compare(&dir, case));
     }
-    for s in ["dynamic", "direct", "oldest"] {
+    for s in ["dynamic", "direct", "oldest", "ensemble"] {
         assert!(schedulers.contains(s), "no recorded {s} trace");
     }
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
@@ -202,16 +283,16 @@ fn simulate_forms_the_batches_real_triton_formed() {
 /// instance (relabelled by first use) and slot rows, every request's status.
 fn decisions(sim: &Value) -> Vec<String> {
     let batches = sim["batches"].as_array().unwrap();
-    let map = relabel(batches);
+    // Instances relabelled per model (an ensemble lists several).
+    let mut maps: BTreeMap<String, BTreeMap<u64, u64>> = BTreeMap::new();
     let mut out: Vec<String> = batches
         .iter()
         .map(|b| {
-            format!(
-                "#{} {} {}",
-                map[&b["instance"].as_u64().unwrap()],
-                b["requests"],
-                b["slots"]
-            )
+            let model = b["model"].as_str().unwrap_or("").to_string();
+            let map = maps.entry(model.clone()).or_default();
+            let next = map.len() as u64;
+            let label = *map.entry(b["instance"].as_u64().unwrap()).or_insert(next);
+            format!("{model}#{label} {} {}", b["requests"], b["slots"])
         })
         .collect();
     out.extend(

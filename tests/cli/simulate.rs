@@ -1244,3 +1244,285 @@ sequence_batching {
     assert!(batches[0]["slots"].is_array());
     assert!(batches[0].get("controls").is_none(), "{doc}");
 }
+
+// ---------------------------------------------------------------- ensembles
+
+fn ensemble_repo() -> PathBuf {
+    crate_root().join("testdata").join("ensemble-sim")
+}
+
+/// Two sequences through `pipeline` (pre: dynamic batcher, max_batch_size
+/// 4; stateful: Direct, max_batch_size 2).
+const ENSEMBLE_TRACE: &str = r#"{"id": "a", "arrival_us": 0, "sequence_id": 1, "start": true}
+{"id": "b", "arrival_us": 100, "sequence_id": 2, "start": true}
+{"id": "c", "arrival_us": 5000, "sequence_id": 1}
+{"id": "d", "arrival_us": 9000, "sequence_id": 1, "end": true}
+{"id": "e", "arrival_us": 9500, "sequence_id": 2, "end": true}
+{"id": "f", "arrival_us": 9600, "sequence_id": 3, "start": true, "end": true}
+"#;
+
+fn simulate_ensemble(config: &std::path::Path, trace: &str, extra: &[&str]) -> Output {
+    tritonctl()
+        .arg("simulate")
+        .arg("--config")
+        .arg(config)
+        .args(["--trace", "-"])
+        .args(extra)
+        .stdin(trace.to_string())
+        .run()
+}
+
+#[test]
+fn an_ensemble_runs_every_request_through_every_step_in_order() {
+    let out = simulate_ensemble(
+        &ensemble_repo().join("pipeline"),
+        ENSEMBLE_TRACE,
+        &[
+            "--latency",
+            "pre=1:1000,4:1600",
+            "--latency",
+            "stateful=2000",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let batches = doc["batches"].as_array().unwrap();
+    let mbs = |m: &str| match m {
+        "pre" => 4,
+        "stateful" => 2,
+        other => panic!("unknown model {other}"),
+    };
+    // (model, start, end, slot row) of each request's steps.
+    let mut steps: std::collections::BTreeMap<String, Vec<(String, u64, u64, Value)>> =
+        Default::default();
+    let mut last_start = 0;
+    for b in batches {
+        let model = b["model"].as_str().unwrap().to_string();
+        let start = b["start_us"].as_u64().unwrap();
+        assert!(start >= last_start, "batches are listed by start time");
+        last_start = start;
+        assert!(b["size"].as_u64().unwrap() <= mbs(&model), "{b}");
+        for id in b["requests"].as_array().unwrap() {
+            let id = id.as_str().unwrap();
+            let slot = b["slots"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|s| s["request"] == id)
+                .cloned()
+                .unwrap_or(Value::Null);
+            steps.entry(id.to_string()).or_default().push((
+                model.clone(),
+                start,
+                b["end_us"].as_u64().unwrap(),
+                slot,
+            ));
+        }
+    }
+    let requests = doc["requests"].as_array().unwrap();
+    let ids: Vec<&str> = requests.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["a", "b", "c", "d", "e", "f"], "trace order");
+    for line in ENSEMBLE_TRACE.lines() {
+        let t: Value = serde_json::from_str(line).unwrap();
+        let id = t["id"].as_str().unwrap();
+        let s = &steps[id];
+        let models: Vec<&str> = s.iter().map(|x| x.0.as_str()).collect();
+        assert_eq!(models, ["pre", "stateful"], "{id}");
+        assert!(s[0].1 >= t["arrival_us"].as_u64().unwrap(), "{id}");
+        assert!(
+            s[1].1 >= s[0].2,
+            "{id}: the second step before the first ended"
+        );
+        // The stateful step sees the request's sequence and flags.
+        let row = &s[1].3;
+        assert_eq!(row["sequence_id"], t["sequence_id"], "{id}");
+        assert_eq!(
+            row["start"],
+            t.get("start").cloned().unwrap_or(false.into())
+        );
+        assert_eq!(row["end"], t.get("end").cloned().unwrap_or(false.into()));
+        let r = requests.iter().find(|r| r["id"] == id).unwrap();
+        assert_eq!(r["status"], "ok");
+        assert_eq!(
+            r["end_us"].as_u64(),
+            Some(s[1].2),
+            "{id}: answered with its last step"
+        );
+    }
+    // a and b arrive together: pre runs them as one batch of 2 after its
+    // 1 ms queue delay (1000 + 2 requests: 1200 µs), stateful right after.
+    assert_eq!(steps["a"][0].1, 1000);
+    assert_eq!(steps["a"][0].2, 2200);
+    assert_eq!(steps["a"][1].1, 2200);
+    assert_eq!(requests[0]["end_us"], 4200);
+    let summary = &doc["summary"];
+    assert_eq!(summary["ensemble"], "pipeline");
+    assert_eq!(summary["requests"], 6);
+    assert!(summary["latency_us"]["p50"].as_u64().is_some());
+    let models: Vec<&str> = summary["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["model"].as_str().unwrap())
+        .collect();
+    assert_eq!(models, ["pre", "stateful"]);
+    for m in summary["models"].as_array().unwrap() {
+        assert_eq!(m["requests"], 6, "every step request counted: {m}");
+        let total: u64 = m["batch_sizes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["size"].as_u64().unwrap() * s["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(total, 6);
+    }
+
+    // Deterministic: the same output again.
+    let again = simulate_ensemble(
+        &ensemble_repo().join("pipeline"),
+        ENSEMBLE_TRACE,
+        &[
+            "--latency",
+            "pre=1:1000,4:1600",
+            "--latency",
+            "stateful=2000",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(again.stdout, out.stdout);
+}
+
+#[test]
+fn an_ensembles_human_summary_shows_end_to_end_then_each_model() {
+    let out = simulate_ensemble(
+        &ensemble_repo().join("pipeline").join("config.pbtxt"),
+        ENSEMBLE_TRACE,
+        &["--latency", "2000"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let e2e = out
+        .stdout
+        .find("ensemble 'pipeline'")
+        .expect("ensemble line");
+    let pre = out
+        .stdout
+        .find("model 'pre': dynamic batching")
+        .expect("pre");
+    let st = out
+        .stdout
+        .find("model 'stateful': sequence batching (direct)")
+        .expect("stateful");
+    assert!(e2e < pre && pre < st, "{}", out.stdout);
+    assert!(out.stdout.contains("end to end"), "{}", out.stdout);
+}
+
+#[test]
+fn ensemble_latency_and_config_errors_are_clear() {
+    let dir = ensemble_repo().join("pipeline");
+    for (latencies, expect) in [
+        (
+            vec!["--latency", "nosuch=100"],
+            "no composing model of that name; its models: 'pre', 'stateful'",
+        ),
+        (
+            vec!["--latency", "pre=100"],
+            "no latency for composing model 'stateful'",
+        ),
+        (
+            vec!["--latency", "100", "--latency", "200"],
+            "more than one specification",
+        ),
+        (
+            vec![
+                "--latency",
+                "pre=100",
+                "--latency",
+                "pre=200",
+                "--latency",
+                "5",
+            ],
+            "'pre' is given twice",
+        ),
+        (
+            vec!["--latency", "100", "--sweep", "max_batch_size=1,2"],
+            "--sweep",
+        ),
+    ] {
+        let out = simulate_ensemble(&dir, ENSEMBLE_TRACE, &latencies);
+        assert_eq!(out.code, 2, "{latencies:?}: {}", out.stderr);
+        assert!(out.stderr.contains(expect), "{latencies:?}: {}", out.stderr);
+        assert!(out.stdout.is_empty());
+    }
+
+    // The ensemble's config without its repository.
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(dir.join("config.pbtxt")).unwrap();
+    std::fs::write(tmp.path().join("pipeline.pbtxt"), &text).unwrap();
+    let out = simulate_ensemble(
+        &tmp.path().join("pipeline.pbtxt"),
+        ENSEMBLE_TRACE,
+        &["--latency", "100"],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--config REPO/pipeline"),
+        "{}",
+        out.stderr
+    );
+    std::fs::create_dir(tmp.path().join("pipeline")).unwrap();
+    std::fs::write(tmp.path().join("pipeline").join("config.pbtxt"), &text).unwrap();
+    let out = simulate_ensemble(
+        &tmp.path().join("pipeline"),
+        ENSEMBLE_TRACE,
+        &["--latency", "100"],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("composing model 'pre' is not a model directory"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("cannot be simulated"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_single_model_takes_one_latency_bare_or_named() {
+    let trace = "{\"arrival_us\": 0}\n";
+    let out = simulate_stdin("dynamic.pbtxt", trace, &["--latency", "2000"]);
+    assert_eq!(out.code, 2, "two --latency for one model: {}", out.stderr);
+    assert!(out.stderr.contains("given 2 times"), "{}", out.stderr);
+    let cfg = ensemble_repo().join("pre");
+    let out = simulate_ensemble(
+        &cfg,
+        trace,
+        &["--latency", "pre=1:1000,4:1600", "--format", "json"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let named: Value = serde_json::from_str(&out.stdout).unwrap();
+    let out = simulate_ensemble(
+        &cfg,
+        trace,
+        &["--latency", "1:1000,4:1600", "--format", "json"],
+    );
+    let bare: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(named, bare);
+    assert!(
+        named["batches"][0].get("model").is_none(),
+        "single-model output unchanged"
+    );
+    let out = simulate_ensemble(&cfg, trace, &["--latency", "other=1000"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("the model simulated is 'pre'"),
+        "{}",
+        out.stderr
+    );
+}

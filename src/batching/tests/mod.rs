@@ -69,6 +69,7 @@ mod direct;
 mod driver;
 mod dynamic;
 mod oldest;
+mod pipeline;
 mod props;
 
 use direct::{direct_rows, skip_batch_trace};
