@@ -6,7 +6,6 @@
 //! plus the version directory to run (the highest served, or the one asked
 //! for) and its model file.
 
-use crate::diagnostics::{Report, Severity};
 use crate::lint::ServerOptions;
 use crate::schema::inference::ModelConfig;
 use std::path::{Path, PathBuf};
@@ -48,35 +47,9 @@ impl LoadedModel {
     }
 }
 
-/// Why a model cannot be loaded.
-#[derive(Debug)]
-pub enum LoadError {
-    /// The config has errors (the report holds the diagnostics of the
-    /// models that have them).
-    Invalid(Box<Report>),
-    /// A file is missing or unreadable, or the model cannot be used.
-    Other(String),
-}
-
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LoadError::Invalid(r) => {
-                let n = r
-                    .files
-                    .iter()
-                    .flat_map(|f| &f.diagnostics)
-                    .filter(|d| d.severity == Severity::Error)
-                    .count();
-                let path = r.files.first().map(|f| f.path.as_str()).unwrap_or("");
-                write!(f, "{path}: the configuration has {n} error(s)")
-            }
-            LoadError::Other(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for LoadError {}
+/// Why a model cannot be loaded: the one loader's error (the report of
+/// the models Triton would not load, or another reason).
+pub use crate::validate::load::LoadError;
 
 /// The backends whose models `run` executes: both run an ONNX file in ONNX
 /// Runtime (the stateful backend as docs/spec/stateful-backend.md
@@ -123,10 +96,7 @@ pub fn load_model_on(
             dir.display()
         )));
     }
-    let set = crate::validate::load::load_model(dir, server).map_err(|e| match e {
-        crate::validate::load::LoadError::Invalid(r) => LoadError::Invalid(r),
-        crate::validate::load::LoadError::Other(m) => LoadError::Other(m),
-    })?;
+    let set = crate::validate::load::load_model(dir, server)?;
     let loaded = set.models.into_iter().next().expect("the model asked for");
     let cfg = loaded.config;
     let autocompleted = loaded.autocompleted;
