@@ -49,11 +49,16 @@ pub fn run(args: &RunArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitSta
         Err(LoadError::Other(m)) => return Err(CommandError::Input(m)),
     };
     if model.autocompleted {
+        let what = if args.model.join("config.pbtxt").exists() {
+            "the config.pbtxt is partial"
+        } else {
+            "no config.pbtxt"
+        };
         crate::term::warning(
             ctx.global.color,
             &format!(
-                "{}: no config.pbtxt; running with the configuration Triton would auto-complete",
-                args.model.display()
+                "{}: {what}; running with the configuration Triton's ONNX Runtime backend auto-completes (`tritonctl validate --print-config` shows it)",
+                crate::text::display::path(&args.model)
             ),
         );
     }

@@ -159,7 +159,14 @@ fn loaded_form(m: &CheckedModel, opts: &ServerOptions) -> Result<LoadedModel, Lo
                     crate::text::display::path(&m.entry.dir)
                 ))
             })?;
-        autocompleted = outcome.full != cfg;
+        // Auto-complete also fills the instance groups, which the loaded
+        // form normalizes anyway: only other changes count.
+        let groups = |c: &crate::schema::inference::ModelConfig| {
+            let mut c = c.clone();
+            crate::model::normalize_instance_groups(&mut c, &opts.gpus);
+            c
+        };
+        autocompleted = groups(&outcome.full) != groups(&cfg);
         cfg = outcome.full;
     }
     let versions = crate::repo::versions::scan_versions(&m.entry.dir, &cfg).loaded;

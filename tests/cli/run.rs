@@ -1316,6 +1316,8 @@ fn gpu_instances_are_placed_or_explained() {
         "{}",
         out.stderr
     );
+    // The config is complete: auto-complete changes nothing worth a warning.
+    assert!(!out.stderr.contains("auto-complete"), "{}", out.stderr);
     let results = out.json_lines();
     assert_eq!(
         results[0]["outputs"]["Output"]["data"],
