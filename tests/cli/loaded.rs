@@ -310,3 +310,49 @@ fn simulate_never_gives_passive_instances_work() {
         out.stderr
     );
 }
+
+/// Copies the directory `from` (files one level deep and in `1/`) to `to`.
+fn copy_model(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to.join("1")).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let p = entry.unwrap().path();
+        if p.is_file() {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn an_ensemble_loads_with_its_composing_models_or_not_at_all() {
+    let src = crate_root().join("testdata").join("model_repository");
+    let tmp = tempfile::tempdir().unwrap();
+    for m in ["image_classifier", "preprocess", "densenet_onnx"] {
+        copy_model(&src.join(m), &tmp.path().join(m));
+    }
+    let cfg = print_config(&tmp.path().join("image_classifier"), &[]);
+    // Ensembles get no instance groups, and the transaction policy Triton
+    // always sets for them.
+    assert_eq!(cfg["instance_group"], serde_json::json!([]));
+    assert_eq!(cfg["model_transaction_policy"]["decoupled"], false);
+    assert_eq!(
+        cfg["ensemble_scheduling"]["step"][1]["model_name"],
+        "densenet_onnx"
+    );
+
+    // A composing model Triton cannot load fails the ensemble's load, with
+    // that model's findings.
+    let broken = tmp.path().join("densenet_onnx").join("config.pbtxt");
+    let text = std::fs::read_to_string(&broken).unwrap();
+    std::fs::write(
+        &broken,
+        text.replace("max_batch_size: 8", "max_batch_size: -3"),
+    )
+    .unwrap();
+    let out = tritonctl()
+        .args(["validate", "--print-config"])
+        .arg(tmp.path().join("image_classifier"))
+        .run();
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    assert!(out.stderr.contains("densenet_onnx"), "{}", out.stderr);
+}
