@@ -474,13 +474,15 @@ impl Settings {
         let mbs = cfg.max_batch_size.max(0) as u32;
         let mut groups = cfg.clone();
         crate::model::normalize_instance_groups(&mut groups, &[]);
-        let instance_list = crate::model::instances_of(&groups);
-        if instance_list.len() > MAX_INSTANCES {
+        // Counted before they are listed: a count of billions is refused,
+        // not allocated.
+        let total = crate::model::instance_count(&groups);
+        if total > MAX_INSTANCES as u64 {
             return Err(format!(
-                "instance_group asks for {} model instances; tritonctl runs and simulates at most {MAX_INSTANCES}",
-                instance_list.len()
+                "instance_group asks for {total} model instances; tritonctl runs and simulates at most {MAX_INSTANCES}"
             ));
         }
+        let instance_list = crate::model::instances_of(&groups);
         let active: Vec<usize> = (0..instance_list.len())
             .filter(|&i| !instance_list[i].passive)
             .collect();

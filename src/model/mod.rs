@@ -98,22 +98,49 @@ pub fn normalize_instance_groups(cfg: &mut ModelConfig, gpus: &[i32]) {
     }
 }
 
+/// At most this many instances are listed ([`instances_of`]); a config
+/// may ask for billions, which no server creates and no list should hold.
+pub const MAX_LISTED_INSTANCES: usize = 1 << 16;
+
+/// How many instances Triton creates from normalized groups, counted
+/// without listing them (saturating).
+pub fn instance_count(cfg: &ModelConfig) -> u64 {
+    cfg.instance_group
+        .iter()
+        .map(|g| {
+            let per_k = if g.kind == Kind::Gpu as i32 {
+                g.gpus.len() as u64
+            } else {
+                1
+            };
+            (g.count.max(0) as u64).saturating_mul(per_k)
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
 /// The instances Triton creates from normalized groups, in its order:
 /// group by group, for each k below `count` one instance per listed GPU
-/// (docs/spec/validation.md §2.3).
+/// (docs/spec/validation.md §2.3). The list stops at
+/// [`MAX_LISTED_INSTANCES`]; [`instance_count`] tells the whole number.
 pub fn instances_of(cfg: &ModelConfig) -> Vec<Instance> {
     let mut out = Vec::new();
     for (g, group) in cfg.instance_group.iter().enumerate() {
+        let devices: Vec<Device> = if group.kind == Kind::Gpu as i32 {
+            group.gpus.iter().map(|&id| Device::Gpu(id)).collect()
+        } else if group.kind == Kind::Model as i32 {
+            vec![Device::Model]
+        } else {
+            vec![Device::Cpu]
+        };
+        if devices.is_empty() {
+            continue;
+        }
         for k in 0..group.count.max(0) {
             let name = format!("{}_{k}", group.name);
-            let devices: Vec<Device> = if group.kind == Kind::Gpu as i32 {
-                group.gpus.iter().map(|&id| Device::Gpu(id)).collect()
-            } else if group.kind == Kind::Model as i32 {
-                vec![Device::Model]
-            } else {
-                vec![Device::Cpu]
-            };
-            for device in devices {
+            for &device in &devices {
+                if out.len() >= MAX_LISTED_INSTANCES {
+                    return out;
+                }
                 out.push(Instance {
                     name: name.clone(),
                     group: g,

@@ -308,3 +308,14 @@ fn a_deep_chain_of_ensembles_is_marked_without_recursion() {
         .as_ref()
         .is_some_and(|p| p.decoupled));
 }
+
+#[test]
+fn a_huge_count_is_counted_not_listed() {
+    let m = loaded(
+        "name: \"m\" backend: \"python\" instance_group [ { count: 2000000000 kind: KIND_GPU gpus: [ 0, 1, 2 ] } ]",
+        &[0, 1, 2],
+    );
+    assert_eq!(instance_count(&m.config), 6_000_000_000);
+    assert_eq!(m.instances.len(), MAX_LISTED_INSTANCES);
+    assert_eq!(m.instances.last().unwrap().device, Device::Gpu(0));
+}

@@ -356,3 +356,29 @@ fn an_ensemble_loads_with_its_composing_models_or_not_at_all() {
     assert!(out.stdout.is_empty(), "{}", out.stdout);
     assert!(out.stderr.contains("densenet_onnx"), "{}", out.stderr);
 }
+
+/// A config may ask for billions of instances: `simulate` refuses it with
+/// the number, `--print-config` prints it; neither tries to hold them.
+#[test]
+fn a_huge_instance_count_is_refused_not_allocated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = model_dir(
+        tmp.path(),
+        "m",
+        "backend: \"python\"\nmax_batch_size: 0\ninstance_group [ { count: 2000000000 kind: KIND_CPU } ]\n",
+    );
+    let out = tritonctl()
+        .args(["simulate", "--config"])
+        .arg(&dir)
+        .args(["--trace", "-", "--latency", "1000"])
+        .stdin(burst(1))
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("asks for 2000000000 model instances"),
+        "{}",
+        out.stderr
+    );
+    let cfg = print_config(&dir, &[]);
+    assert_eq!(cfg["instance_group"][0]["count"], 2000000000);
+}
