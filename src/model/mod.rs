@@ -324,38 +324,12 @@ impl LoadedModel {
 
     /// The inputs, as clients send them and as the model gets them.
     pub fn inputs(&self) -> Vec<Io> {
-        self.config
-            .input
-            .iter()
-            .map(|i| Io {
-                name: i.name.clone(),
-                datatype: datatype_name(i.data_type),
-                dims: i.dims.clone(),
-                model_dims: i
-                    .reshape
-                    .as_ref()
-                    .map_or(i.dims.clone(), |r| r.shape.clone()),
-                optional: i.optional,
-            })
-            .collect()
+        inputs_of(&self.config)
     }
 
     /// The outputs, as the model produces them and as clients get them.
     pub fn outputs(&self) -> Vec<Io> {
-        self.config
-            .output
-            .iter()
-            .map(|o| Io {
-                name: o.name.clone(),
-                datatype: datatype_name(o.data_type),
-                dims: o.dims.clone(),
-                model_dims: o
-                    .reshape
-                    .as_ref()
-                    .map_or(o.dims.clone(), |r| r.shape.clone()),
-                optional: false,
-            })
-            .collect()
+        outputs_of(&self.config)
     }
 
     /// The config as Triton's `GET /v2/models/<m>/config` returns it: the
@@ -370,6 +344,41 @@ impl LoadedModel {
         .expect("a ModelConfig encodes to a valid ModelConfig");
         crate::convert::to_json(&msg)
     }
+}
+
+/// The inputs of `cfg`, as clients send them and as the model gets them.
+pub fn inputs_of(cfg: &ModelConfig) -> Vec<Io> {
+    cfg.input
+        .iter()
+        .map(|i| Io {
+            name: i.name.clone(),
+            datatype: datatype_name(i.data_type),
+            dims: i.dims.clone(),
+            model_dims: i
+                .reshape
+                .as_ref()
+                .map_or(i.dims.clone(), |r| r.shape.clone()),
+            optional: i.optional,
+        })
+        .collect()
+}
+
+/// The outputs of `cfg`, as the model produces them and as clients get
+/// them.
+pub fn outputs_of(cfg: &ModelConfig) -> Vec<Io> {
+    cfg.output
+        .iter()
+        .map(|o| Io {
+            name: o.name.clone(),
+            datatype: datatype_name(o.data_type),
+            dims: o.dims.clone(),
+            model_dims: o
+                .reshape
+                .as_ref()
+                .map_or(o.dims.clone(), |r| r.shape.clone()),
+            optional: false,
+        })
+        .collect()
 }
 
 fn datatype_name(code: i32) -> String {
@@ -394,11 +403,6 @@ impl LoadedSet {
     /// The first model of that name.
     pub fn get(&self, name: &str) -> Option<&LoadedModel> {
         self.models.iter().find(|m| m.name == name)
-    }
-
-    /// The models asked for.
-    pub fn requested(&self) -> &[LoadedModel] {
-        &self.models[..self.requested]
     }
 
     /// Sets every ensemble's `model_transaction_policy` as Triton does when
@@ -461,26 +465,6 @@ impl LoadedSet {
                 m.config.model_transaction_policy = Some(ModelTransactionPolicy { decoupled: d });
             }
         }
-    }
-
-    /// Whether `model` or a model its ensemble composes (at any depth)
-    /// satisfies `pred`. Walks with an explicit stack and visits each
-    /// model once.
-    pub fn any_composed(&self, model: &LoadedModel, pred: impl Fn(&LoadedModel) -> bool) -> bool {
-        let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![model];
-        while let Some(m) = stack.pop() {
-            if !seen.insert(m.name.as_str()) {
-                continue;
-            }
-            if pred(m) {
-                return true;
-            }
-            if let Some(g) = &m.ensemble {
-                stack.extend(g.steps.iter().filter_map(|s| self.get(&s.model)));
-            }
-        }
-        false
     }
 }
 

@@ -27,30 +27,25 @@ pub struct Reshape {
 }
 
 impl Reshape {
-    /// The inputs of `cfg` that have a `reshape`, in config order.
+    /// The inputs of `cfg` whose shape the model sees differently, in
+    /// config order (from the loaded model's form, `model::inputs_of`).
     pub fn inputs(cfg: &ModelConfig) -> Vec<Reshape> {
-        cfg.input
-            .iter()
-            .filter_map(|i| {
-                i.reshape.as_ref().map(|r| Reshape {
-                    name: i.name.clone(),
-                    dims: i.dims.clone(),
-                    model_dims: r.shape.clone(),
-                })
-            })
-            .collect()
+        Self::reshaped(crate::model::inputs_of(cfg))
     }
 
-    /// The outputs of `cfg` that have a `reshape`, in config order.
+    /// The outputs of `cfg` whose shape the model produces differently, in
+    /// config order (`model::outputs_of`).
     pub fn outputs(cfg: &ModelConfig) -> Vec<Reshape> {
-        cfg.output
-            .iter()
-            .filter_map(|o| {
-                o.reshape.as_ref().map(|r| Reshape {
-                    name: o.name.clone(),
-                    dims: o.dims.clone(),
-                    model_dims: r.shape.clone(),
-                })
+        Self::reshaped(crate::model::outputs_of(cfg))
+    }
+
+    fn reshaped(io: Vec<crate::model::Io>) -> Vec<Reshape> {
+        io.into_iter()
+            .filter(crate::model::Io::reshaped)
+            .map(|io| Reshape {
+                name: io.name,
+                dims: io.dims,
+                model_dims: io.model_dims,
             })
             .collect()
     }
