@@ -467,12 +467,6 @@ impl Run {
     /// The end-to-end summary, then one block of tables per composing
     /// model.
     pub fn write_human(&self, out: &mut dyn Write) -> Result<(), Error> {
-        use comfy_table::{presets, CellAlignment, Table};
-        let new_table = || {
-            let mut t = Table::new();
-            t.load_preset(presets::UTF8_FULL_CONDENSED);
-            t
-        };
         let s = &self.summary;
         writeln!(
             out,
@@ -484,7 +478,7 @@ impl Run {
             if self.plan.models.len() == 1 { "" } else { "s" },
             self.plan.names()
         )?;
-        let mut t = new_table();
+        let mut t = report::new_table();
         t.set_header(vec![
             "requests",
             "ok",
@@ -500,31 +494,8 @@ impl Run {
             format!("{:.1}", s.throughput_per_s),
         ]);
         writeln!(out, "{t}")?;
-        let cell = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
-        let mut t = new_table();
-        t.set_header(vec!["latency (µs)", "p50", "p90", "p95", "p99"]);
-        let p = s.latency_us;
-        t.add_row(vec![
-            "end to end".to_string(),
-            cell(p.p50),
-            cell(p.p90),
-            cell(p.p95),
-            cell(p.p99),
-        ]);
-        report::right_align(&mut t, 1..5, CellAlignment::Right);
-        writeln!(out, "{t}")?;
-        if !s.reasons.is_empty() {
-            let mut t = new_table();
-            t.set_header(vec!["status", "count", "reason"]);
-            for r in &s.reasons {
-                t.add_row(vec![
-                    r.status.replace('_', " "),
-                    r.count.to_string(),
-                    crate::text::display::escape(&r.reason).into_owned(),
-                ]);
-            }
-            writeln!(out, "{t}")?;
-        }
+        report::write_latency_table(out, &[("end to end", s.latency_us)])?;
+        report::write_reasons_table(out, &s.reasons)?;
         for (m, ms) in self.plan.models.iter().zip(&s.models) {
             writeln!(out)?;
             report::write_human(out, &m.settings, &ms.summary)?;

@@ -239,12 +239,7 @@ pub fn write_ensemble_json<S: Serialize>(
 /// The summary tables of one run of the model of `settings`; names and
 /// reasons from the input are shown escaped ([`crate::text::display`]).
 pub fn write_human(out: &mut dyn Write, settings: &Settings, s: &Summary) -> Result<(), Error> {
-    use comfy_table::{presets, CellAlignment, Table};
-    let new_table = || {
-        let mut t = Table::new();
-        t.load_preset(presets::UTF8_FULL_CONDENSED);
-        t
-    };
+    use comfy_table::CellAlignment;
     let scheduler = match &settings.kind {
         SchedulerKind::Default => "default (no batching)",
         SchedulerKind::Dynamic(_) => "dynamic batching",
@@ -287,24 +282,14 @@ pub fn write_human(out: &mut dyn Write, settings: &Settings, s: &Summary) -> Res
     ]);
     writeln!(out, "{t}")?;
 
-    let cell = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
-    let mut t = new_table();
-    t.set_header(vec!["latency (µs)", "p50", "p90", "p95", "p99"]);
-    for (name, p) in [
-        ("total", s.latency_us),
-        ("queue", s.queue_us),
-        ("compute", s.compute_us),
-    ] {
-        t.add_row(vec![
-            name.to_string(),
-            cell(p.p50),
-            cell(p.p90),
-            cell(p.p95),
-            cell(p.p99),
-        ]);
-    }
-    right_align(&mut t, 1..5, CellAlignment::Right);
-    writeln!(out, "{t}")?;
+    write_latency_table(
+        out,
+        &[
+            ("total", s.latency_us),
+            ("queue", s.queue_us),
+            ("compute", s.compute_us),
+        ],
+    )?;
 
     if !s.batch_sizes.is_empty() {
         let mut t = new_table();
@@ -348,19 +333,59 @@ pub fn write_human(out: &mut dyn Write, settings: &Settings, s: &Summary) -> Res
     right_align(&mut t, 3..6, CellAlignment::Right);
     writeln!(out, "{t}")?;
 
-    if !s.reasons.is_empty() {
-        let mut t = new_table();
-        t.set_header(vec!["status", "count", "reason"]);
-        for r in &s.reasons {
-            t.add_row(vec![
-                r.status.replace('_', " "),
-                r.count.to_string(),
-                // Reasons quote the trace (a sequence's id) and the config.
-                display::escape(&r.reason).into_owned(),
-            ]);
-        }
-        writeln!(out, "{t}")?;
+    write_reasons_table(out, &s.reasons)?;
+    Ok(())
+}
+
+/// A summary table in the layout every simulate table uses.
+pub fn new_table() -> comfy_table::Table {
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    t
+}
+
+/// The latency table: one row per (name, percentiles).
+pub fn write_latency_table(
+    out: &mut dyn Write,
+    rows: &[(&str, super::stats::Percentiles)],
+) -> Result<(), Error> {
+    let cell = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+    let mut t = new_table();
+    t.set_header(vec!["latency (µs)", "p50", "p90", "p95", "p99"]);
+    for (name, p) in rows {
+        t.add_row(vec![
+            name.to_string(),
+            cell(p.p50),
+            cell(p.p90),
+            cell(p.p95),
+            cell(p.p99),
+        ]);
     }
+    right_align(&mut t, 1..5, comfy_table::CellAlignment::Right);
+    writeln!(out, "{t}")?;
+    Ok(())
+}
+
+/// The table of rejection and timeout reasons (nothing when there are
+/// none). Reasons quote the trace (a sequence's id) and the config, so
+/// they are shown escaped.
+pub fn write_reasons_table(
+    out: &mut dyn Write,
+    reasons: &[super::stats::ReasonCount],
+) -> Result<(), Error> {
+    if reasons.is_empty() {
+        return Ok(());
+    }
+    let mut t = new_table();
+    t.set_header(vec!["status", "count", "reason"]);
+    for r in reasons {
+        t.add_row(vec![
+            r.status.replace('_', " "),
+            r.count.to_string(),
+            display::escape(&r.reason).into_owned(),
+        ]);
+    }
+    writeln!(out, "{t}")?;
     Ok(())
 }
 

@@ -407,7 +407,7 @@ fn write_sweep_human(
     axes: &[Axis],
     rows: &[SweepRow],
 ) -> Result<(), Error> {
-    use comfy_table::{presets, CellAlignment, Table};
+    use comfy_table::CellAlignment;
     let refused = rows.iter().filter(|r| r.outcome.is_err()).count();
     writeln!(
         out,
@@ -424,8 +424,7 @@ fn write_sweep_human(
             n => format!(", {n} refused"),
         }
     )?;
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    let mut t = super::report::new_table();
     let mut header: Vec<String> = axes
         .iter()
         .map(|a| display::escape(&a.key).into_owned())

@@ -231,16 +231,7 @@ mod tests {
     use crate::batching::CorrId;
 
     fn read(text: &str) -> (Vec<Request>, Option<TraceError>, Vec<String>) {
-        let mut r = TraceReader::new(text.as_bytes(), "t.jsonl");
-        let mut out = Vec::new();
-        let mut err = None;
-        for item in r.by_ref() {
-            match item {
-                Ok(q) => out.push(q),
-                Err(e) => err = Some(e),
-            }
-        }
-        (out, err, r.warnings().to_vec())
+        read_buffered(text.as_bytes(), 8 << 10)
     }
 
     #[test]

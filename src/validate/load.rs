@@ -144,7 +144,12 @@ fn loaded_form(m: &CheckedModel, opts: &ServerOptions) -> Result<LoadedModel, Lo
     })?;
     let mut cfg = prepared.cfg.clone();
     let mut autocompleted = false;
-    if cfg.backend == "onnxruntime" && opts.autocomplete && model_file_present(&m.entry.dir, &cfg) {
+    // Auto-complete leaves the version policy alone: one scan serves both.
+    let scan = crate::repo::versions::scan_versions(&m.entry.dir, &cfg);
+    if cfg.backend == "onnxruntime"
+        && opts.autocomplete
+        && model_file_present(&m.entry.dir, &cfg, &scan)
+    {
         let ac = crate::autoconfig::AutoconfigOptions {
             gpus: opts.gpus.clone(),
             min_compute_capability: opts.min_compute_capability,
@@ -169,12 +174,11 @@ fn loaded_form(m: &CheckedModel, opts: &ServerOptions) -> Result<LoadedModel, Lo
         autocompleted = groups(&outcome.full) != groups(&cfg);
         cfg = outcome.full;
     }
-    let versions = crate::repo::versions::scan_versions(&m.entry.dir, &cfg).loaded;
     Ok(LoadedModel::new(
         m.entry.name.clone(),
         m.entry.dir.clone(),
         cfg,
-        versions,
+        scan.loaded,
         autocompleted,
         &opts.gpus,
     ))
@@ -183,14 +187,17 @@ fn loaded_form(m: &CheckedModel, opts: &ServerOptions) -> Result<LoadedModel, Lo
 /// Whether the model file of the version Triton would read first is in
 /// the model directory (corpus checks and stand-in backends have none;
 /// there the config stays as Triton's core leaves it).
-fn model_file_present(dir: &Path, cfg: &crate::schema::inference::ModelConfig) -> bool {
+fn model_file_present(
+    dir: &Path,
+    cfg: &crate::schema::inference::ModelConfig,
+    scan: &crate::repo::versions::VersionScan,
+) -> bool {
     let file = if cfg.default_model_filename.is_empty() {
         "model.onnx"
     } else {
         cfg.default_model_filename.as_str()
     };
-    crate::repo::versions::scan_versions(dir, cfg)
-        .loaded_dirs(dir)
+    scan.loaded_dirs(dir)
         .first()
         .is_some_and(|(_, d)| d.join(file).exists())
 }

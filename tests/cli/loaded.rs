@@ -149,6 +149,16 @@ fn burst(n: usize) -> String {
         .collect()
 }
 
+/// `simulate` of one request, in human form (for its exit code and errors).
+fn simulate_one_request(config: &Path) -> crate::common::Output {
+    tritonctl()
+        .args(["simulate", "--config"])
+        .arg(config)
+        .args(["--trace", "-", "--latency", "1000"])
+        .stdin(burst(1))
+        .run()
+}
+
 fn simulate(config: &Path, trace: &str, extra: &[&str]) -> Value {
     let out = tritonctl()
         .args(["simulate", "--config"])
@@ -211,12 +221,7 @@ fn simulate_creates_count_instances_per_listed_gpu() {
     used.sort_unstable();
     assert_eq!(used, [0, 1, 2, 3]);
     // On a CPU-only server Triton refuses those groups: so does simulate.
-    let out = tritonctl()
-        .args(["simulate", "--config"])
-        .arg(&dir)
-        .args(["--trace", "-", "--latency", "1000"])
-        .stdin(burst(1))
-        .run();
+    let out = simulate_one_request(&dir);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
         out.stderr
@@ -297,12 +302,7 @@ fn simulate_never_gives_passive_instances_work() {
         "q",
         "backend: \"python\"\nmax_batch_size: 0\ninstance_group [ { count: 1 kind: KIND_CPU passive: true } ]\n",
     );
-    let out = tritonctl()
-        .args(["simulate", "--config"])
-        .arg(&only)
-        .args(["--trace", "-", "--latency", "1000"])
-        .stdin(burst(1))
-        .run();
+    let out = simulate_one_request(&only);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("only passive instances"),
@@ -367,12 +367,7 @@ fn a_huge_instance_count_is_refused_not_allocated() {
         "m",
         "backend: \"python\"\nmax_batch_size: 0\ninstance_group [ { count: 2000000000 kind: KIND_CPU } ]\n",
     );
-    let out = tritonctl()
-        .args(["simulate", "--config"])
-        .arg(&dir)
-        .args(["--trace", "-", "--latency", "1000"])
-        .stdin(burst(1))
-        .run();
+    let out = simulate_one_request(&dir);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("asks for 2000000000 model instances"),
