@@ -529,6 +529,21 @@ pub enum PerfProtocol {
     Grpc,
 }
 
+/// The API `perf` sends requests to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PerfEndpoint {
+    /// KServe v2 inference (`/infer`, gRPC `ModelInfer`; a decoupled model
+    /// over gRPC `ModelStreamInfer`, read until its final response).
+    Infer,
+    /// Triton's generate extension: `/generate`, or `/generate_stream`
+    /// (server-sent events) for a decoupled model.
+    Generate,
+    /// An OpenAI-compatible server's `/v1/chat/completions`, streamed.
+    OpenaiChat,
+    /// An OpenAI-compatible server's `/v1/completions`, streamed.
+    OpenaiCompletions,
+}
+
 /// How tensors travel over HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TensorFormat {
@@ -567,6 +582,25 @@ pub struct PerfArgs {
     /// streams (one per request in flight) instead of unary calls.
     #[arg(long = "streaming")]
     pub streaming: bool,
+    /// The API requests go to: `infer` (KServe v2; a decoupled model's
+    /// responses stream over gRPC), `generate` (Triton's generate
+    /// extension; `generate_stream` for a decoupled model), `openai-chat`
+    /// or `openai-completions` (an OpenAI-compatible server, streamed).
+    #[arg(long, value_enum, default_value_t = PerfEndpoint::Infer)]
+    pub endpoint: PerfEndpoint,
+    /// Generative endpoints: synthetic prompts of MEAN words (normally
+    /// distributed with STDDEV, seeded by `--seed`; default 100:0).
+    #[arg(long = "prompt-words", value_name = "MEAN[:STDDEV]")]
+    pub prompt_words: Option<String>,
+    /// Generative endpoints: the most tokens to generate per request,
+    /// sent as `max_tokens`.
+    #[arg(long = "max-tokens", value_name = "N")]
+    pub max_tokens: Option<u64>,
+    /// Write one JSON line per measured request to FILE: its level, its
+    /// scheduled and actual send times, the arrival of each response (in
+    /// microseconds since the Unix epoch) and its error kind or null.
+    #[arg(long = "export-requests", value_name = "FILE.jsonl")]
+    pub export_requests: Option<PathBuf>,
     /// Extra HTTP header `Name:Value` on every request (repeatable).
     #[arg(short = 'H', long = "header", value_name = "NAME:VALUE")]
     pub headers: Vec<String>,

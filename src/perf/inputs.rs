@@ -35,7 +35,7 @@ impl InputData {
 }
 
 /// A ready request body.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Body {
     /// Shared, not copied, by the prepared requests.
     pub bytes: Bytes,

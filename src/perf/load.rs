@@ -3,11 +3,13 @@
 //! an open loop (sends on a schedule, latency from the scheduled time),
 //! measured into an HDR histogram (constant memory).
 
-use super::client::{ClientTime, ErrorKind, PerfClient, Prepared, Protocol};
+use super::client::{ErrorKind, PerfClient, Prepared, Protocol};
 use super::ensemble;
+use super::exchange::{Cancel, Canceller, Exchange};
+use super::generative::{self, Api};
 use super::inputs::{self, Body, BodyOptions, DataFile, InputData};
 use super::model::ModelInfo;
-use super::report::{ClientStats, Latency, LevelResult, PerfReport, TargetCount};
+use super::report::{ClientStats, Latency, LevelResult, PerRequest, PerfReport, TargetCount};
 use super::rng::Rng;
 use super::schedule::{Distribution, Level, Schedule};
 use super::stats::{self, ComposingStats, ServerStats, Snapshot};
@@ -84,6 +86,15 @@ pub struct PerfOptions {
     pub sequence_ids: (u64, u64),
     /// Open loop, sequence models: sequences live at once.
     pub num_sequences: usize,
+    /// `--endpoint`: the API requests go to.
+    pub api: Api,
+    /// Prompts from `--input-data FILE` when the file holds prompts (JSON
+    /// Lines).
+    pub prompts: Option<Arc<Vec<String>>>,
+    /// `--prompt-words MEAN[:STDDEV]`: synthetic prompts' word counts.
+    pub prompt_words: Option<(f64, f64)>,
+    /// `--max-tokens`: passed where the endpoint takes it.
+    pub max_tokens: Option<u64>,
 }
 
 /// Why a run could not start (exit status 2).
@@ -93,6 +104,9 @@ pub enum StartError {
     Usage(String),
     #[error("{0}")]
     Unreachable(String),
+    /// Writing `--export-requests` failed.
+    #[error("{0}")]
+    Export(std::io::Error),
 }
 
 /// Live counters for a progress display.
@@ -110,7 +124,25 @@ pub struct Progress {
 const LATE: Duration = Duration::from_millis(1);
 
 struct Recorder {
+    /// Latency of the successful requests: to their last response.
     hist: Histogram<u64>,
+    /// Successful requests: to their first response, and the gaps between
+    /// their responses.
+    first_hist: Histogram<u64>,
+    inter_hist: Histogram<u64>,
+    /// Responses received by measured requests (cancelled and failed
+    /// ones included).
+    responses: u64,
+    /// Responses of the successful requests, and the most one had.
+    ok_responses: u64,
+    max_responses: u64,
+    /// Output tokens of the successful requests that reported them, how
+    /// many did, and whether some were counted from responses.
+    tokens: u64,
+    with_tokens: u64,
+    tokens_counted: bool,
+    /// Measured requests cut off at the end of the level.
+    cancelled: u64,
     /// First step sent to last step answered, per complete sequence.
     seq_hist: Histogram<u64>,
     errors: BTreeMap<String, u64>,
@@ -126,10 +158,21 @@ struct Recorder {
 
 impl Recorder {
     fn new(targets: usize) -> Self {
+        // 1 µs .. 1 hour, 3 significant digits
+        let histogram =
+            || Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds");
         Recorder {
-            // 1 µs .. 1 hour, 3 significant digits
-            hist: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds"),
-            seq_hist: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds"),
+            hist: histogram(),
+            first_hist: histogram(),
+            inter_hist: histogram(),
+            responses: 0,
+            ok_responses: 0,
+            max_responses: 0,
+            tokens: 0,
+            with_tokens: 0,
+            tokens_counted: false,
+            cancelled: 0,
+            seq_hist: histogram(),
             errors: BTreeMap::new(),
             ok: 0,
             send_ns: 0,
@@ -142,6 +185,15 @@ impl Recorder {
 
     fn merge(&mut self, o: &Recorder) {
         let _ = self.hist.add(&o.hist);
+        let _ = self.first_hist.add(&o.first_hist);
+        let _ = self.inter_hist.add(&o.inter_hist);
+        self.responses += o.responses;
+        self.ok_responses += o.ok_responses;
+        self.max_responses = self.max_responses.max(o.max_responses);
+        self.tokens += o.tokens;
+        self.with_tokens += o.with_tokens;
+        self.tokens_counted |= o.tokens_counted;
+        self.cancelled += o.cancelled;
         let _ = self.seq_hist.add(&o.seq_hist);
         for (k, n) in &o.errors {
             *self.errors.entry(k.clone()).or_insert(0) += n;
@@ -240,12 +292,63 @@ impl Meter {
     }
 }
 
+/// How requests are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// One answer per request (`/infer`, gRPC `ModelInfer` or a stream).
+    Unary,
+    /// A decoupled model over gRPC `ModelStreamInfer`: responses until the
+    /// final one.
+    Decoupled,
+    /// Triton's generate extension or an OpenAI-compatible server.
+    Http(Api),
+}
+
+/// Where the lines of `--export-requests` go, and the clock that turns
+/// instants into microseconds since the Unix epoch.
+struct Export {
+    /// Bounded: a slow disk slows the requests down instead of holding
+    /// lines in memory.
+    tx: std::sync::mpsc::SyncSender<Vec<u8>>,
+    at: Instant,
+    epoch_us: u64,
+}
+
+impl Export {
+    fn us(&self, t: Instant) -> u64 {
+        self.epoch_us + t.saturating_duration_since(self.at).as_micros() as u64
+    }
+
+    /// One request as a JSON line.
+    fn line(&self, level: u64, scheduled: Instant, sent: Instant, ex: &Exchange) -> Vec<u8> {
+        let responses: Vec<u64> = ex.responses.iter().map(|t| self.us(*t)).collect();
+        let doc = serde_json::json!({
+            "level": level,
+            "scheduled_us": self.us(scheduled),
+            "send_us": self.us(sent),
+            "response_us": responses,
+            "error": ex.result.as_ref().err().map(ErrorKind::key),
+        });
+        let mut line = serde_json::to_vec(&doc).expect("a JSON line");
+        line.push(b'\n');
+        line
+    }
+}
+
 struct Shared {
     client: PerfClient,
     path: String,
+    mode: Mode,
     /// The request body in the form the protocol sends.
     request: Prepared,
+    /// `Mode::Http`: the request bodies (one per prompt), sent in turn.
+    bodies: Arc<Vec<bytes::Bytes>>,
     meter: Arc<Meter>,
+    /// Fires at the end of the level's measurement.
+    cancel: Cancel,
+    /// `--export-requests`, and the level's index.
+    export: Option<Arc<Export>>,
+    level: u64,
     /// This server's place in `-u` order, and its address.
     target: usize,
     url: String,
@@ -258,14 +361,15 @@ struct Shared {
 }
 
 impl Shared {
-    async fn infer(&self) -> Result<ClientTime, ErrorKind> {
-        self.client
-            .infer(&self.path, self.next_request(), None)
-            .await
+    async fn infer(&self) -> Exchange {
+        match self.mode {
+            Mode::Http(_) => self.send_body(self.next_body(), None).await,
+            _ => self.send(self.next_request(), None).await,
+        }
     }
 
-    /// One step of a sequence (request parameters added to the header).
-    async fn infer_step(&self, step: Step) -> Result<ClientTime, ErrorKind> {
+    /// One step of a sequence (request parameters added to the request).
+    async fn infer_step(&self, step: Step) -> Exchange {
         let mut p = serde_json::Map::new();
         p.insert(
             "sequence_id".into(),
@@ -276,11 +380,48 @@ impl Shared {
         );
         p.insert("sequence_start".into(), step.start.into());
         p.insert("sequence_end".into(), step.end.into());
+        if let Mode::Http(_) = self.mode {
+            let body = match step.data {
+                Some(i) if !self.bodies.is_empty() => &self.bodies[i % self.bodies.len()],
+                _ => self.next_body(),
+            };
+            return self.send_body(body, Some(&p)).await;
+        }
         let template = match step.data {
             Some(i) if !self.data.is_empty() => &self.data[i % self.data.len()],
             _ => &self.request,
         };
-        self.client.infer(&self.path, template, Some(&p)).await
+        self.send(template, Some(&p)).await
+    }
+
+    async fn send(
+        &self,
+        template: &Prepared,
+        params: Option<&serde_json::Map<String, serde_json::Value>>,
+    ) -> Exchange {
+        match (self.mode, &self.client, &template.grpc) {
+            (Mode::Decoupled, PerfClient::Grpc(g), Some(base)) => {
+                g.infer_decoupled(base, params, &self.cancel).await
+            }
+            (Mode::Decoupled, ..) => Exchange::failed(ErrorKind::Malformed, Vec::new()),
+            _ => {
+                let r = self.client.infer(&self.path, template, params).await;
+                Exchange::single(r, Instant::now())
+            }
+        }
+    }
+
+    async fn send_body(
+        &self,
+        body: &bytes::Bytes,
+        params: Option<&serde_json::Map<String, serde_json::Value>>,
+    ) -> Exchange {
+        match (self.mode, &self.client) {
+            (Mode::Http(api), PerfClient::Http(c)) => {
+                generative::exchange(c, api, &self.path, body, params, &self.cancel).await
+            }
+            _ => Exchange::failed(ErrorKind::Malformed, Vec::new()),
+        }
     }
 
     /// The next plain request.
@@ -292,6 +433,12 @@ impl Shared {
         &self.data[i]
     }
 
+    /// The next body of `Mode::Http`.
+    fn next_body(&self) -> &bytes::Bytes {
+        let i = self.next_data.fetch_add(1, Ordering::Relaxed) as usize % self.bodies.len().max(1);
+        &self.bodies[i]
+    }
+
     fn record_sequence(&self, latency: Duration, done: Instant) {
         self.meter.with(done, |rec| {
             let us = (latency.as_micros() as u64).max(1);
@@ -299,23 +446,46 @@ impl Shared {
         });
     }
 
-    fn record(
-        &self,
-        latency: Duration,
-        r: &Result<ClientTime, ErrorKind>,
-        late: bool,
-        done: Instant,
-    ) {
+    /// Records a measured request: `origin` is where its latency counts
+    /// from (the scheduled send time in open loop, the send in closed
+    /// loop), `sent` when it was sent, `end` when it was over.
+    fn record(&self, origin: Instant, sent: Instant, ex: &Exchange, late: bool, end: Instant) {
+        if let Some(x) = &self.export {
+            // the receiver is gone only when writing failed; that is
+            // reported once the run is over
+            let _ = x.tx.send(x.line(self.level, origin, sent, ex));
+        }
+        let micros = |d: Duration| d.as_micros() as u64;
         let progress = &self.meter.progress;
-        self.meter.with(done, |rec| {
-            match r {
-                Ok(t) => {
-                    let us = (latency.as_micros() as u64).max(1);
-                    rec.hist.saturating_record(us);
+        self.meter.with(end, |rec| {
+            let n = ex.responses.len() as u64;
+            rec.responses += n;
+            match &ex.result {
+                Ok(()) => {
+                    let last = ex.last(end);
+                    rec.hist
+                        .saturating_record(micros(last.saturating_duration_since(origin)).max(1));
+                    if let Some(first) = ex.responses.first() {
+                        rec.first_hist.saturating_record(
+                            micros(first.saturating_duration_since(origin)).max(1),
+                        );
+                    }
+                    for w in ex.responses.windows(2) {
+                        rec.inter_hist
+                            .saturating_record(micros(w[1].saturating_duration_since(w[0])));
+                    }
                     rec.ok += 1;
-                    rec.send_ns += t.send.as_nanos() as u64;
-                    rec.recv_ns += t.recv.as_nanos() as u64;
+                    rec.ok_responses += n;
+                    rec.max_responses = rec.max_responses.max(n);
+                    rec.send_ns += ex.time.send.as_nanos() as u64;
+                    rec.recv_ns += ex.time.recv.as_nanos() as u64;
+                    if let Some(t) = ex.tokens {
+                        rec.tokens += t.count;
+                        rec.with_tokens += 1;
+                        rec.tokens_counted |= !t.from_usage;
+                    }
                 }
+                Err(ErrorKind::Cancelled) => rec.cancelled += 1,
                 Err(k) => {
                     *rec.errors.entry(k.key()).or_insert(0) += 1;
                     progress.errors.fetch_add(1, Ordering::Relaxed);
@@ -324,8 +494,8 @@ impl Shared {
             if late {
                 rec.late += 1;
             }
-            if rec.last_done.is_none_or(|d| d < done) {
-                rec.last_done = Some(done);
+            if rec.last_done.is_none_or(|d| d < end) {
+                rec.last_done = Some(end);
             }
             if let Some(n) = rec.targets.get_mut(self.target) {
                 *n += 1;
@@ -342,16 +512,64 @@ fn model_path(model: &str, version: &Option<String>) -> String {
     }
 }
 
-/// Runs every level. Blocking: builds its own runtime.
-pub fn run(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfReport, StartError> {
+/// Runs every level. Blocking: builds its own runtime. With `export`,
+/// one JSON line per measured request is written to it as the run goes
+/// (`--export-requests`); a failed write ends the run with
+/// [`StartError::Export`].
+pub fn run(
+    opts: &PerfOptions,
+    progress: Arc<Progress>,
+    export: Option<&mut dyn std::io::Write>,
+) -> Result<PerfReport, StartError> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| StartError::Unreachable(format!("cannot start the async runtime: {e}")))?;
-    rt.block_on(run_async(opts, progress))
+    let Some(w) = export else {
+        return rt.block_on(run_async(opts, progress, None));
+    };
+    // The run goes on another thread; this one writes the lines (the
+    // writer need not be Send).
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4096);
+    std::thread::scope(|scope| {
+        let rt = &rt;
+        let running = scope.spawn(move || rt.block_on(run_async(opts, progress, Some(tx))));
+        let mut failed = None;
+        for line in rx {
+            if failed.is_none() {
+                if let Err(e) = w.write_all(&line) {
+                    failed = Some(e);
+                }
+            }
+        }
+        let report = running.join().unwrap_or_else(|_| {
+            Err(StartError::Unreachable(
+                "the load stopped unexpectedly".into(),
+            ))
+        });
+        match failed {
+            Some(e) => Err(StartError::Export(e)),
+            None => report,
+        }
+    })
 }
 
-async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfReport, StartError> {
+async fn run_async(
+    opts: &PerfOptions,
+    progress: Arc<Progress>,
+    export: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+) -> Result<PerfReport, StartError> {
+    let export = export.map(|tx| {
+        let epoch_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_micros() as u64)
+            .unwrap_or(0);
+        Arc::new(Export {
+            tx,
+            at: Instant::now(),
+            epoch_us,
+        })
+    });
     let version = opts.version.as_deref();
     let discovery_limit = opts
         .max_response_bytes
@@ -376,10 +594,15 @@ async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfRe
             discovery_limit,
         )
         .map_err(StartError::Usage)?;
-        c.metadata(&opts.model, version)
-            .await
-            .map_err(StartError::Unreachable)?;
+        if !opts.api.is_openai() {
+            c.metadata(&opts.model, version)
+                .await
+                .map_err(StartError::Unreachable)?;
+        }
         clients.push((c.authority().to_string(), c));
+    }
+    if opts.api.is_openai() {
+        return run_openai(opts, &client, clients, progress, export).await;
     }
     let meta = client
         .metadata(&opts.model, version)
@@ -462,12 +685,27 @@ async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfRe
     info.apply_shapes(&opts.shapes, opts.data_file.is_none())
         .map_err(StartError::Usage)?;
     info.check_batch(opts.batch).map_err(StartError::Usage)?;
-    if info.decoupled {
-        return Err(StartError::Usage(format!(
-            "model '{}' is decoupled (any number of responses per request); perf counts one response per request and does not support decoupled models yet",
-            opts.model
-        )));
-    }
+    let mode = match opts.api {
+        Api::Infer if info.decoupled => match opts.protocol {
+            Protocol::Http => {
+                return Err(StartError::Usage(format!(
+                    "model '{}' is decoupled (any number of responses per request): its responses stream over gRPC (-i grpc) or Triton's generate endpoint (--endpoint generate), not over /infer",
+                    opts.model
+                )))
+            }
+            Protocol::Grpc { streaming } => {
+                if !streaming {
+                    notes.push(format!(
+                        "model '{}' is decoupled: requests go over ModelStreamInfer streams, each read until its final response",
+                        opts.model
+                    ));
+                }
+                Mode::Decoupled
+            }
+        },
+        Api::Infer => Mode::Unary,
+        api => Mode::Http(api),
+    };
     if info.sequence && opts.batch != 1 {
         return Err(StartError::Usage(if stateful_steps.is_empty() {
             format!(
@@ -521,8 +759,28 @@ async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfRe
         .unwrap_or_else(|| info.default_response_limit(opts.batch, binary_outputs));
     let clients: Vec<(String, PerfClient)> = clients
         .into_iter()
-        .map(|(u, c)| (u, c.with_infer_limit(infer_limit)))
+        .map(|(u, c)| {
+            let c = c.with_infer_limit(infer_limit);
+            match mode {
+                Mode::Decoupled => (u, c.streaming()),
+                _ => (u, c),
+            }
+        })
         .collect();
+    let bodies = match mode {
+        Mode::Http(api) => {
+            let prompts = prompts_of(opts);
+            generative::bodies(&generative::BodySpec {
+                api,
+                model: &opts.model,
+                info: Some(&info),
+                prompts: &prompts,
+                max_tokens: opts.max_tokens,
+            })
+            .map_err(StartError::Usage)?
+        }
+        _ => Vec::new(),
+    };
     let stats_path = format!("{base}/stats");
     let mut has_stats = true;
     for (_, c) in &clients {
@@ -568,50 +826,20 @@ async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfRe
         composing,
     };
 
-    let ids = Arc::new(SequenceIds::new(
-        opts.sequence_ids,
-        opts.sequence_length,
-        opts.sequence_length_variation,
-        opts.seed,
+    let plan = LevelPlan {
+        path: match mode {
+            Mode::Http(api) => generative::path(api, &opts.model, version, info.decoupled),
+            _ => format!("{base}/infer"),
+        },
+        mode,
+        request,
+        bodies: Arc::new(bodies),
+        data,
         streams,
-    ));
-    let next_data = Arc::new(AtomicU64::new(0));
-    let id_prefix: Option<Arc<str>> = opts.sequence_id_prefix.as_deref().map(Arc::from);
-    let mut levels = Vec::new();
-    for (i, level) in opts.levels.iter().enumerate() {
-        progress.level.store(i as u64, Ordering::Relaxed);
-        progress.done.store(0, Ordering::Relaxed);
-        progress.errors.store(0, Ordering::Relaxed);
-        let meter = Arc::new(Meter::new(opts, clients.len(), progress.clone()));
-        let targets: Vec<Arc<Shared>> = clients
-            .iter()
-            .enumerate()
-            .map(|(target, (url, client))| {
-                Arc::new(Shared {
-                    client: client.clone(),
-                    path: format!("{base}/infer"),
-                    request: request.clone(),
-                    meter: meter.clone(),
-                    target,
-                    url: url.clone(),
-                    data: data.clone(),
-                    next_data: next_data.clone(),
-                    id_prefix: id_prefix.clone(),
-                })
-            })
-            .collect();
-        let result = run_level(
-            opts,
-            *level,
-            targets,
-            meter,
-            &watched,
-            i as u64,
-            info.sequence.then_some(&ids),
-        )
-        .await;
-        levels.push(result);
-    }
+        sequence: info.sequence,
+        watched,
+    };
+    let levels = run_levels(opts, &clients, plan, &progress, export).await;
     let too_large: u64 = levels
         .iter()
         .filter_map(|l| l.errors_by_kind.get(&ErrorKind::TooLarge(0).key()))
@@ -629,22 +857,203 @@ async fn run_async(opts: &PerfOptions, progress: Arc<Progress>) -> Result<PerfRe
         batch_size: opts.batch,
         input_tensor_format: if binary_inputs { "binary" } else { "json" }.into(),
         output_tensor_format: if binary_outputs { "binary" } else { "json" }.into(),
-        mode: match opts.levels.first() {
-            Some(Level::Rate(_)) if opts.intervals.is_some() => "request_intervals",
-            Some(Level::Rate(_)) => "request_rate",
-            _ => "concurrency",
-        }
-        .into(),
+        mode: mode_name(opts).into(),
         model_config_source: if info.has_config {
             "config"
         } else {
             "metadata"
         }
         .into(),
+        endpoint: opts.api.name().into(),
+        decoupled: info.decoupled,
+        output_tokens: output_tokens(&levels),
         levels,
         notes,
         warnings,
     })
+}
+
+/// The prompts of a generative run: those of `--input-data FILE`, else
+/// synthetic ones (`--prompt-words`).
+fn prompts_of(opts: &PerfOptions) -> Arc<Vec<String>> {
+    match &opts.prompts {
+        Some(p) => p.clone(),
+        None => Arc::new(super::prompts::synthetic(
+            opts.prompt_words.unwrap_or(super::prompts::DEFAULT_WORDS),
+            opts.seed,
+            super::prompts::SYNTHETIC_PROMPTS,
+        )),
+    }
+}
+
+/// Where the report's output token counts come from: `usage` when the
+/// server reported them for every request, `responses` when some were
+/// counted from responses, `None` when no request had any.
+fn output_tokens(levels: &[LevelResult]) -> Option<String> {
+    let known: Vec<&str> = levels
+        .iter()
+        .filter_map(|l| l.output_tokens_source.as_deref())
+        .collect();
+    if known.is_empty() {
+        None
+    } else if known.contains(&"responses") {
+        Some("responses".into())
+    } else {
+        Some("usage".into())
+    }
+}
+
+/// An OpenAI-compatible server: no KServe discovery or statistics; the
+/// model is named in each request.
+async fn run_openai(
+    opts: &PerfOptions,
+    client: &PerfClient,
+    clients: Vec<(String, PerfClient)>,
+    progress: Arc<Progress>,
+    export: Option<Arc<Export>>,
+) -> Result<PerfReport, StartError> {
+    let limit = opts
+        .max_response_bytes
+        .unwrap_or(super::client::DEFAULT_DISCOVERY_RESPONSE_BYTES);
+    let clients: Vec<(String, PerfClient)> = clients
+        .into_iter()
+        .map(|(u, c)| (u, c.with_infer_limit(limit)))
+        .collect();
+    let prompts = prompts_of(opts);
+    let bodies = generative::bodies(&generative::BodySpec {
+        api: opts.api,
+        model: &opts.model,
+        info: None,
+        prompts: &prompts,
+        max_tokens: opts.max_tokens,
+    })
+    .map_err(StartError::Usage)?;
+    let plan = LevelPlan {
+        path: generative::path(opts.api, &opts.model, None, true),
+        mode: Mode::Http(opts.api),
+        request: Prepared {
+            body: Body::default(),
+            bytes: bytes::Bytes::new(),
+            grpc: None,
+        },
+        bodies: Arc::new(bodies),
+        data: Arc::new(Vec::new()),
+        streams: Vec::new(),
+        sequence: false,
+        watched: StatsPlan::default(),
+    };
+    let levels = run_levels(opts, &clients, plan, &progress, export).await;
+    let mut notes = Vec::new();
+    if levels
+        .iter()
+        .any(|l| l.output_tokens_source.as_deref() == Some("responses"))
+    {
+        notes.push(
+            "the server did not report usage for every request: output tokens were counted as responses (streamed chunks)"
+                .into(),
+        );
+    }
+    Ok(PerfReport {
+        model: opts.model.clone(),
+        protocol: client.protocol_name().into(),
+        url: client.authority().to_string(),
+        urls: clients.iter().map(|(u, _)| u.clone()).collect(),
+        batch_size: opts.batch,
+        input_tensor_format: "json".into(),
+        output_tensor_format: "json".into(),
+        mode: mode_name(opts).into(),
+        model_config_source: "none".into(),
+        endpoint: opts.api.name().into(),
+        decoupled: false,
+        output_tokens: output_tokens(&levels),
+        levels,
+        notes,
+        warnings: Vec::new(),
+    })
+}
+
+/// `concurrency`, `request_rate` or `request_intervals`.
+fn mode_name(opts: &PerfOptions) -> &'static str {
+    match opts.levels.first() {
+        Some(Level::Rate(_)) if opts.intervals.is_some() => "request_intervals",
+        Some(Level::Rate(_)) => "request_rate",
+        _ => "concurrency",
+    }
+}
+
+/// What every level sends and watches, decided before the load.
+struct LevelPlan {
+    path: String,
+    mode: Mode,
+    request: Prepared,
+    bodies: Arc<Vec<bytes::Bytes>>,
+    data: Arc<Vec<Prepared>>,
+    /// Data streams of sequence models (indexes into `data`).
+    streams: Vec<Vec<usize>>,
+    sequence: bool,
+    watched: StatsPlan,
+}
+
+/// Runs the levels one after the other.
+async fn run_levels(
+    opts: &PerfOptions,
+    clients: &[(String, PerfClient)],
+    plan: LevelPlan,
+    progress: &Arc<Progress>,
+    export: Option<Arc<Export>>,
+) -> Vec<LevelResult> {
+    let ids = Arc::new(SequenceIds::new(
+        opts.sequence_ids,
+        opts.sequence_length,
+        opts.sequence_length_variation,
+        opts.seed,
+        plan.streams,
+    ));
+    let next_data = Arc::new(AtomicU64::new(0));
+    let id_prefix: Option<Arc<str>> = opts.sequence_id_prefix.as_deref().map(Arc::from);
+    let mut levels = Vec::new();
+    for (i, level) in opts.levels.iter().enumerate() {
+        progress.level.store(i as u64, Ordering::Relaxed);
+        progress.done.store(0, Ordering::Relaxed);
+        progress.errors.store(0, Ordering::Relaxed);
+        let meter = Arc::new(Meter::new(opts, clients.len(), progress.clone()));
+        let (canceller, cancel) = Canceller::new();
+        let targets: Vec<Arc<Shared>> = clients
+            .iter()
+            .enumerate()
+            .map(|(target, (url, client))| {
+                Arc::new(Shared {
+                    client: client.clone(),
+                    path: plan.path.clone(),
+                    mode: plan.mode,
+                    request: plan.request.clone(),
+                    bodies: plan.bodies.clone(),
+                    meter: meter.clone(),
+                    cancel: cancel.clone(),
+                    export: export.clone(),
+                    level: i as u64,
+                    target,
+                    url: url.clone(),
+                    data: plan.data.clone(),
+                    next_data: next_data.clone(),
+                    id_prefix: id_prefix.clone(),
+                })
+            })
+            .collect();
+        let result = run_level(
+            opts,
+            *level,
+            targets,
+            meter,
+            canceller,
+            &plan.watched,
+            i as u64,
+            plan.sequence.then_some(&ids),
+        )
+        .await;
+        levels.push(result);
+    }
+    levels
 }
 
 async fn snapshot(client: &PerfClient, path: &str, model: &str) -> Option<Snapshot> {
@@ -767,12 +1176,27 @@ async fn run_level(
     level: Level,
     targets: Vec<Arc<Shared>>,
     meter: Arc<Meter>,
+    canceller: Canceller,
     watched: &StatsPlan,
     index: u64,
     sequences: Option<&Arc<SequenceIds>>,
 ) -> LevelResult {
     let start = meter.start;
     let t0 = meter.t0;
+    // the end of the measurement cancels requests still streaming: at the
+    // end of a time window, or when stability windows have decided (a
+    // count window waits for its requests)
+    let canceller = Arc::new(canceller);
+    let timer = match opts.window {
+        Window::Time(d) => {
+            let c = canceller.clone();
+            Some(tokio::spawn(async move {
+                tokio::time::sleep_until((t0 + d).into()).await;
+                c.cancel();
+            }))
+        }
+        _ => None,
+    };
     // the "before" snapshot is taken when the measurement starts: right
     // now, before any load, when there is no warm-up (a short run could
     // otherwise end before a spawned snapshot is taken); else at t0
@@ -797,16 +1221,19 @@ async fn run_level(
             max_trials,
         } => {
             let m = meter.clone();
+            let c = canceller.clone();
             Some(tokio::spawn(async move {
                 for k in 1..=max_trials.max(1) as usize {
                     tokio::time::sleep_until((t0 + interval * k as u32).into()).await;
                     let done = stable(&m.windows.lock().expect("recorder lock"), k, percentage);
                     if done {
                         m.stop.store(true, Ordering::Relaxed);
+                        c.cancel();
                         return (true, k);
                     }
                 }
                 m.stop.store(true, Ordering::Relaxed);
+                c.cancel();
                 (false, max_trials.max(1) as usize)
             }))
         }
@@ -819,6 +1246,9 @@ async fn run_level(
         (Level::Rate(r), Some(ids)) => {
             open_loop_sequences(opts, r, &targets, start, index, ids).await
         }
+    }
+    if let Some(t) = timer {
+        t.abort();
     }
     let (stable, windows) = match monitor {
         Some(h) => match h.await {
@@ -875,6 +1305,23 @@ async fn run_level(
         throughput_per_s: rec.ok as f64 * opts.batch as f64 / secs,
         requests_per_s: rec.ok as f64 / secs,
         latency_us: (rec.ok > 0).then(|| latency(&rec.hist)),
+        cancelled: rec.cancelled,
+        responses: rec.responses,
+        first_response_us: (!rec.first_hist.is_empty()).then(|| latency(&rec.first_hist)),
+        inter_response_us: (!rec.inter_hist.is_empty()).then(|| latency(&rec.inter_hist)),
+        responses_per_request: (rec.ok > 0).then(|| PerRequest {
+            mean: rec.ok_responses as f64 / rec.ok as f64,
+            max: rec.max_responses,
+        }),
+        output_tokens_per_s: (rec.with_tokens > 0).then(|| rec.tokens as f64 / secs),
+        output_tokens_source: (rec.with_tokens > 0).then(|| {
+            if rec.tokens_counted || rec.with_tokens < rec.ok {
+                "responses"
+            } else {
+                "usage"
+            }
+            .to_string()
+        }),
         sequence_latency_us: (sequences.is_some() && !rec.seq_hist.is_empty())
             .then(|| latency(&rec.seq_hist)),
         late_sends: rec.late,
@@ -914,12 +1361,12 @@ async fn closed_loop(opts: &PerfOptions, n: u64, targets: &[Arc<Shared>]) {
                     stop.store(true, Ordering::Relaxed);
                     break;
                 }
-                let r = shared.infer().await;
+                let ex = shared.infer().await;
                 let end = Instant::now();
                 if measured {
-                    shared.record(end - sent, &r, false, end);
+                    shared.record(sent, sent, &ex, false, end);
                 }
-                if matches!(r, Err(ErrorKind::Connect)) {
+                if matches!(ex.result, Err(ErrorKind::Connect)) {
                     // do not spin on a refused connection
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
@@ -973,12 +1420,13 @@ async fn open_loop(
             };
             let late = Instant::now() > intended + LATE;
             handle.spawn(async move {
-                let r = shared.infer().await;
+                let sent = Instant::now();
+                let ex = shared.infer().await;
                 let end = Instant::now();
                 if measured {
                     // from the scheduled send time: waiting for a free slot
                     // or behind a stalled server counts
-                    shared.record(end - intended, &r, late, end);
+                    shared.record(intended, sent, &ex, late, end);
                 }
                 drop(permit);
             });
@@ -1167,11 +1615,11 @@ async fn closed_loop_sequences(
                     live.first_at = Some(sent);
                     live.measured = measured;
                 }
-                let r = shared.infer_step(step).await;
+                let ex = shared.infer_step(step).await;
                 let end = Instant::now();
-                live.failed |= r.is_err();
+                live.failed |= ex.result.is_err();
                 if measured {
-                    shared.record(end - sent, &r, false, end);
+                    shared.record(sent, sent, &ex, false, end);
                 }
                 live.next += 1;
                 if step.end {
@@ -1182,7 +1630,7 @@ async fn closed_loop_sequences(
                     }
                     live = Live::new(&ids);
                 }
-                if matches!(r, Err(ErrorKind::Connect)) {
+                if matches!(ex.result, Err(ErrorKind::Connect)) {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
             }
@@ -1252,12 +1700,13 @@ async fn open_loop_sequences(
             let shared = p_targets[slot % p_targets.len()].clone();
             let (live, ids) = (p_live.clone(), p_ids.clone());
             handle.spawn(async move {
-                let r = shared.infer_step(step).await;
+                let sent = Instant::now();
+                let ex = shared.infer_step(step).await;
                 let end = Instant::now();
                 if measured {
-                    shared.record(end - intended, &r, late, end);
+                    shared.record(intended, sent, &ex, late, end);
                 }
-                seq.failed |= r.is_err();
+                seq.failed |= ex.result.is_err();
                 seq.next += 1;
                 if step.end {
                     if seq.measured && !seq.failed {

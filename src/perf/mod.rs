@@ -6,12 +6,18 @@
 //! - [`ensemble`]: an ensemble's composing models (stateful steps, whose
 //!   statistics to report);
 //! - [`inputs`]: one request body, built once (JSON or binary tensors);
+//! - [`prompts`]: prompts for generative endpoints (synthetic or from a
+//!   file);
 //! - [`schedule`]: load ranges and open-loop send schedules;
 //! - [`options`]: the checks that turn `tritonctl perf`'s arguments into
 //!   the load's options;
 //! - [`client`]: a keep-alive HTTP/1.1 connection pool, error kinds, and
 //!   the client of either protocol the load uses;
-//! - [`grpc`]: the gRPC client (unary and streaming);
+//! - [`grpc`]: the gRPC client (unary and streaming, decoupled models);
+//! - [`generative`]: Triton's generate extension and OpenAI-compatible
+//!   servers over HTTP (server-sent events);
+//! - [`exchange`]: what one request brought back (every response's
+//!   arrival), and the signal that cancels streams at the end of a level;
 //! - [`stats`]: the statistics extension, diffed around a level;
 //! - [`load`]: closed and open loops, measured into HDR histograms;
 //! - [`report`]: results as a table, JSON and perf_analyzer's CSV.
@@ -20,13 +26,16 @@
 
 pub mod client;
 pub mod ensemble;
+pub mod exchange;
 #[doc(hidden)]
 pub mod fuzz;
+pub mod generative;
 pub mod grpc;
 pub mod inputs;
 pub mod load;
 pub mod model;
 pub mod options;
+pub mod prompts;
 pub mod report;
 pub mod rng;
 pub mod schedule;

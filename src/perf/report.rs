@@ -37,6 +37,26 @@ pub struct LevelResult {
     /// Null when no request succeeded. Open loop: from the scheduled send
     /// time (coordinated omission corrected).
     pub latency_us: Option<Latency>,
+    /// Measured requests still streaming when the level ended, cut off by
+    /// the client (not errors, not in `requests`).
+    pub cancelled: u64,
+    /// Responses received by the measured requests (one per request for
+    /// a model that answers once; an empty final response is not one).
+    pub responses: u64,
+    /// Successful requests: to the first response (from the same origin
+    /// as `latency_us`), and the gaps between consecutive responses (null
+    /// when no request had two).
+    pub first_response_us: Option<Latency>,
+    pub inter_response_us: Option<Latency>,
+    /// Responses per successful request.
+    pub responses_per_request: Option<PerRequest>,
+    /// Output tokens of the successful requests per second, where the
+    /// server's answers give them (OpenAI-compatible endpoints).
+    pub output_tokens_per_s: Option<f64>,
+    /// Not in the JSON level: where the level's token counts came from
+    /// (`usage` or `responses`); the report's `output_tokens` sums it up.
+    #[serde(skip)]
+    pub output_tokens_source: Option<String>,
     pub sequence_latency_us: Option<Latency>,
     /// Open loop: sends more than 1 ms behind schedule.
     pub late_sends: u64,
@@ -52,6 +72,13 @@ pub struct LevelResult {
     pub windows: u32,
     /// Measured requests per server, in `-u` order.
     pub targets: Vec<TargetCount>,
+}
+
+/// Responses per successful request.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PerRequest {
+    pub mean: f64,
+    pub max: u64,
 }
 
 /// Mean client time per successful request, in microseconds: what
@@ -99,6 +126,16 @@ pub struct PerfReport {
     pub model_config_source: String,
     /// "concurrency", "request_rate" or "request_intervals".
     pub mode: String,
+    /// `--endpoint`: "infer", "generate", "openai-chat" or
+    /// "openai-completions".
+    pub endpoint: String,
+    /// The model's config says `decoupled: true` (its requests are read
+    /// until their final response).
+    pub decoupled: bool,
+    /// Where output token counts come from: "usage" (the server's, for
+    /// every request), "responses" (streamed chunks counted), or null
+    /// when unknown.
+    pub output_tokens: Option<String>,
     pub levels: Vec<LevelResult>,
     /// Notes about the setup for the user (not in the JSON document).
     #[serde(skip)]

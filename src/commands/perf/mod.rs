@@ -31,7 +31,10 @@ pub fn run(
     ctx: &Context,
     out: &mut dyn Write,
 ) -> Result<ExitStatus, CommandError> {
-    use crate::cli::{PerfFormat, PerfProgress, PerfProtocol, RequestDistribution, TensorFormat};
+    use crate::cli::{
+        PerfEndpoint, PerfFormat, PerfProgress, PerfProtocol, RequestDistribution, TensorFormat,
+    };
+    use crate::perf::generative::Api;
     use crate::perf::load::{self, PerfOptions, Progress, StartError};
     use crate::perf::options::{self as check, WindowArgs};
     use crate::perf::schedule::Distribution;
@@ -41,6 +44,38 @@ pub fn run(
     let usage = CommandError::Usage;
     if args.streaming && args.protocol != PerfProtocol::Grpc {
         return Err(usage("--streaming needs -i grpc".into()));
+    }
+    let api = match args.endpoint {
+        PerfEndpoint::Infer => Api::Infer,
+        PerfEndpoint::Generate => Api::Generate,
+        PerfEndpoint::OpenaiChat => Api::OpenAiChat,
+        PerfEndpoint::OpenaiCompletions => Api::OpenAiCompletions,
+    };
+    if api != Api::Infer && args.protocol == PerfProtocol::Grpc {
+        return Err(usage(format!(
+            "--endpoint {} is an HTTP endpoint: leave out -i grpc",
+            api.name()
+        )));
+    }
+    if api == Api::Infer && (args.prompt_words.is_some() || args.max_tokens.is_some()) {
+        return Err(usage(
+            "--prompt-words and --max-tokens are for generative endpoints (--endpoint generate, openai-chat or openai-completions)".into(),
+        ));
+    }
+    if api.is_openai() && args.batch_size != 1 {
+        return Err(usage(format!(
+            "--endpoint {} sends one prompt per request: use -b 1",
+            api.name()
+        )));
+    }
+    let prompt_words = args
+        .prompt_words
+        .as_deref()
+        .map(crate::perf::prompts::parse_words)
+        .transpose()
+        .map_err(usage)?;
+    if args.max_tokens == Some(0) {
+        return Err(usage("--max-tokens must be at least 1".into()));
     }
     let intervals_mode = args.request_intervals.is_some()
         && args.concurrency_range.is_none()
@@ -113,6 +148,10 @@ pub fn run(
         sequence_id_prefix: args.sequence_id_prefix.clone(),
         sequence_ids,
         num_sequences: args.num_of_sequences,
+        api,
+        prompts: None,
+        prompt_words,
+        max_tokens: args.max_tokens,
     };
 
     let progress = Arc::new(Progress::default());
@@ -122,7 +161,35 @@ pub fn run(
         PerfProgress::Auto => !ctx.global.quiet && crate::term::stderr_is_terminal(),
     };
     let ticker = show.then(|| progress::Ticker::start(progress.clone(), levels, intervals_mode));
-    let result = load::run(&opts, progress);
+    let result = match &args.export_requests {
+        None => load::run(&opts, progress, None),
+        // the lines go to a temporary file that replaces FILE when the run
+        // is over; a run that cannot start leaves FILE as it was
+        Some(path) => {
+            let mut outcome = None;
+            let written =
+                crate::files::write_atomic_with(path, crate::files::Replace::Allow, |w| {
+                    let r = load::run(&opts, progress, Some(w));
+                    let failed = match &r {
+                        Ok(_) => None,
+                        Err(StartError::Export(e)) => {
+                            Some(std::io::Error::new(e.kind(), e.to_string()))
+                        }
+                        Err(_) => Some(std::io::Error::other("the run did not start")),
+                    };
+                    outcome = Some(r);
+                    failed.map_or(Ok(()), Err)
+                });
+            match (outcome, written) {
+                (Some(Err(StartError::Export(e))), _) | (Some(Ok(_)), Err(e)) => {
+                    Err(StartError::Export(e))
+                }
+                (Some(r), _) => r,
+                (None, Err(e)) => Err(StartError::Export(e)),
+                (None, Ok(())) => Err(StartError::Unreachable("the load did not run".into())),
+            }
+        }
+    };
     if let Some(ticker) = ticker {
         ticker.stop();
     }
@@ -130,6 +197,17 @@ pub fn run(
         Ok(r) => r,
         Err(StartError::Usage(m)) => return Err(usage(m)),
         Err(StartError::Unreachable(m)) => return Err(CommandError::Input(m)),
+        Err(StartError::Export(e)) => {
+            let path = args
+                .export_requests
+                .as_deref()
+                .unwrap_or(std::path::Path::new("-"));
+            return Err(CommandError::Input(format!(
+                "cannot write {}: {}",
+                crate::text::display::path(path),
+                crate::files::io_message(&e)
+            )));
+        }
     };
     if !ctx.global.quiet {
         for n in &report.notes {
