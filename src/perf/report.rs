@@ -173,6 +173,28 @@ fn breakdown(s: &ServerStats) -> (f64, f64, f64, f64) {
     }
 }
 
+/// The CSV columns after perf_analyzer's: responses, responses per
+/// request, the first response and the gaps between responses
+/// (percentiles and mean, µs), output tokens per second (empty when
+/// unknown) and cancelled requests.
+pub const GENERATIVE_CSV_COLUMNS: [&str; 15] = [
+    "Responses",
+    "Responses/Request",
+    "Max Responses/Request",
+    "p50 first response",
+    "p90 first response",
+    "p95 first response",
+    "p99 first response",
+    "Avg first response",
+    "p50 inter response",
+    "p90 inter response",
+    "p95 inter response",
+    "p99 inter response",
+    "Avg inter response",
+    "Output Tokens/Second",
+    "Cancelled",
+];
+
 impl PerfReport {
     /// The highest error rate of any level (0 without levels).
     pub fn worst_error_rate(&self) -> f64 {
@@ -196,12 +218,24 @@ impl PerfReport {
             "rate/s"
         };
         let has_server = self.levels.iter().any(|l| l.server.is_some());
+        let streamed = self.is_streamed();
+        let has_tokens = self.levels.iter().any(|l| l.output_tokens_per_s.is_some());
+        let has_cancelled = self.levels.iter().any(|l| l.cancelled > 0);
         let mut head = vec![
             load, "requests", "errors", "infer/s", "p50 µs", "p90 µs", "p95 µs", "p99 µs",
             "max µs", "mean µs",
         ];
         if self.mode != "concurrency" {
             head.push("late");
+        }
+        if has_cancelled {
+            head.push("cancelled");
+        }
+        if streamed {
+            head.extend(["resp/req", "first p50 µs", "first p99 µs", "gap p50 µs", "gap p99 µs"]);
+        }
+        if has_tokens {
+            head.push("tokens/s");
         }
         if has_server {
             head.extend(["queue µs", "compute µs"]);
@@ -241,6 +275,29 @@ impl PerfReport {
             if self.mode != "concurrency" {
                 row.push(l.late_sends.to_string());
             }
+            if has_cancelled {
+                row.push(l.cancelled.to_string());
+            }
+            if streamed {
+                let pick = |p: &Option<Latency>, f: fn(&Latency) -> u64| {
+                    p.as_ref().map_or("-".to_string(), |p| f(p).to_string())
+                };
+                row.extend([
+                    l.responses_per_request
+                        .as_ref()
+                        .map_or("-".to_string(), |r| format!("{:.1}", r.mean)),
+                    pick(&l.first_response_us, |p| p.p50),
+                    pick(&l.first_response_us, |p| p.p99),
+                    pick(&l.inter_response_us, |p| p.p50),
+                    pick(&l.inter_response_us, |p| p.p99),
+                ]);
+            }
+            if has_tokens {
+                row.push(
+                    l.output_tokens_per_s
+                        .map_or("-".to_string(), |t| format!("{t:.1}")),
+                );
+            }
             if has_server {
                 match l.server.as_ref().map(breakdown) {
                     Some((q, ci, cf, co)) => row.extend([us(q), us(ci + cf + co)]),
@@ -255,8 +312,25 @@ impl PerfReport {
             ""
         };
         let composing = self.composing_table(load);
+        let what = match self.endpoint.as_str() {
+            "infer" => format!(
+                "inputs {}, outputs {}, batch {}{}",
+                self.input_tensor_format,
+                self.output_tensor_format,
+                self.batch_size,
+                if self.decoupled { ", decoupled" } else { "" }
+            ),
+            e => format!(
+                "endpoint {e}{}",
+                match self.output_tokens.as_deref() {
+                    Some("responses") => ", tokens counted as responses",
+                    Some(_) => ", tokens from usage",
+                    None => "",
+                }
+            ),
+        };
         format!(
-            "model {} at {} ({} over {}, inputs {}, outputs {}, batch {})\n{source}{t}\n{composing}",
+            "model {} at {} ({} over {}, {what})\n{source}{t}\n{composing}",
             crate::text::display::Untrusted(&self.model),
             crate::text::display::Untrusted(&self.url),
             self.mode.replace('_', " "),
@@ -265,10 +339,19 @@ impl PerfReport {
             } else {
                 "HTTP"
             },
-            self.input_tensor_format,
-            self.output_tensor_format,
-            self.batch_size
         )
+    }
+
+    /// Whether requests may have many responses (a decoupled model or a
+    /// generative endpoint), or some request had: then the table shows the
+    /// responses per request, the first response and the gaps.
+    fn is_streamed(&self) -> bool {
+        self.decoupled
+            || self.endpoint != "infer"
+            || self
+                .levels
+                .iter()
+                .any(|l| l.responses_per_request.as_ref().is_some_and(|r| r.max > 1))
     }
 
     /// Ensembles: the server's time per composing model and level (empty
@@ -331,7 +414,8 @@ impl PerfReport {
             "Request Rate"
         };
         let mut out = format!(
-            "{first},Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,request/response,response wait\n"
+            "{first},Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,request/response,response wait,{}\n",
+            GENERATIVE_CSV_COLUMNS.join(",")
         );
         let mut rows: Vec<&LevelResult> = self.levels.iter().collect();
         rows.sort_by(|a, b| a.throughput_per_s.total_cmp(&b.throughput_per_s));
@@ -355,8 +439,29 @@ impl PerfReport {
             // less the server's time, floored at 0.
             let wait = (mean - send - recv).max(0.0);
             let network = (wait - q - ci - cf - co).max(0.0);
+            let first = l.first_response_us.as_ref();
+            let inter = l.inter_response_us.as_ref();
+            let per = |p: Option<&Latency>| match p {
+                Some(p) => format!("{},{},{},{},{}", p.p50, p.p90, p.p95, p.p99, us(p.mean)),
+                None => ",,,,".into(),
+            };
+            let generative = format!(
+                "{},{},{},{},{},{},{}",
+                l.responses,
+                l.responses_per_request
+                    .as_ref()
+                    .map_or(String::new(), |r| format!("{:.2}", r.mean)),
+                l.responses_per_request
+                    .as_ref()
+                    .map_or(String::new(), |r| r.max.to_string()),
+                per(first),
+                per(inter),
+                l.output_tokens_per_s
+                    .map_or(String::new(), |t| format!("{t:.2}")),
+                l.cancelled,
+            );
             out.push_str(&format!(
-                "{load},{:.2},{},{},{},{},{},{},{},{p50},{p90},{p95},{p99},{},{},{}\n",
+                "{load},{:.2},{},{},{},{},{},{},{},{p50},{p90},{p95},{p99},{},{},{},{generative}\n",
                 l.throughput_per_s,
                 us(send),
                 us(network),

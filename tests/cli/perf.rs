@@ -722,8 +722,10 @@ fn csv_row(text: &str, load: &str) -> BTreeMap<String, f64> {
         .map(|l| l.split(',').collect::<Vec<_>>())
         .find(|r| r[0] == load)
         .unwrap_or_else(|| panic!("no row for {load}:\n{text}"));
+    // empty cells: values the level does not have
     head.iter()
         .zip(row)
+        .filter(|(_, v)| !v.is_empty())
         .map(|(h, v)| (h.to_string(), v.parse().unwrap()))
         .collect()
 }
@@ -998,7 +1000,7 @@ fn a_server_killed_mid_run_gives_counted_errors_not_a_hang() {
 }
 
 #[test]
-fn decoupled_models_are_refused_before_any_load() {
+fn decoupled_models_over_http_infer_are_refused_before_any_load() {
     let r = Responder::start(Behaviour {
         decoupled: true,
         ..triton_like()
@@ -1010,7 +1012,12 @@ fn decoupled_models_are_refused_before_any_load() {
         .run()
         .parts();
     assert_eq!(code, 2, "{err}");
+    // /infer cannot carry many responses: the message names the ways that can
     assert!(err.contains("model 'm' is decoupled"), "{err}");
+    assert!(
+        err.contains("-i grpc") && err.contains("--endpoint generate"),
+        "{err}"
+    );
     assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0);
 }
 
@@ -2233,4 +2240,258 @@ fn an_endless_chain_of_ensembles_is_refused_after_256_lookups() {
     let asked = r.counters.discovery.lock().unwrap().len();
     assert_eq!(asked, 257, "{err}");
     assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0);
+}
+
+/// The lines of an `--export-requests` file.
+fn export_lines(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn every_measured_request_is_exported_with_one_response() {
+    let r = Responder::start(Behaviour {
+        fail_500: vec![4],
+        delay: Some(Duration::from_millis(2)),
+        ..triton_like()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("requests.jsonl");
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64;
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--concurrency-range",
+        "1:2",
+        "--request-count",
+        "30",
+        "--max-error-rate",
+        "0.5",
+        "--export-requests",
+        export.to_str().unwrap(),
+    ]);
+    let after = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64;
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["endpoint"], "infer");
+    assert_eq!(doc["decoupled"], false);
+    assert!(doc["output_tokens"].is_null());
+    let lines = export_lines(&export);
+    assert_eq!(lines.len(), 60, "30 measured requests per level");
+    for (i, l) in doc["levels"].as_array().unwrap().iter().enumerate() {
+        let mine: Vec<&Value> = lines.iter().filter(|x| x["level"] == i).collect();
+        assert_eq!(mine.len(), 30);
+        let failed = mine.iter().filter(|x| x["error"] == "http_500").count() as u64;
+        assert_eq!(failed, u(&l["errors"]));
+        assert!(failed > 0, "every tenth request fails");
+        let mut latencies = Vec::new();
+        for x in &mine {
+            let (sched, send) = (u(&x["scheduled_us"]), u(&x["send_us"]));
+            // closed loop: a request is due when it is sent
+            assert_eq!(sched, send, "{x}");
+            assert!(before <= send && send <= after, "{x}: not µs since the epoch");
+            let resp = x["response_us"].as_array().unwrap();
+            if x["error"].is_null() {
+                assert_eq!(resp.len(), 1, "{x}");
+                let at = u(&resp[0]);
+                assert!(send < at && at <= after, "{x}");
+                latencies.push(at - send);
+            } else {
+                assert!(resp.is_empty(), "{x}");
+            }
+        }
+        // one response per successful request: the first response is the
+        // last, and there are no gaps
+        let ok = u(&l["requests"]) - u(&l["errors"]);
+        assert_eq!(u(&l["responses"]), ok, "{l:#}");
+        assert_eq!(l["responses_per_request"], json!({"mean": 1.0, "max": 1}));
+        assert_eq!(l["first_response_us"], l["latency_us"]);
+        assert!(l["inter_response_us"].is_null());
+        assert!(l["output_tokens_per_s"].is_null());
+        assert_eq!(u(&l["cancelled"]), 0);
+        // the exported times give the level's latency (within the
+        // histogram's precision and a microsecond of rounding)
+        let max = *latencies.iter().max().unwrap() as f64;
+        let reported = u(&l["latency_us"]["max"]) as f64;
+        assert!((max - reported).abs() <= reported * 0.002 + 2.0, "{max} vs {reported}");
+    }
+}
+
+#[test]
+fn open_loop_exports_the_scheduled_time() {
+    // a stall: requests due during it are sent late, and their latency
+    // counts from when they were due
+    let r = Responder::start(Behaviour {
+        stall: Some((20, Duration::from_millis(400))),
+        ..triton_like()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("open.jsonl");
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--request-rate-range",
+        "100",
+        "--request-count",
+        "100",
+        "--max-concurrency",
+        "2",
+        "--export-requests",
+        export.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let lines = export_lines(&export);
+    assert_eq!(lines.len(), 100);
+    let mut sched: Vec<u64> = lines.iter().map(|x| u(&x["scheduled_us"])).collect();
+    sched.sort_unstable();
+    // due every 10 ms (a constant schedule)
+    for w in sched.windows(2) {
+        let gap = w[1] - w[0];
+        assert!((9_000..=11_000).contains(&gap), "gap {gap} µs");
+    }
+    let late = lines
+        .iter()
+        .filter(|x| u(&x["send_us"]) > u(&x["scheduled_us"]) + 50_000)
+        .count();
+    assert!(late >= 10, "{late} requests sent 50 ms late or more during the stall");
+    let worst = lines
+        .iter()
+        .map(|x| u(&x["response_us"][0]) - u(&x["scheduled_us"]))
+        .max()
+        .unwrap() as f64;
+    let reported = u(&doc["levels"][0]["latency_us"]["max"]) as f64;
+    assert!(
+        (worst - reported).abs() <= reported * 0.002 + 2.0,
+        "{worst} vs {reported}"
+    );
+    assert!(worst >= 300_000.0, "{worst}");
+}
+
+#[test]
+fn export_file_is_written_whole_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("kept.jsonl");
+    std::fs::write(&export, "earlier run\n").unwrap();
+    // a run that cannot start leaves the file as it was, and no temporary
+    // file behind
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &format!("127.0.0.1:{port}"),
+            "--export-requests",
+            export.to_str().unwrap(),
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot connect"), "{err}");
+    assert_eq!(std::fs::read_to_string(&export).unwrap(), "earlier run\n");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    // a directory that does not exist: exit 2, naming the file
+    let r = Responder::start(triton_like());
+    let missing = dir.path().join("no/such/dir/x.jsonl");
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &r.url(),
+            "--request-count",
+            "3",
+            "--export-requests",
+            missing.to_str().unwrap(),
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("x.jsonl"), "{err}");
+}
+
+#[test]
+fn csv_adds_the_response_columns_at_the_end() {
+    let r = Responder::start(triton_like());
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--request-count",
+        "20",
+        "-f",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let head: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    // perf_analyzer's columns first, as Model Analyzer reads them
+    assert_eq!(head[0], "Concurrency");
+    assert_eq!(head[15], "response wait");
+    assert_eq!(head[16], "Responses");
+    assert_eq!(*head.last().unwrap(), "Cancelled");
+    let mut lines = text.lines();
+    lines.next();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(row.len(), head.len());
+    let col = |name: &str| row[head.iter().position(|h| *h == name).unwrap()];
+    assert_eq!(col("Responses"), "20");
+    assert_eq!(col("Responses/Request"), "1.00");
+    let l = &doc["levels"][0];
+    // the first response of a one-answer request is its latency (the
+    // run's own JSON: a second run would measure other times)
+    assert!(col("p50 first response").parse::<u64>().unwrap() > 0);
+    assert_eq!(col("p50 inter response"), "", "no gaps with one response");
+    assert_eq!(col("Output Tokens/Second"), "");
+    assert_eq!(col("Cancelled"), "0");
+    assert!(l["inter_response_us"].is_null());
+}
+
+#[test]
+fn generative_flags_are_checked_before_any_load() {
+    for (args, says) in [
+        (vec!["--max-tokens", "5"], "--max-tokens"),
+        (vec!["--prompt-words", "10"], "--prompt-words"),
+        (
+            vec!["--endpoint", "generate", "-i", "grpc"],
+            "HTTP endpoint",
+        ),
+        (
+            vec!["--endpoint", "openai-chat", "--prompt-words", "0"],
+            "--prompt-words '0'",
+        ),
+        (
+            vec!["--endpoint", "openai-chat", "--max-tokens", "0"],
+            "--max-tokens",
+        ),
+        (vec!["--endpoint", "openai-chat", "-b", "2"], "-b 1"),
+    ] {
+        let mut a = vec!["perf", "-m", "m", "-u", "127.0.0.1:1"];
+        a.extend(&args);
+        let (code, _, err) = tritonctl().args(&a).timeout(HANG).run().parts();
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
 }
