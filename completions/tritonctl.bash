@@ -241,7 +241,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__perf)
-            opts="-m -x -u -i -H -p -s -r -b -f -q -v -h -V --model --model-version --url --protocol --streaming --header --concurrency-range --request-rate-range --request-intervals --request-distribution --seed --max-concurrency --measurement-interval --stability-percentage --max-trials --duration --request-count --warmup --timeout --max-response-bytes --max-input-bytes --input-data --shape --batch-size --input-tensor-format --output-tensor-format --max-error-rate --format --csv --batched --sequence-length --sequence-length-variation --sequence-id-prefix --sequence-id-range --num-of-sequences --progress --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-m -x -u -i -H -p -s -r -b -f -q -v -h -V --model --model-version --url --protocol --streaming --endpoint --prompt-words --max-tokens --export-requests --header --concurrency-range --request-rate-range --request-intervals --request-distribution --seed --max-concurrency --measurement-interval --stability-percentage --max-trials --duration --request-count --warmup --timeout --max-response-bytes --max-input-bytes --input-data --shape --batch-size --input-tensor-format --output-tensor-format --max-error-rate --format --csv --batched --sequence-length --sequence-length-variation --sequence-id-prefix --sequence-id-range --num-of-sequences --progress --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -277,6 +277,22 @@ _tritonctl() {
                     ;;
                 -i)
                     COMPREPLY=($(compgen -W "http grpc" -- "${cur}"))
+                    return 0
+                    ;;
+                --endpoint)
+                    COMPREPLY=($(compgen -W "infer generate openai-chat openai-completions" -- "${cur}"))
+                    return 0
+                    ;;
+                --prompt-words)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --export-requests)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --header)

@@ -215,6 +215,13 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s x -l model-
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s u -l url -d 'Server address, HOST:PORT or http://HOST:PORT; repeat to spread the load over several servers (connections and open-loop sends go round-robin). Default: localhost:8000, with `-i grpc` localhost:8001' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s i -l protocol -d 'Protocol' -r -f -a "http\t'HTTP/1.1 with keep-alive connections'
 grpc\t'gRPC: unary `ModelInfer`, or `ModelStreamInfer` with `--streaming`'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l endpoint -d 'The API requests go to: `infer` (KServe v2; a decoupled model\'s responses stream over gRPC), `generate` (Triton\'s generate extension; `generate_stream` for a decoupled model), `openai-chat` or `openai-completions` (an OpenAI-compatible server, streamed)' -r -f -a "infer\t'KServe v2 inference (`/infer`, gRPC `ModelInfer`; a decoupled model over gRPC `ModelStreamInfer`, read until its final response)'
+generate\t'Triton\'s generate extension: `/generate`, or `/generate_stream` (server-sent events) for a decoupled model'
+openai-chat\t'An OpenAI-compatible server\'s `/v1/chat/completions`, streamed'
+openai-completions\t'An OpenAI-compatible server\'s `/v1/completions`, streamed'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l prompt-words -d 'Generative endpoints: synthetic prompts of MEAN words (normally distributed with STDDEV, seeded by `--seed`; default 100:0)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l max-tokens -d 'Generative endpoints: the most tokens to generate per request, sent as `max_tokens`' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l export-requests -d 'Write one JSON line per measured request to FILE: its level, its scheduled and actual send times, the arrival of each response (in microseconds since the Unix epoch) and its error kind or null' -r -F
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s H -l header -d 'Extra HTTP header `Name:Value` on every request (repeatable)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l concurrency-range -d 'Closed loop: keep N requests outstanding, for N from START to END by STEP (`START[:END[:STEP]]`). The default load is concurrency 1' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l request-rate-range -d 'Open loop: send at R requests per second, for R from START to END by STEP; latency counts from the scheduled send time' -r
