@@ -276,7 +276,7 @@ pub async fn exchange(
     };
     match result {
         Ok(()) => {
-            let tokens = api.is_openai().then(|| match got.usage {
+            let tokens = api.is_openai().then_some(match got.usage {
                 Some(count) => Tokens {
                     count,
                     from_usage: true,

@@ -199,10 +199,12 @@ pub fn parse_prompts(name: &str, text: &str) -> Result<Vec<String>, String> {
             Value::String(s) => s,
             Value::Object(mut o) => match o.remove("text").or_else(|| o.remove("prompt")) {
                 Some(Value::String(s)) => s,
-                _ => return Err(format!(
+                _ => {
+                    return Err(format!(
                     "{}: expected {{\"text\": \"...\"}}, {{\"prompt\": \"...\"}} or a JSON string",
                     at(col)
-                )),
+                ))
+                }
             },
             _ => {
                 return Err(format!(
