@@ -22,6 +22,10 @@ enum Api {
     /// Triton's generate extension: a decoupled model `m` (BYTES input
     /// `text_input`, INT32 input `n`) at `/v2/models/m/generate_stream`.
     Triton,
+    /// The same model, not decoupled: one JSON answer from
+    /// `/v2/models/m/generate` (an error as `{"error": ..}` with status
+    /// 200, as Triton 2.51 answers a decoupled model there).
+    TritonPlain,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -137,12 +141,12 @@ fn metadata() -> Value {
         "outputs": [{"name": "text_output", "datatype": "BYTES", "shape": [-1]}]})
 }
 
-fn config() -> Value {
+fn config(decoupled: bool) -> Value {
     json!({"name": "m", "backend": "python", "max_batch_size": 0,
         "input": [{"name": "text_input", "data_type": "TYPE_STRING", "dims": ["1"]},
                   {"name": "n", "data_type": "TYPE_INT32", "dims": ["1"]}],
         "output": [{"name": "text_output", "data_type": "TYPE_STRING", "dims": ["-1"]}],
-        "model_transaction_policy": {"decoupled": true}})
+        "model_transaction_policy": {"decoupled": decoupled}})
 }
 
 fn serve(stream: TcpStream, g: &Gen, seen: &Seen) {
@@ -164,8 +168,29 @@ fn serve(stream: TcpStream, g: &Gen, seen: &Seen) {
             return;
         }
         let alive = match (g.api, method.as_str(), path.as_str()) {
-            (Api::Triton, "GET", "/v2/models/m") => answer(&mut out, 200, &metadata()),
-            (Api::Triton, "GET", "/v2/models/m/config") => answer(&mut out, 200, &config()),
+            (Api::Triton | Api::TritonPlain, "GET", "/v2/models/m") => {
+                answer(&mut out, 200, &metadata())
+            }
+            (Api::Triton | Api::TritonPlain, "GET", "/v2/models/m/config") => {
+                answer(&mut out, 200, &config(g.api == Api::Triton))
+            }
+            (Api::TritonPlain, "POST", "/v2/models/m/generate") => {
+                let doc = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                seen.bodies.lock().unwrap().push(doc);
+                if !counted {
+                    counted = true;
+                    seen.connections.fetch_add(1, Ordering::SeqCst);
+                }
+                let n = seen.requests.fetch_add(1, Ordering::SeqCst) + 1;
+                std::thread::sleep(g.first);
+                let answer_doc = match g.fault.filter(|_| n.is_multiple_of(g.fault_every)) {
+                    Some(Fault::Error) => {
+                        json!({"error": "generate expects model to produce exactly 1 response"})
+                    }
+                    _ => json!({"model_name": "m", "model_version": "1", "text_output": "hello"}),
+                };
+                answer(&mut out, 200, &answer_doc)
+            }
             (Api::Triton, "POST", "/v2/models/m/generate_stream")
             | (Api::Chat, "POST", "/v1/chat/completions")
             | (Api::Completions, "POST", "/v1/completions") => {
@@ -229,7 +254,7 @@ fn stream_events(
     let text = |i: usize| match g.api {
         Api::Chat => format!(r#"{{"choices":[{{"index":0,"delta":{{"content":"tok{i} "}}}}]}}"#),
         Api::Completions => format!(r#"{{"choices":[{{"index":0,"text":"tok{i} "}}]}}"#),
-        Api::Triton => {
+        Api::Triton | Api::TritonPlain => {
             format!(r#"{{"model_name":"m","model_version":"1","text_output":"tok{i}"}}"#)
         }
     };
@@ -245,7 +270,7 @@ fn stream_events(
                 }
                 Some(Fault::Error) => {
                     let e = match g.api {
-                        Api::Triton => r#"{"error":"boom"}"#,
+                        Api::Triton | Api::TritonPlain => r#"{"error":"boom"}"#,
                         _ => r#"{"error":{"message":"boom","type":"internal","code":500}}"#,
                     };
                     ok(chunk(s, &event(e)))?;
@@ -260,7 +285,7 @@ fn stream_events(
         ok(chunk(s, &event(&text(i))))?;
         i += 1;
     }
-    if g.api != Api::Triton {
+    if matches!(g.api, Api::Chat | Api::Completions) {
         ok(chunk(
             s,
             &event(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#),
@@ -495,6 +520,43 @@ fn triton_generate_stream_of_a_decoupled_model() {
     assert_eq!(s.seen.connections.load(Ordering::SeqCst), 1);
 }
 
+#[test]
+fn triton_generate_of_a_model_that_is_not_decoupled() {
+    let mut g = Gen::new(Api::TritonPlain);
+    g.fault = Some(Fault::Error);
+    g.fault_every = 3;
+    let s = Server::start(g);
+    let url = s.url();
+    let (code, v, err) = perf(&[
+        "-m",
+        "m",
+        "-u",
+        &url,
+        "--endpoint",
+        "generate",
+        "--request-count",
+        "6",
+        "--max-error-rate",
+        "0.4",
+    ]);
+    assert_eq!(code, 0, "{v:#}\n{err}");
+    assert_eq!(v["decoupled"], false);
+    let l = &v["levels"][0];
+    assert_eq!(l["errors_by_kind"], json!({"stream_error": 2}), "{l}");
+    assert_eq!(u(&l["responses"]), 4);
+    assert_eq!(l["responses_per_request"], json!({"mean": 1.0, "max": 1}));
+    // one response: the first is the last
+    assert_eq!(l["first_response_us"], l["latency_us"]);
+    near(&l["latency_us"]["p50"], 30, 15);
+    assert_eq!(l["inter_response_us"], Value::Null);
+    // synthetic prompts of 100 words by default
+    for b in s.bodies() {
+        assert_eq!(words(&b["text_input"]), 100);
+        assert!(b.get("max_tokens").is_none());
+    }
+    assert_eq!(s.seen.connections.load(Ordering::SeqCst), 1);
+}
+
 /// Runs `perf` against a server with `fault` on every other request and
 /// returns the report, after checking that the other requests succeeded.
 fn faulty(api: Api, fault: Fault, kind: &str, extra: &[&str]) -> (i32, Value) {
@@ -507,7 +569,7 @@ fn faulty(api: Api, fault: Fault, kind: &str, extra: &[&str]) -> (i32, Value) {
     let (endpoint, model) = match api {
         Api::Chat => ("openai-chat", "llm"),
         Api::Completions => ("openai-completions", "llm"),
-        Api::Triton => ("generate", "m"),
+        Api::Triton | Api::TritonPlain => ("generate", "m"),
     };
     let mut args = vec![
         "-m",
