@@ -158,8 +158,10 @@ enum Fill {
 /// dim added for a batching model) and passes every other key as a request
 /// parameter (seen with Triton 2.51).
 /// BYTES inputs get the prompt; an input named `max_tokens` gets
-/// `--max-tokens`; a BOOL input named `stream` gets true (streaming
-/// models such as TensorRT-LLM's take it); other inputs get zeros.
+/// `--max-tokens`; a BOOL input named `stream` gets whether the model is
+/// decoupled (the vLLM and TensorRT-LLM backends stream only when it is
+/// true); other inputs get zeros (a flat array for several dims: Triton
+/// 2.51 refuses nested arrays there).
 fn generate_inputs(
     info: &ModelInfo,
     max_tokens: Option<u64>,
@@ -181,7 +183,7 @@ fn generate_inputs(
             })? as usize;
         let fill = match (input.datatype, input.name.as_str()) {
             (DataType::Bytes, _) => Fill::Prompt(elements),
-            (DataType::Bool, "stream") => Fill::Value(true.into(), elements),
+            (DataType::Bool, "stream") => Fill::Value(info.decoupled.into(), elements),
             (DataType::Bool, _) => Fill::Value(false.into(), elements),
             (_, "max_tokens") if max_tokens.is_some() => {
                 Fill::Value(max_tokens.unwrap_or(0).into(), elements)
@@ -667,6 +669,14 @@ mod tests {
             vec![
                 json!({"text_input": "hello there", "n": 0, "f": [0.0, 0.0], "stream": true, "max_tokens": 12})
             ]
+        );
+        let mut plain = m.clone();
+        plain.decoupled = false;
+        spec.info = Some(&plain);
+        assert_eq!(
+            docs(&spec)[0]["stream"],
+            false,
+            "not decoupled: not streamed"
         );
         // without an input of that name, max_tokens is a request parameter
         let m = info(&[("PROMPT", DataType::Bytes, &[2])]);
