@@ -157,7 +157,9 @@ enum Fill {
 /// input (a scalar into shape `[1]`, an array of N into `[N]`, the batch
 /// dim added for a batching model) and passes every other key as a request
 /// parameter (seen with Triton 2.51).
-/// BYTES inputs get the prompt; an input named `max_tokens` gets
+/// BYTES inputs get the prompt, except one named `sampling_parameters`
+/// (the vLLM backend's JSON text of sampling settings), which gets
+/// `{"max_tokens": N}` with `--max-tokens`; an input named `max_tokens` gets
 /// `--max-tokens`; a BOOL input named `stream` gets whether the model is
 /// decoupled (the vLLM and TensorRT-LLM backends stream only when it is
 /// true); other inputs get zeros (a flat array for several dims: Triton
@@ -182,6 +184,13 @@ fn generate_inputs(
                 )
             })? as usize;
         let fill = match (input.datatype, input.name.as_str()) {
+            (DataType::Bytes, "sampling_parameters") => {
+                let p = match max_tokens {
+                    Some(n) => json!({ "max_tokens": n }),
+                    None => json!({}),
+                };
+                Fill::Value(p.to_string().into(), elements)
+            }
             (DataType::Bytes, _) => Fill::Prompt(elements),
             (DataType::Bool, "stream") => Fill::Value(info.decoupled.into(), elements),
             (DataType::Bool, _) => Fill::Value(false.into(), elements),
@@ -677,6 +686,19 @@ mod tests {
             docs(&spec)[0]["stream"],
             false,
             "not decoupled: not streamed"
+        );
+        // the vLLM backend's inputs
+        let vllm = info(&[
+            ("text_input", DataType::Bytes, &[1]),
+            ("stream", DataType::Bool, &[1]),
+            ("sampling_parameters", DataType::Bytes, &[1]),
+        ]);
+        spec.info = Some(&vllm);
+        assert_eq!(
+            docs(&spec),
+            vec![
+                json!({"text_input": "hello there", "stream": true, "sampling_parameters": "{\"max_tokens\":12}", "max_tokens": 12})
+            ]
         );
         // without an input of that name, max_tokens is a request parameter
         let m = info(&[("PROMPT", DataType::Bytes, &[2])]);
