@@ -723,6 +723,38 @@ fn a_request_still_streaming_at_the_end_of_a_level_is_cancelled_not_an_error() {
 }
 
 #[test]
+fn an_event_above_max_response_bytes_is_not_read() {
+    let s = Server::start(Gen::new(Api::Chat));
+    let url = s.url();
+    // the role chunk's line takes 73 bytes, the others fewer
+    let args = |limit: &'static str| {
+        vec![
+            "-m".to_string(),
+            "llm".into(),
+            "-u".into(),
+            url.clone(),
+            "--endpoint".into(),
+            "openai-chat".into(),
+            "--request-count".into(),
+            "2".into(),
+            "--max-response-bytes".into(),
+            limit.into(),
+        ]
+    };
+    let a = args("72");
+    let (code, v, _) = perf(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 1);
+    assert_eq!(
+        v["levels"][0]["errors_by_kind"],
+        json!({"response_too_large": 2})
+    );
+    let a = args("73");
+    let (code, v, err) = perf(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 0, "{v:#}\n{err}");
+    assert_eq!(u(&v["levels"][0]["responses"]), 8);
+}
+
+#[test]
 fn prompt_files_and_endpoints_must_match() {
     let dir = tempfile::tempdir().unwrap();
     let prompts = dir.path().join("p.jsonl");
@@ -766,4 +798,22 @@ fn prompt_files_and_endpoints_must_match() {
     ]);
     assert_eq!(code, 2);
     assert!(err.contains("perf_analyzer's input-data JSON"), "{err}");
+    std::fs::write(&prompts, "{\"text\": \"a\"}\n").unwrap();
+    let (code, _, err) = run(&[
+        "-m",
+        "m",
+        "-u",
+        "127.0.0.1:1",
+        "--endpoint",
+        "generate",
+        "--input-data",
+        p,
+        "--prompt-words",
+        "5",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("leave it out when --input-data gives a prompt file"),
+        "{err}"
+    );
 }
