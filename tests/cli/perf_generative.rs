@@ -731,8 +731,12 @@ fn a_request_still_streaming_at_the_end_of_a_level_is_cancelled_not_an_error() {
     g.fault = Some(Fault::Endless);
     let s = Server::start(g);
     let url = s.url();
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("requests.jsonl");
     let started = Instant::now();
     let (code, v, err) = perf(&[
+        "--export-requests",
+        export.to_str().unwrap(),
         "-m",
         "m",
         "-u",
@@ -750,6 +754,18 @@ fn a_request_still_streaming_at_the_end_of_a_level_is_cancelled_not_an_error() {
     assert_eq!((u(&l["errors"]), u(&l["cancelled"])), (0, 2), "{l}");
     assert_eq!(l["errors_by_kind"], json!({}));
     assert!(u(&l["responses"]) >= 2, "the responses before the cut: {l}");
+    let lines: Vec<Value> = std::fs::read_to_string(&export)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    for line in &lines {
+        assert_eq!(line["error"], "cancelled", "{line}");
+        // 30 ms, then every 20 ms until 400 ms: about 19 responses
+        let n = line["response_us"].as_array().unwrap().len();
+        assert!((5..=20).contains(&n), "{line}");
+    }
     // the client closed both connections: the server's writes fail
     let deadline = Instant::now() + Duration::from_secs(5);
     while s.seen.broken.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
