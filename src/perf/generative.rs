@@ -170,6 +170,16 @@ fn generate_inputs(
 ) -> Result<Vec<(String, Fill)>, String> {
     let mut out = Vec::with_capacity(info.inputs.len());
     for input in &info.inputs {
+        // optional inputs are left out (the backend's defaults), except
+        // the ones that carry --max-tokens and streaming
+        let carries = match (input.datatype, input.name.as_str()) {
+            (DataType::Bool, "stream") => true,
+            (_, "max_tokens" | "sampling_parameters") => max_tokens.is_some(),
+            _ => false,
+        };
+        if input.optional && !carries {
+            continue;
+        }
         // variable dims: one element (Triton checks the count against
         // the config's dims)
         let elements = input
@@ -633,6 +643,7 @@ mod tests {
                     name: n.to_string(),
                     datatype: *t,
                     dims: d.to_vec(),
+                    optional: n.starts_with("opt_"),
                 })
                 .collect(),
             outputs: vec!["text_output".into()],
@@ -721,6 +732,18 @@ mod tests {
             vec![
                 json!({"text_input": "hello there", "stream": true, "sampling_parameters": "{\"max_tokens\":12}", "max_tokens": 12})
             ]
+        );
+        // optional inputs are left out unless they carry --max-tokens or
+        // streaming
+        let opt = info(&[
+            ("text_input", DataType::Bytes, &[1]),
+            ("opt_bad_words", DataType::Bytes, &[1]),
+            ("opt_top_p", DataType::F32, &[1]),
+        ]);
+        spec.info = Some(&opt);
+        assert_eq!(
+            docs(&spec),
+            vec![json!({"text_input": "hello there", "max_tokens": 12})]
         );
         // without an input of that name, max_tokens is a request parameter
         let m = info(&[("PROMPT", DataType::Bytes, &[2])]);

@@ -873,11 +873,13 @@ mod tests {
                     name: "X".into(),
                     datatype: DataType::I32,
                     dims: vec![3],
+                    optional: false,
                 },
                 InputSpec {
                     name: "S".into(),
                     datatype: DataType::Bytes,
                     dims: vec![1],
+                    optional: false,
                 },
             ],
             outputs: vec!["Y".into()],

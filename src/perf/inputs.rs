@@ -492,6 +492,7 @@ mod tests {
                 name: "X".into(),
                 datatype: dt,
                 dims: vec![3],
+                optional: false,
             }],
             outputs: vec!["Y".into()],
             output_sizes: vec![Some((3, 4))],

@@ -10,6 +10,8 @@ pub struct InputSpec {
     pub name: String,
     pub datatype: DataType,
     pub dims: Vec<i64>,
+    /// The config says `optional: true` (false without a config).
+    pub optional: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -156,7 +158,12 @@ impl ModelInfo {
                         }
                         _ => spec.dims.clone(),
                     };
-                    info.inputs.push(InputSpec { dims, ..spec });
+                    let optional = from_cfg.is_some_and(|c| c["optional"].as_bool() == Some(true));
+                    info.inputs.push(InputSpec {
+                        dims,
+                        optional,
+                        ..spec
+                    });
                 }
             }
             None => {
@@ -238,6 +245,7 @@ impl ModelInfo {
             datatype: datatype(dt).map_err(|e| format!("input '{name}': {e}"))?,
             name,
             dims,
+            optional: false,
         })
     }
 
