@@ -277,7 +277,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --timeout 'Per-request timeout in milliseconds (a timed-out request is an error of kind `timeout`)'
             cand --max-response-bytes 'The largest response body read, in bytes (a larger one is refused unread or cut off at the limit). Default: 16 MiB for the metadata, config and statistics endpoints, and for inference 4 times the outputs'' size at the batch size sent, at least 64 MiB'
             cand --max-input-bytes 'The largest input tensor built, in bytes as sent (elements times element size; 32 bytes per element as JSON), checked before it is allocated (suffixes K, M, G as for --max-file-bytes)'
-            cand --input-data 'Input values: `random` (seeded), `zero`, or a JSON file in perf_analyzer''s format (`{"data": [{"INPUT": [..]}, ...]}`, values also as `{"content": [..], "shape": [..]}` or `{"b64": ".."}`; for sequence models `data` may be a list of streams, one per sequence)'
+            cand --input-data 'Input values: `random` (seeded), `zero`, or a JSON file in perf_analyzer''s format (`{"data": [{"INPUT": [..]}, ...]}`, values also as `{"content": [..], "shape": [..]}` or `{"b64": ".."}`; for sequence models `data` may be a list of streams, one per sequence); for the generative endpoints a file of prompts as JSON Lines (one `{"text": ".."}`, `{"prompt": ".."}` or JSON string per line)'
             cand --shape 'Shape of an input without the batch dimension, `NAME:D1,D2` (needed for variable dims; repeatable)'
             cand -b 'Batch size of every request'
             cand --batch-size 'Batch size of every request'

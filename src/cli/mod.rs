@@ -690,7 +690,9 @@ pub struct PerfArgs {
     /// Input values: `random` (seeded), `zero`, or a JSON file in
     /// perf_analyzer's format (`{"data": [{"INPUT": [..]}, ...]}`, values
     /// also as `{"content": [..], "shape": [..]}` or `{"b64": ".."}`; for
-    /// sequence models `data` may be a list of streams, one per sequence).
+    /// sequence models `data` may be a list of streams, one per sequence);
+    /// for the generative endpoints a file of prompts as JSON Lines (one
+    /// `{"text": ".."}`, `{"prompt": ".."}` or JSON string per line).
     #[arg(
         long = "input-data",
         value_name = "random|zero|FILE",

@@ -681,8 +681,11 @@ async fn run_async(
             stateful_steps.join(", ")
         ));
     }
-    // data entries may give the shapes of variable dims themselves
-    info.apply_shapes(&opts.shapes, opts.data_file.is_none())
+    // data entries may give the shapes of variable dims themselves; the
+    // generate endpoint's bodies take a variable dim as 1 (no tensor is
+    // built from the dims)
+    let generate = opts.api == Api::Generate;
+    info.apply_shapes(&opts.shapes, opts.data_file.is_none() && !generate)
         .map_err(StartError::Usage)?;
     info.check_batch(opts.batch).map_err(StartError::Usage)?;
     let mode = match opts.api {
@@ -720,18 +723,23 @@ async fn run_async(
             )
         }));
     }
-    let body: Body = inputs::build(
-        &info,
-        BodyOptions {
-            batch: opts.batch,
-            data: opts.input_data,
-            seed: opts.seed,
-            binary_inputs,
-            binary_outputs,
-            max_input_bytes: opts.max_input_bytes,
-        },
-    )
-    .map_err(StartError::Usage)?;
+    let body: Body = if generate {
+        // the requests are the bodies of `generative::bodies`
+        Body::default()
+    } else {
+        inputs::build(
+            &info,
+            BodyOptions {
+                batch: opts.batch,
+                data: opts.input_data,
+                seed: opts.seed,
+                binary_inputs,
+                binary_outputs,
+                max_input_bytes: opts.max_input_bytes,
+            },
+        )
+        .map_err(StartError::Usage)?
+    };
     let (data, streams) = match &opts.data_file {
         Some(file) => file
             .bodies(

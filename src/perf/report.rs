@@ -232,7 +232,13 @@ impl PerfReport {
             head.push("cancelled");
         }
         if streamed {
-            head.extend(["resp/req", "first p50 µs", "first p99 µs", "gap p50 µs", "gap p99 µs"]);
+            head.extend([
+                "resp/req",
+                "first p50 µs",
+                "first p99 µs",
+                "gap p50 µs",
+                "gap p99 µs",
+            ]);
         }
         if has_tokens {
             head.push("tokens/s");

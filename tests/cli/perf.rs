@@ -2299,7 +2299,10 @@ fn every_measured_request_is_exported_with_one_response() {
             let (sched, send) = (u(&x["scheduled_us"]), u(&x["send_us"]));
             // closed loop: a request is due when it is sent
             assert_eq!(sched, send, "{x}");
-            assert!(before <= send && send <= after, "{x}: not µs since the epoch");
+            assert!(
+                before <= send && send <= after,
+                "{x}: not µs since the epoch"
+            );
             let resp = x["response_us"].as_array().unwrap();
             if x["error"].is_null() {
                 assert_eq!(resp.len(), 1, "{x}");
@@ -2323,7 +2326,10 @@ fn every_measured_request_is_exported_with_one_response() {
         // histogram's precision and a microsecond of rounding)
         let max = *latencies.iter().max().unwrap() as f64;
         let reported = u(&l["latency_us"]["max"]) as f64;
-        assert!((max - reported).abs() <= reported * 0.002 + 2.0, "{max} vs {reported}");
+        assert!(
+            (max - reported).abs() <= reported * 0.002 + 2.0,
+            "{max} vs {reported}"
+        );
     }
 }
 
@@ -2365,7 +2371,10 @@ fn open_loop_exports_the_scheduled_time() {
         .iter()
         .filter(|x| u(&x["send_us"]) > u(&x["scheduled_us"]) + 50_000)
         .count();
-    assert!(late >= 10, "{late} requests sent 50 ms late or more during the stall");
+    assert!(
+        late >= 10,
+        "{late} requests sent 50 ms late or more during the stall"
+    );
     let worst = lines
         .iter()
         .map(|x| u(&x["response_us"][0]) - u(&x["scheduled_us"]))

@@ -138,14 +138,16 @@ fn chunk(s: &mut TcpStream, data: &str) -> bool {
 
 fn metadata() -> Value {
     json!({"name": "m", "versions": ["1"], "platform": "python",
-        "inputs": [{"name": "text_input", "datatype": "BYTES", "shape": [1]},
+        "inputs": [{"name": "text_input", "datatype": "BYTES", "shape": [-1]},
                    {"name": "n", "datatype": "INT32", "shape": [1]}],
         "outputs": [{"name": "text_output", "datatype": "BYTES", "shape": [-1]}]})
 }
 
+/// The text input has a variable dim, as TensorRT-LLM's `text_input`:
+/// the generate endpoint needs no `--shape` for it.
 fn config(decoupled: bool) -> Value {
     json!({"name": "m", "backend": "python", "max_batch_size": 0,
-        "input": [{"name": "text_input", "data_type": "TYPE_STRING", "dims": ["1"]},
+        "input": [{"name": "text_input", "data_type": "TYPE_STRING", "dims": ["-1"]},
                   {"name": "n", "data_type": "TYPE_INT32", "dims": ["1"]}],
         "output": [{"name": "text_output", "data_type": "TYPE_STRING", "dims": ["-1"]}],
         "model_transaction_policy": {"decoupled": decoupled}})
