@@ -71,6 +71,8 @@ enum Fault {
     Error(u64),
     /// Responses forever, never a final one.
     Endless,
+    /// After this many responses, a reply whose final flag is a number.
+    Malformed(u64),
 }
 
 #[derive(Default)]
@@ -310,6 +312,20 @@ impl Svc {
             tokio::time::sleep(if sent == 0 { d.first } else { d.gap }).await;
             match fault {
                 Some(Fault::Stop(k)) if sent == k => return false,
+                Some(Fault::Malformed(k)) if sent == k => {
+                    let mut bad = reply(true, false);
+                    if let Ok(m) = &mut bad {
+                        let resp = m.infer_response.as_mut().unwrap();
+                        resp.parameters.insert(
+                            "triton_final_response".into(),
+                            pb::InferParameter {
+                                parameter_choice: Some(ParameterChoice::Int64Param(1)),
+                            },
+                        );
+                    }
+                    let _ = tx.send(bad);
+                    return true;
+                }
                 Some(Fault::Error(k)) if sent == k => {
                     let _ = tx.send(Ok(pb::ModelStreamInferResponse {
                         error_message: "injected failure".into(),
@@ -1146,7 +1162,8 @@ fn decoupled_without_streaming_flag_goes_over_streams() {
     assert!(s.bad().is_empty(), "{:?}", s.bad());
 }
 
-/// `(faults, key)`: every tenth request from the third fails this way.
+/// Every tenth request, from the third, goes wrong with `fault`: it is
+/// counted as `key` and keeps the `partial` responses it had.
 fn decoupled_faults_are_counted(fault: Fault, key: &str, partial: usize) {
     let s = Server::start(Behaviour {
         dec: Dec {
@@ -1209,6 +1226,11 @@ fn decoupled_stream_ending_before_the_final_response_is_incomplete() {
 #[test]
 fn decoupled_error_reply_mid_stream_is_a_stream_error() {
     decoupled_faults_are_counted(Fault::Error(2), "stream_error", 2);
+}
+
+#[test]
+fn decoupled_malformed_reply_is_counted() {
+    decoupled_faults_are_counted(Fault::Malformed(2), "malformed", 2);
 }
 
 #[test]
