@@ -259,15 +259,35 @@ fn with_params(body: &Bytes, params: &Map<String, Value>) -> Bytes {
 /// after it; one that does not must not hold the request).
 const DONE_GRACE: Duration = Duration::from_millis(10);
 
+/// The most responses one request may bring: their arrival times are
+/// kept until the request ends, so a server streaming tiny events without
+/// end must not fill memory before `--timeout` (16 MiB of times per
+/// request in flight). Far above what a generation streams; a stream
+/// beyond it is counted as malformed.
+const MAX_RESPONSES: usize = 1 << 20;
+
 /// What a request has brought back so far: kept when it is cut off.
 #[derive(Debug, Default)]
 struct Got {
     responses: Vec<Instant>,
     /// OpenAI: `usage.completion_tokens` of the last chunk that had it.
     usage: Option<u64>,
+    /// OpenAI: `[DONE]` came; the request is complete even when it is
+    /// cut off while the end of the body is awaited.
+    done: bool,
     /// The client's send time, and its time parsing events.
     send: Duration,
     recv: Duration,
+}
+
+impl Got {
+    fn response(&mut self, at: Instant) -> Result<(), ErrorKind> {
+        if self.responses.len() >= MAX_RESPONSES {
+            return Err(ErrorKind::Malformed);
+        }
+        self.responses.push(at);
+        Ok(())
+    }
 }
 
 /// Sends one request (`params`: sequence id and flags, added to the
@@ -295,6 +315,7 @@ pub async fn exchange(
             () = cancel.cancelled() => Err(ErrorKind::Cancelled),
         }
     };
+    let result = if got.done { Ok(()) } else { result };
     match result {
         Ok(()) => {
             let tokens = api.is_openai().then_some(match got.usage {
@@ -442,9 +463,10 @@ async fn request(
             let r = if e.kind == b"error" {
                 Err(ErrorKind::StreamFailed)
             } else if api == Api::Generate {
-                triton_event(e.data).map(|()| got.responses.push(at))
+                triton_event(e.data).and_then(|()| got.response(at))
             } else if e.data.trim_ascii() == b"[DONE]" {
                 outcome = Some(Ok(()));
+                got.done = true;
                 return ControlFlow::Break(());
             } else {
                 openai_event(api, e.data, at, got)
@@ -552,7 +574,7 @@ fn openai_event(api: Api, data: &[u8], at: Instant, got: &mut Got) -> Result<(),
             _ => nonempty(&c.text),
         });
     if text {
-        got.responses.push(at);
+        got.response(at)?;
     }
     Ok(())
 }
@@ -803,6 +825,17 @@ mod tests {
             chat(r#"{"choices":"x"}"#, &mut got),
             Err(ErrorKind::Malformed)
         );
+        // a stream of responses without end is cut off
+        let mut got = Got {
+            responses: vec![at; MAX_RESPONSES - 1],
+            ..Got::default()
+        };
+        chat(r#"{"choices":[{"delta":{"content":"x"}}]}"#, &mut got).unwrap();
+        assert_eq!(
+            chat(r#"{"choices":[{"delta":{"content":"x"}}]}"#, &mut got),
+            Err(ErrorKind::Malformed)
+        );
+        assert_eq!(got.responses.len(), MAX_RESPONSES);
         let mut got = Got::default();
         openai_event(
             Api::OpenAiCompletions,

@@ -40,6 +40,8 @@ enum Fault {
     Endless,
     /// HTTP 500 instead of a stream.
     Status500,
+    /// OpenAI: `[DONE]`, but the body does not end.
+    NoEnd,
 }
 
 #[derive(Clone)]
@@ -300,6 +302,10 @@ fn stream_events(
             ))?;
         }
         ok(chunk(s, &event("[DONE]")))?;
+        if fault == Some(Fault::NoEnd) {
+            std::thread::sleep(Duration::from_secs(3));
+            return Ok(false);
+        }
     }
     // the end of the chunked body
     s.write_all(b"0\r\n\r\n").map_err(|_| ())?;
@@ -647,6 +653,36 @@ fn an_event_that_is_not_json_is_malformed() {
 }
 
 #[test]
+fn done_without_the_end_of_the_body_is_complete_but_the_connection_is_not_reused() {
+    let mut g = Gen::new(Api::Chat);
+    g.fault = Some(Fault::NoEnd);
+    let s = Server::start(g);
+    let url = s.url();
+    let started = Instant::now();
+    let (code, v, err) = perf(&[
+        "-m",
+        "llm",
+        "-u",
+        &url,
+        "--endpoint",
+        "openai-chat",
+        "--request-count",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{v:#}\n{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "no request waited for the end"
+    );
+    let l = &v["levels"][0];
+    assert_eq!(
+        (u(&l["requests"]), u(&l["errors"]), u(&l["responses"])),
+        (3, 0, 12)
+    );
+    assert_eq!(s.seen.connections.load(Ordering::SeqCst), 3);
+}
+
+#[test]
 fn an_http_error_is_counted_by_status() {
     let (code, _) = faulty(Api::Chat, Fault::Status500, "http_500", &[]);
     assert_eq!(code, 1);
@@ -695,8 +731,12 @@ fn a_request_still_streaming_at_the_end_of_a_level_is_cancelled_not_an_error() {
     g.fault = Some(Fault::Endless);
     let s = Server::start(g);
     let url = s.url();
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("requests.jsonl");
     let started = Instant::now();
     let (code, v, err) = perf(&[
+        "--export-requests",
+        export.to_str().unwrap(),
         "-m",
         "m",
         "-u",
@@ -714,6 +754,18 @@ fn a_request_still_streaming_at_the_end_of_a_level_is_cancelled_not_an_error() {
     assert_eq!((u(&l["errors"]), u(&l["cancelled"])), (0, 2), "{l}");
     assert_eq!(l["errors_by_kind"], json!({}));
     assert!(u(&l["responses"]) >= 2, "the responses before the cut: {l}");
+    let lines: Vec<Value> = std::fs::read_to_string(&export)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    for line in &lines {
+        assert_eq!(line["error"], "cancelled", "{line}");
+        // 30 ms, then every 20 ms until 400 ms: about 19 responses
+        let n = line["response_us"].as_array().unwrap().len();
+        assert!((5..=20).contains(&n), "{line}");
+    }
     // the client closed both connections: the server's writes fail
     let deadline = Instant::now() + Duration::from_secs(5);
     while s.seen.broken.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
