@@ -100,8 +100,9 @@ const MODEL_INFER: &str = "/inference.GRPCInferenceService/ModelInfer";
 const MODEL_STREAM_INFER: &str = "/inference.GRPCInferenceService/ModelStreamInfer";
 
 /// The encoded request fields of one request: its parameters (sequence id
-/// and flags) and, on a stream, its id.
-fn encode_extra(params: Option<&Map<String, Value>>, id: Option<&str>) -> Bytes {
+/// and flags) and, on a stream, its id; `empty_final` asks for an empty
+/// final response (decoupled models).
+fn encode_extra(params: Option<&Map<String, Value>>, id: Option<&str>, empty_final: bool) -> Bytes {
     use prost::Message;
     let mut m = pb::ModelInferRequest::default();
     if let Some(p) = params {
@@ -110,6 +111,14 @@ fn encode_extra(params: Option<&Map<String, Value>>, id: Option<&str>) -> Bytes 
                 m.parameters.insert(k.clone(), ip);
             }
         }
+    }
+    if empty_final {
+        m.parameters.insert(
+            ENABLE_EMPTY_FINAL.to_string(),
+            pb::InferParameter {
+                parameter_choice: Some(ParameterChoice::BoolParam(true)),
+            },
+        );
     }
     if let Some(id) = id {
         m.id = id.to_string();
@@ -141,7 +150,99 @@ pub fn check_response_bytes(bytes: &[u8]) -> Result<(), ErrorKind> {
 /// time.
 type Reply = Result<Duration, ErrorKind>;
 
-type Pending = HashMap<String, oneshot::Sender<Reply>>;
+/// The request parameter by which a client asks Triton for an empty final
+/// response when a decoupled model ends a request without a response
+/// (docs/spec/v2-protocol.md, "Decoupled models over the wire").
+pub const ENABLE_EMPTY_FINAL: &str = "triton_enable_empty_final_response";
+/// The response parameter that marks a request's last response.
+pub const FINAL_RESPONSE: &str = "triton_final_response";
+
+/// Replies of one decoupled request held between the stream's reader and
+/// the request: a few, so that a request that stops reading holds the
+/// reader back instead of memory growing.
+const PARTS_IN_FLIGHT: usize = 64;
+
+/// Responses kept per decoupled request (their arrival times are kept
+/// until it ends): an endless stream of tiny replies cannot fill memory
+/// before `--timeout`; one more makes the request malformed. The same
+/// bound as the generative HTTP endpoints'.
+const MAX_RESPONSES: usize = 1 << 20;
+
+/// Keeps the arrival of one more response of a request.
+fn push_response(responses: &mut Vec<Instant>, at: Instant) -> Result<(), ErrorKind> {
+    if responses.len() >= MAX_RESPONSES {
+        return Err(ErrorKind::Malformed);
+    }
+    responses.push(at);
+    Ok(())
+}
+
+/// One reply to a decoupled model's request.
+#[derive(Debug, Clone)]
+struct Part {
+    /// When its message arrived.
+    at: Instant,
+    /// Decoding and checking it.
+    recv: Duration,
+    outcome: Result<Piece, ErrorKind>,
+}
+
+/// What a well-formed reply to a decoupled request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    /// It carries outputs: a response, counted as one.
+    pub output: bool,
+    /// It carries the final-response flag: the request is over.
+    pub last: bool,
+}
+
+/// Classifies a decoupled model's stream reply: an error reply ends the
+/// request as [`ErrorKind::StreamFailed`]; a reply without a response, with
+/// outputs that do not match their raw contents, or with a final flag that
+/// is not a boolean is [`ErrorKind::Malformed`]. A pure function of the
+/// message.
+fn classify(reply: &pb::ModelStreamInferResponse) -> Result<Piece, ErrorKind> {
+    if !reply.error_message.is_empty() {
+        return Err(ErrorKind::StreamFailed);
+    }
+    let Some(resp) = &reply.infer_response else {
+        return Err(ErrorKind::Malformed);
+    };
+    check_response(resp)?;
+    let last = match resp
+        .parameters
+        .get(FINAL_RESPONSE)
+        .map(|p| &p.parameter_choice)
+    {
+        None => false,
+        Some(Some(ParameterChoice::BoolParam(b))) => *b,
+        Some(_) => return Err(ErrorKind::Malformed),
+    };
+    Ok(Piece {
+        output: !resp.outputs.is_empty(),
+        last,
+    })
+}
+
+/// Decodes and classifies an encoded `ModelStreamInferResponse` as a reply
+/// to a decoupled request.
+pub fn check_stream_reply_bytes(bytes: &[u8]) -> Result<Piece, ErrorKind> {
+    use prost::Message;
+    match pb::ModelStreamInferResponse::decode(bytes) {
+        Ok(r) => classify(&r),
+        Err(_) => Err(ErrorKind::Malformed),
+    }
+}
+
+/// A request waiting on a stream.
+enum Waiter {
+    /// One answer (a model that is not decoupled).
+    One(oneshot::Sender<Reply>),
+    /// A decoupled model's request: every reply until the final one.
+    Many(mpsc::Sender<Part>),
+}
+
+type Pending = HashMap<String, Waiter>;
 
 /// One `ModelStreamInfer` call: requests go in through `tx`, a reader task
 /// hands every reply to the request with the same id.
@@ -151,58 +252,121 @@ struct InferStream {
     /// The stream ended: no more requests.
     dead: AtomicBool,
     next_id: AtomicU64,
+    /// Stops the reader, which drops the call: with the request side gone
+    /// too (this stream dropped), the HTTP/2 stream is reset and the server
+    /// sees the call cancelled.
+    stop: Arc<tokio::sync::Notify>,
+}
+
+/// How a stream's end fails a decoupled request still waiting on it: a
+/// refused connection, an answer above the limit or one that does not
+/// decode keep their kind, and so does a status the server gave instead of
+/// opening the stream; any other end (the server closing the stream, a
+/// reset, a lost connection) comes before the final response.
+fn end_of_stream_kind(kind: &ErrorKind, opened: bool) -> ErrorKind {
+    match kind {
+        ErrorKind::Connect | ErrorKind::TooLarge(_) | ErrorKind::Malformed => kind.clone(),
+        ErrorKind::Grpc(_) if !opened => kind.clone(),
+        _ => ErrorKind::StreamIncomplete,
+    }
 }
 
 impl InferStream {
-    /// Ends the stream for good, failing what is still waiting.
-    fn fail_all(&self, kind: ErrorKind) {
+    /// Ends the stream for good, failing what is still waiting. `opened`:
+    /// the call had been answered (its response headers came).
+    fn fail_all(&self, kind: ErrorKind, opened: bool) {
         let waiting: Vec<_> = {
             let mut p = self.pending.lock().expect("stream lock");
             self.dead.store(true, Ordering::SeqCst);
-            p.drain().map(|(_, tx)| tx).collect()
+            p.drain().map(|(_, w)| w).collect()
         };
-        for tx in waiting {
-            let _ = tx.send(Err(kind.clone()));
+        let many = end_of_stream_kind(&kind, opened);
+        for w in waiting {
+            match w {
+                Waiter::One(tx) => {
+                    let _ = tx.send(Err(kind.clone()));
+                }
+                // a full channel: the request reads on and then sees the
+                // channel closed, which also ends it as incomplete
+                Waiter::Many(tx) => {
+                    let _ = tx.try_send(Part {
+                        at: Instant::now(),
+                        recv: Duration::ZERO,
+                        outcome: Err(many.clone()),
+                    });
+                }
+            }
         }
     }
 
-    /// Hands a raw `ModelStreamInferResponse` to the request it answers.
-    fn deliver(&self, raw: &[u8]) {
+    /// Ends the call from this side: no more requests, and the reader
+    /// drops the call.
+    fn kill(&self) {
+        self.dead.store(true, Ordering::SeqCst);
+        self.stop.notify_one();
+    }
+
+    /// Hands a raw `ModelStreamInferResponse` to the request it answers;
+    /// a decoupled request's reply comes back to be sent on its channel
+    /// (the reader waits there when the request is behind).
+    fn deliver(&self, raw: &[u8]) -> Option<(mpsc::Sender<Part>, Part)> {
         use prost::Message;
         let t = Instant::now();
         let reply = match pb::ModelStreamInferResponse::decode(raw) {
             Ok(r) => r,
             // Which request it answers is unknown: the stream cannot go on.
-            Err(_) => return self.fail_all(ErrorKind::Malformed),
+            Err(_) => {
+                self.fail_all(ErrorKind::Malformed, true);
+                return None;
+            }
         };
         let id = reply
             .infer_response
             .as_ref()
-            .map(|r| r.id.clone())
+            .map(|r| r.id.as_str())
             .unwrap_or_default();
-        let waiter = {
-            let mut p = self.pending.lock().expect("stream lock");
-            match p.remove(&id) {
-                Some(w) => Some(w),
-                // a reply without id: only unambiguous with one request out
-                None if id.is_empty() && p.len() == 1 => {
-                    let k = p.keys().next().cloned().expect("one pending");
-                    p.remove(&k)
-                }
-                // a late reply to a request that timed out
-                None => None,
-            }
+        let mut p = self.pending.lock().expect("stream lock");
+        let key = if p.contains_key(id) {
+            id.to_string()
+        } else if id.is_empty() && p.len() == 1 {
+            // a reply without id: only unambiguous with one request out
+            p.keys().next().cloned().expect("one pending")
+        } else {
+            // a late reply to a request that timed out or was cancelled
+            return None;
         };
-        if let Some(w) = waiter {
-            let r = if !reply.error_message.is_empty() {
-                Err(ErrorKind::StreamError)
-            } else {
-                match &reply.infer_response {
-                    Some(resp) => check_response(resp),
-                    None => Err(ErrorKind::Malformed),
+        match p.get(&key) {
+            Some(Waiter::Many(tx)) => {
+                let outcome = classify(&reply);
+                let tx = tx.clone();
+                // the request is over with its final reply or an error
+                if !matches!(outcome, Ok(Piece { last: false, .. })) {
+                    p.remove(&key);
                 }
-            };
-            let _ = w.send(r.map(|()| t.elapsed()));
+                drop(p);
+                let part = Part {
+                    at: t,
+                    recv: t.elapsed(),
+                    outcome,
+                };
+                Some((tx, part))
+            }
+            _ => {
+                let Some(Waiter::One(w)) = p.remove(&key) else {
+                    return None;
+                };
+                drop(p);
+                let r = if !reply.error_message.is_empty() {
+                    Err(ErrorKind::StreamError)
+                } else {
+                    match &reply.infer_response {
+                        Some(resp) => check_response(resp),
+                        None => Err(ErrorKind::Malformed),
+                    }
+                };
+                let _ = w.send(r.map(|()| t.elapsed()));
+                None
+            }
         }
     }
 }
@@ -709,7 +873,7 @@ impl GrpcClient {
             None => {
                 let msg = Encoded {
                     base: base.clone(),
-                    extra: encode_extra(params, None),
+                    extra: encode_extra(params, None, false),
                 };
                 let send = started.elapsed();
                 let mut g = self.raw.clone();
@@ -758,8 +922,96 @@ impl GrpcClient {
         params: Option<&Map<String, Value>>,
         cancel: &Cancel,
     ) -> Exchange {
-        let _ = (base, params, cancel);
-        Exchange::failed(ErrorKind::Malformed, Vec::new())
+        let started = Instant::now();
+        let Some(pool) = &self.streams else {
+            return Exchange::failed(ErrorKind::Malformed, Vec::new());
+        };
+        // the level is over before this request went out
+        if cancel.is_cancelled() {
+            return Exchange::failed(ErrorKind::Cancelled, Vec::new());
+        }
+        let stream = self.idle_stream(pool);
+        let id = stream.next_id.fetch_add(1, Ordering::Relaxed).to_string();
+        let msg = Encoded {
+            base: base.clone(),
+            extra: encode_extra(params, Some(&id), true),
+        };
+        let send = started.elapsed();
+        let (tx, mut rx) = mpsc::channel(PARTS_IN_FLIGHT);
+        {
+            let mut p = stream.pending.lock().expect("stream lock");
+            if stream.dead.load(Ordering::SeqCst) {
+                return Exchange::failed(ErrorKind::Connection, Vec::new());
+            }
+            p.insert(id.clone(), Waiter::Many(tx));
+        }
+        if stream.tx.send(msg).is_err() {
+            stream.pending.lock().expect("stream lock").remove(&id);
+            return Exchange::failed(ErrorKind::Connection, Vec::new());
+        }
+        let mut responses = Vec::new();
+        let mut recv = Duration::ZERO;
+        let deadline = tokio::time::sleep(self.timeout);
+        tokio::pin!(deadline);
+        let result = loop {
+            let part = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break Err(ErrorKind::Cancelled),
+                _ = &mut deadline => break Err(ErrorKind::Timeout),
+                part = rx.recv() => part,
+            };
+            // the reader is gone without a word: the stream ended
+            let Some(part) = part else {
+                break Err(ErrorKind::StreamIncomplete);
+            };
+            recv += part.recv;
+            match part.outcome {
+                Ok(piece) => {
+                    if piece.output {
+                        if let Err(k) = push_response(&mut responses, part.at) {
+                            break Err(k);
+                        }
+                    }
+                    if piece.last {
+                        break Ok(());
+                    }
+                }
+                Err(k) => break Err(k),
+            }
+        };
+        match &result {
+            // the request is over, the stream can take the next one
+            Ok(()) if !stream.dead.load(Ordering::SeqCst) => {
+                pool.lock().expect("stream pool lock").push(stream);
+            }
+            Ok(()) => {}
+            // the request may still run on the server (cut off here, an
+            // error reply, no final response in time): the call is
+            // cancelled so that the server stops, and the stream is not
+            // used again
+            Err(_) => {
+                stream.pending.lock().expect("stream lock").remove(&id);
+                stream.kill();
+            }
+        }
+        Exchange {
+            result,
+            time: ClientTime { send, recv },
+            responses,
+            tokens: None,
+        }
+    }
+
+    /// An idle stream of the pool, or a new one.
+    fn idle_stream(&self, pool: &Arc<Mutex<Vec<Arc<InferStream>>>>) -> Arc<InferStream> {
+        loop {
+            let s = pool.lock().expect("stream pool lock").pop();
+            match s {
+                Some(s) if !s.dead.load(Ordering::SeqCst) => break s,
+                Some(_) => continue,
+                None => break self.open_stream(),
+            }
+        }
     }
 
     async fn infer_streamed(
@@ -769,18 +1021,11 @@ impl GrpcClient {
         params: Option<&Map<String, Value>>,
         started: Instant,
     ) -> Result<ClientTime, ErrorKind> {
-        let stream = loop {
-            let s = pool.lock().expect("stream pool lock").pop();
-            match s {
-                Some(s) if !s.dead.load(Ordering::SeqCst) => break s,
-                Some(_) => continue,
-                None => break self.open_stream(),
-            }
-        };
+        let stream = self.idle_stream(pool);
         let id = stream.next_id.fetch_add(1, Ordering::Relaxed).to_string();
         let msg = Encoded {
             base: base.clone(),
-            extra: encode_extra(params, Some(&id)),
+            extra: encode_extra(params, Some(&id), false),
         };
         let send = started.elapsed();
         let (tx, rx) = oneshot::channel();
@@ -789,7 +1034,7 @@ impl GrpcClient {
             if stream.dead.load(Ordering::SeqCst) {
                 return Err(ErrorKind::Connection);
             }
-            p.insert(id.clone(), tx);
+            p.insert(id.clone(), Waiter::One(tx));
         }
         if stream.tx.send(msg).is_err() {
             stream.pending.lock().expect("stream lock").remove(&id);
@@ -813,11 +1058,13 @@ impl GrpcClient {
     /// server ends the stream or the stream is dropped.
     fn open_stream(&self) -> Arc<InferStream> {
         let (tx, rx) = mpsc::unbounded_channel();
+        let stop = Arc::new(tokio::sync::Notify::new());
         let stream = Arc::new(InferStream {
             tx,
             pending: Mutex::new(HashMap::new()),
             dead: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
+            stop: stop.clone(),
         });
         let reader = Arc::downgrade(&stream);
         let req = self.request(tokio_stream::wrappers::UnboundedReceiverStream::new(rx));
@@ -834,24 +1081,40 @@ impl GrpcClient {
                 )
                 .await
             };
-            let end = match opened.await {
-                Err(s) => kind_of(&s),
+            let opened = tokio::select! {
+                _ = stop.notified() => return,
+                r = opened => r,
+            };
+            let (end, was_open) = match opened {
+                Err(s) => (kind_of(&s), false),
                 Ok(resp) => {
                     let mut inbound = resp.into_inner();
-                    loop {
-                        match inbound.message().await {
-                            Ok(Some(raw)) => match reader.upgrade() {
-                                Some(s) => s.deliver(&raw),
-                                None => return,
-                            },
+                    let end = loop {
+                        let m = tokio::select! {
+                            _ = stop.notified() => return,
+                            m = inbound.message() => m,
+                        };
+                        match m {
+                            Ok(Some(raw)) => {
+                                let part = match reader.upgrade() {
+                                    Some(s) => s.deliver(&raw),
+                                    None => return,
+                                };
+                                if let Some((tx, part)) = part {
+                                    // a request that is gone (over,
+                                    // cancelled) no longer reads
+                                    let _ = tx.send(part).await;
+                                }
+                            }
                             Ok(None) => break ErrorKind::Connection,
                             Err(s) => break kind_of(&s),
                         }
-                    }
+                    };
+                    (end, true)
                 }
             };
             if let Some(s) = reader.upgrade() {
-                s.fail_all(end);
+                s.fail_all(end, was_open);
             }
         });
         stream
@@ -941,11 +1204,11 @@ mod tests {
         base.parameters
             .insert("priority".into(), parameter(&json!(1)).unwrap());
         let bytes = Bytes::from(base.encode_to_vec());
-        assert!(encode_extra(None, None).is_empty());
+        assert!(encode_extra(None, None, false).is_empty());
         let mut p = Map::new();
         p.insert("sequence_id".into(), json!(42));
         p.insert("sequence_start".into(), json!(true));
-        let extra = encode_extra(Some(&p), Some("7"));
+        let extra = encode_extra(Some(&p), Some("7"), false);
         let mut whole = bytes.to_vec();
         whole.extend_from_slice(&extra);
         let got = pb::ModelInferRequest::decode(&whole[..]).unwrap();
@@ -957,6 +1220,134 @@ mod tests {
             .insert("sequence_start".into(), parameter(&json!(true)).unwrap());
         assert_eq!(got, want);
         assert_eq!(got.raw_input_contents, base.raw_input_contents);
+    }
+
+    #[test]
+    fn decoupled_replies_are_classified() {
+        use prost::Message;
+        let flag = |v: ParameterChoice| {
+            let mut p = HashMap::new();
+            p.insert(
+                FINAL_RESPONSE.to_string(),
+                pb::InferParameter {
+                    parameter_choice: Some(v),
+                },
+            );
+            p
+        };
+        let output = pb::model_infer_response::InferOutputTensor {
+            name: "Y".into(),
+            ..Default::default()
+        };
+        let reply = |outputs: Vec<_>, parameters, error: &str| {
+            pb::ModelStreamInferResponse {
+                error_message: error.into(),
+                infer_response: Some(pb::ModelInferResponse {
+                    id: "1".into(),
+                    outputs,
+                    parameters,
+                    ..Default::default()
+                }),
+            }
+            .encode_to_vec()
+        };
+        let check = |b: Vec<u8>| check_stream_reply_bytes(&b);
+        // a response, not the last
+        assert_eq!(
+            check(reply(vec![output.clone()], HashMap::new(), "")),
+            Ok(Piece {
+                output: true,
+                last: false
+            })
+        );
+        assert_eq!(
+            check(reply(
+                vec![output.clone()],
+                flag(ParameterChoice::BoolParam(false)),
+                ""
+            )),
+            Ok(Piece {
+                output: true,
+                last: false
+            })
+        );
+        // the last response, with outputs or empty
+        assert_eq!(
+            check(reply(
+                vec![output.clone()],
+                flag(ParameterChoice::BoolParam(true)),
+                ""
+            )),
+            Ok(Piece {
+                output: true,
+                last: true
+            })
+        );
+        assert_eq!(
+            check(reply(vec![], flag(ParameterChoice::BoolParam(true)), "")),
+            Ok(Piece {
+                output: false,
+                last: true
+            })
+        );
+        // an error reply, whatever else it carries
+        assert_eq!(
+            check(reply(
+                vec![],
+                flag(ParameterChoice::BoolParam(true)),
+                "boom"
+            )),
+            Err(ErrorKind::StreamFailed)
+        );
+        // malformed: a flag that is not a boolean, no response, bad bytes
+        assert_eq!(
+            check(reply(vec![], flag(ParameterChoice::Int64Param(1)), "")),
+            Err(ErrorKind::Malformed)
+        );
+        assert_eq!(
+            check(pb::ModelStreamInferResponse::default().encode_to_vec()),
+            Err(ErrorKind::Malformed)
+        );
+        assert_eq!(check(vec![0xff, 0xff]), Err(ErrorKind::Malformed));
+    }
+
+    #[test]
+    fn responses_per_request_are_bounded() {
+        let at = Instant::now();
+        let mut r = vec![at; MAX_RESPONSES - 1];
+        assert_eq!(push_response(&mut r, at), Ok(()));
+        assert_eq!(r.len(), MAX_RESPONSES);
+        assert_eq!(push_response(&mut r, at), Err(ErrorKind::Malformed));
+        assert_eq!(r.len(), MAX_RESPONSES);
+    }
+
+    #[test]
+    fn decoupled_requests_ask_for_an_empty_final_response() {
+        use prost::Message;
+        let extra = encode_extra(None, Some("3"), true);
+        let m = pb::ModelInferRequest::decode(&extra[..]).unwrap();
+        assert_eq!(m.id, "3");
+        assert_eq!(
+            m.parameters[ENABLE_EMPTY_FINAL].parameter_choice,
+            Some(ParameterChoice::BoolParam(true))
+        );
+    }
+
+    #[test]
+    fn how_a_stream_end_fails_a_decoupled_request() {
+        use ErrorKind as K;
+        assert_eq!(end_of_stream_kind(&K::Connect, false), K::Connect);
+        assert_eq!(end_of_stream_kind(&K::Grpc(12), false), K::Grpc(12));
+        assert_eq!(end_of_stream_kind(&K::Grpc(13), true), K::StreamIncomplete);
+        assert_eq!(
+            end_of_stream_kind(&K::Connection, true),
+            K::StreamIncomplete
+        );
+        assert_eq!(
+            end_of_stream_kind(&K::Connection, false),
+            K::StreamIncomplete
+        );
+        assert_eq!(end_of_stream_kind(&K::TooLarge(9), true), K::TooLarge(9));
     }
 
     #[test]

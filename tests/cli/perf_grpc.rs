@@ -5,6 +5,10 @@
 //! them, the order of the steps of each sequence) and records what is
 //! wrong, so a run without errors shows the wire format is right; it can
 //! also fail or stall chosen requests, to check how perf counts them.
+//! Model "dec" is decoupled: it streams a known number of responses with
+//! known delays on `ModelStreamInfer`, then an empty final response (or
+//! puts the final flag on its last response), and can stop, fail or never
+//! end chosen requests.
 
 use crate::common::tritonctl;
 use serde_json::Value;
@@ -29,6 +33,46 @@ struct Behaviour {
     fail: Vec<u64>,
     /// The request with this number (from 1) takes this long.
     stall: Option<(u64, Duration)>,
+    /// How model "dec" streams.
+    dec: Dec,
+}
+
+/// Model "dec": `n` responses per request, the first `first` after the
+/// request came, then one every `gap`.
+#[derive(Clone)]
+struct Dec {
+    n: u64,
+    first: Duration,
+    gap: Duration,
+    /// The final flag on the last response instead of an empty final
+    /// response after it.
+    final_with_output: bool,
+    /// By request number (from 1) modulo 10: these requests go wrong.
+    faults: Vec<(u64, Fault)>,
+}
+
+impl Default for Dec {
+    fn default() -> Self {
+        Dec {
+            n: 4,
+            first: Duration::from_millis(30),
+            gap: Duration::from_millis(10),
+            final_with_output: false,
+            faults: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// The server ends the stream after this many responses.
+    Stop(u64),
+    /// An error reply after this many responses.
+    Error(u64),
+    /// Responses forever, never a final one.
+    Endless,
+    /// After this many responses, a reply whose final flag is a number.
+    Malformed(u64),
 }
 
 #[derive(Default)]
@@ -46,6 +90,11 @@ struct State {
     ok: AtomicU64,
     /// The models whose config was asked for, in order.
     configs: Mutex<Vec<String>>,
+    /// When the server saw a client cancel a decoupled request it was
+    /// still streaming (the stream reset).
+    cancelled: Mutex<Vec<Instant>>,
+    /// Responses with outputs sent by model "dec".
+    dec_responses: AtomicU64,
 }
 
 #[derive(Clone)]
@@ -73,7 +122,7 @@ fn width(model: &str) -> i64 {
 }
 
 fn known(model: &str) -> bool {
-    matches!(model, "m" | "seq" | "big" | "huge" | "ens")
+    matches!(model, "m" | "seq" | "big" | "huge" | "ens" | "dec")
 }
 
 /// Models whose requests are sequence steps: "seq" and the ensemble
@@ -207,6 +256,107 @@ impl Svc {
     }
 }
 
+type StreamTx = tokio::sync::mpsc::UnboundedSender<Result<pb::ModelStreamInferResponse, Status>>;
+
+impl Svc {
+    /// Streams the responses of one request to model "dec"; false when
+    /// the stream is to end (a fault, or the client is gone).
+    async fn decoupled(&self, r: pb::ModelInferRequest, n: u64, tx: &StreamTx) -> bool {
+        match r
+            .parameters
+            .get("triton_enable_empty_final_response")
+            .and_then(param)
+        {
+            Some(ParameterChoice::BoolParam(true)) => {}
+            other => {
+                self.bad(format!("triton_enable_empty_final_response {other:?}"));
+            }
+        }
+        if r.inputs.len() != 1
+            || r.raw_input_contents.len() != 1
+            || r.raw_input_contents[0].len() as i64 != r.inputs[0].shape.iter().product::<i64>() * 4
+        {
+            self.bad(format!("decoupled request {:?}", r.inputs));
+        }
+        let d = &self.b.dec;
+        let fault = d.faults.iter().find(|(k, _)| n % 10 == *k).map(|(_, f)| *f);
+        let reply = |output: bool, last: bool| {
+            let mut resp = pb::ModelInferResponse {
+                model_name: r.model_name.clone(),
+                id: r.id.clone(),
+                ..Default::default()
+            };
+            if output {
+                resp.outputs
+                    .push(pb::model_infer_response::InferOutputTensor {
+                        name: "Y".into(),
+                        datatype: "FP32".into(),
+                        shape: r.inputs[0].shape.clone(),
+                        ..Default::default()
+                    });
+                resp.raw_output_contents = r.raw_input_contents.clone();
+            }
+            resp.parameters.insert(
+                "triton_final_response".into(),
+                pb::InferParameter {
+                    parameter_choice: Some(ParameterChoice::BoolParam(last)),
+                },
+            );
+            Ok(pb::ModelStreamInferResponse {
+                error_message: String::new(),
+                infer_response: Some(resp),
+            })
+        };
+        let mut sent = 0;
+        loop {
+            tokio::time::sleep(if sent == 0 { d.first } else { d.gap }).await;
+            match fault {
+                Some(Fault::Stop(k)) if sent == k => return false,
+                Some(Fault::Malformed(k)) if sent == k => {
+                    let mut bad = reply(true, false);
+                    if let Ok(m) = &mut bad {
+                        let resp = m.infer_response.as_mut().unwrap();
+                        resp.parameters.insert(
+                            "triton_final_response".into(),
+                            pb::InferParameter {
+                                parameter_choice: Some(ParameterChoice::Int64Param(1)),
+                            },
+                        );
+                    }
+                    let _ = tx.send(bad);
+                    return true;
+                }
+                Some(Fault::Error(k)) if sent == k => {
+                    let _ = tx.send(Ok(pb::ModelStreamInferResponse {
+                        error_message: "injected failure".into(),
+                        infer_response: Some(pb::ModelInferResponse {
+                            model_name: r.model_name.clone(),
+                            id: r.id.clone(),
+                            ..Default::default()
+                        }),
+                    }));
+                    return true;
+                }
+                _ => {}
+            }
+            let last = !matches!(fault, Some(Fault::Endless)) && sent + 1 == d.n;
+            if tx.send(reply(true, last && d.final_with_output)).is_err() {
+                self.s.cancelled.lock().unwrap().push(Instant::now());
+                return false;
+            }
+            self.s.dec_responses.fetch_add(1, Ordering::SeqCst);
+            sent += 1;
+            if last {
+                if !d.final_with_output && tx.send(reply(false, true)).is_err() {
+                    return false;
+                }
+                self.s.ok.fetch_add(1, Ordering::Relaxed);
+                return true;
+            }
+        }
+    }
+}
+
 #[tonic::async_trait]
 impl GrpcInferenceService for Svc {
     async fn server_live(
@@ -286,6 +436,8 @@ impl GrpcInferenceService for Svc {
                 )),
                 _ => None,
             },
+            model_transaction_policy: (name == "dec")
+                .then_some(cfg::ModelTransactionPolicy { decoupled: true }),
             platform: if name == "ens" { "ensemble" } else { "" }.into(),
             backend: if name == "ens" { "" } else { "python" }.into(),
             ..Default::default()
@@ -332,7 +484,11 @@ impl GrpcInferenceService for Svc {
         r: Request<pb::ModelInferRequest>,
     ) -> Result<Response<pb::ModelInferResponse>, Status> {
         let n = self.s.unary.fetch_add(1, Ordering::SeqCst) + 1;
-        self.handle(r.into_inner(), n).await.map(Response::new)
+        let r = r.into_inner();
+        if r.model_name == "dec" {
+            return Err(self.bad("a unary request to a decoupled model".into()));
+        }
+        self.handle(r, n).await.map(Response::new)
     }
 
     type ModelStreamInferStream = std::pin::Pin<
@@ -357,6 +513,12 @@ impl GrpcInferenceService for Svc {
                 let name = req.model_name.clone();
                 if id.is_empty() {
                     me.bad("a stream request without id".into());
+                }
+                if name == "dec" {
+                    if me.decoupled(req, n, &tx).await {
+                        continue;
+                    }
+                    break;
                 }
                 let reply = match me.handle(req, n).await {
                     Ok(resp) => pb::ModelStreamInferResponse {
@@ -407,7 +569,14 @@ impl Server {
             rt.block_on(async move {
                 let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 ptx.send(l.local_addr().unwrap().port()).unwrap();
-                let incoming = tokio_stream::wrappers::TcpListenerStream::new(l);
+                // without Nagle's algorithm, as Triton's gRPC server: a
+                // small reply is not held back until the previous one is
+                // acknowledged
+                let incoming = tokio_stream::wrappers::TcpListenerStream::new(l).map(|c| {
+                    c.inspect(|c| {
+                        let _ = c.set_nodelay(true);
+                    })
+                });
                 tonic::transport::Server::builder()
                     .add_service(
                         GrpcInferenceServiceServer::new(svc)
@@ -857,4 +1026,407 @@ fn answers_above_max_response_bytes_are_not_read() {
         err.contains("larger than 10 bytes") && err.contains("--max-response-bytes"),
         "{err}"
     );
+}
+
+/// A run against model "dec" over gRPC streams, with `args` added.
+fn dec_run(s: &Server, args: &[&str]) -> (i32, Value) {
+    let url = s.url();
+    let mut a = vec!["-m", "dec", "-u", &url, "-i", "grpc", "--streaming"];
+    a.extend_from_slice(args);
+    perf_json(&a)
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_micros() as f64
+}
+
+/// Every successful request had the `n` responses of "dec", the first
+/// after about `d.first`, the others `d.gap` apart (sleeps on a shared
+/// machine are late, never early).
+fn assert_streamed(l: &Value, d: &Dec) {
+    let per = &l["responses_per_request"];
+    assert_eq!(per["mean"].as_f64(), Some(d.n as f64), "{l:#}");
+    assert_eq!(u(&per["max"]), d.n, "{l:#}");
+    assert!(u(&l["responses"]) >= d.n * u(&l["requests"]), "{l:#}");
+    let first = l["first_response_us"]["p50"].as_f64().unwrap();
+    assert!(
+        first >= us(d.first) && first < us(d.first) * 1.5,
+        "first response at {first} µs, the model waits {:?}: {l:#}",
+        d.first
+    );
+    let gap = l["inter_response_us"]["p50"].as_f64().unwrap();
+    assert!(
+        gap >= us(d.gap) * 0.8 && gap < us(d.gap) * 1.6,
+        "responses {gap} µs apart, the model waits {:?}: {l:#}",
+        d.gap
+    );
+    // the latency runs to the last response
+    let latency = l["latency_us"]["p50"].as_f64().unwrap();
+    let whole = us(d.first) + us(d.gap) * (d.n - 1) as f64;
+    assert!(latency >= whole * 0.95 && latency < whole * 1.5, "{l:#}");
+}
+
+#[test]
+fn decoupled_closed_loop_counts_every_response() {
+    for final_with_output in [false, true] {
+        let dec = Dec {
+            n: 5,
+            final_with_output,
+            ..Dec::default()
+        };
+        let s = Server::start(Behaviour {
+            dec: dec.clone(),
+            ..Behaviour::default()
+        });
+        let (code, doc) = dec_run(
+            &s,
+            &["--concurrency-range", "1:4:3", "--request-count", "24"],
+        );
+        assert_eq!(code, 0, "{doc:#}");
+        assert!(s.bad().is_empty(), "{:?}", s.bad());
+        assert_eq!(doc["decoupled"], true, "{doc:#}");
+        for l in doc["levels"].as_array().unwrap() {
+            assert_eq!(u(&l["requests"]), 24, "{l:#}");
+            assert_eq!(u(&l["errors"]), 0, "{l:#}");
+            assert_eq!(u(&l["cancelled"]), 0, "{l:#}");
+            assert_eq!(u(&l["responses"]), 5 * 24, "{l:#}");
+            assert_streamed(l, &dec);
+            assert_client_times(l);
+        }
+        // one stream per request in flight, reused
+        let opened = s.state.streams_opened.load(Ordering::SeqCst);
+        assert!((1..=5).contains(&opened), "{opened} streams");
+        assert!(s.state.cancelled.lock().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn decoupled_open_loop() {
+    let dec = Dec::default();
+    let s = Server::start(Behaviour {
+        dec: dec.clone(),
+        ..Behaviour::default()
+    });
+    let (code, doc) = dec_run(
+        &s,
+        &[
+            "--request-rate-range",
+            "40",
+            "--duration",
+            "1.5",
+            "--request-distribution",
+            "poisson",
+            "--max-error-rate",
+            "0",
+        ],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(s.bad().is_empty(), "{:?}", s.bad());
+    let l = &doc["levels"][0];
+    assert!(u(&l["requests"]) >= 30, "{l:#}");
+    assert_eq!(u(&l["errors"]), 0, "{l:#}");
+    assert_streamed(l, &dec);
+}
+
+#[test]
+fn decoupled_without_streaming_flag_goes_over_streams() {
+    let s = Server::start(Behaviour::default());
+    let url = s.url();
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "dec",
+            "-u",
+            &url,
+            "-i",
+            "grpc",
+            "--request-count",
+            "8",
+            "--format",
+            "json",
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("model 'dec' is decoupled") && err.contains("ModelStreamInfer"),
+        "{err}"
+    );
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let l = &doc["levels"][0];
+    assert_eq!(u(&l["errors"]), 0, "{l:#}");
+    assert_eq!(u(&l["responses"]), 4 * 8, "{l:#}");
+    assert_eq!(s.state.unary.load(Ordering::SeqCst), 0);
+    assert!(s.bad().is_empty(), "{:?}", s.bad());
+}
+
+/// Every tenth request, from the third, goes wrong with `fault`: it is
+/// counted as `key` and keeps the `partial` responses it had.
+fn decoupled_faults_are_counted(fault: Fault, key: &str, partial: usize) {
+    let s = Server::start(Behaviour {
+        dec: Dec {
+            faults: vec![(3, fault)],
+            ..Dec::default()
+        },
+        ..Behaviour::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("requests.jsonl");
+    let export_arg = export.to_str().unwrap();
+    let args = [
+        "--concurrency-range",
+        "2",
+        "--request-count",
+        "40",
+        "--export-requests",
+        export_arg,
+    ];
+    let (code, doc) = dec_run(&s, &args);
+    assert_eq!(
+        code, 1,
+        "an error rate of 10 % is above the default 0: {doc:#}"
+    );
+    let l = &doc["levels"][0];
+    assert_eq!(u(&l["requests"]), 40, "{l:#}");
+    assert_eq!(u(&l["errors"]), 4, "{l:#}");
+    let mut want = serde_json::Map::new();
+    want.insert(key.into(), 4.into());
+    assert_eq!(l["errors_by_kind"], Value::Object(want), "{l:#}");
+    // the others are whole
+    assert_eq!(
+        l["responses_per_request"]["mean"].as_f64(),
+        Some(4.0),
+        "{l:#}"
+    );
+    // a failed request keeps the responses it had
+    let text = std::fs::read_to_string(&export).unwrap();
+    let failed: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|v| v["error"] == key)
+        .collect();
+    assert_eq!(failed.len(), 4, "{text}");
+    for v in failed {
+        assert_eq!(v["response_us"].as_array().unwrap().len(), partial, "{v}");
+    }
+    // the same run passes with a tolerated error rate
+    let mut a = args.to_vec();
+    a.extend(["--max-error-rate", "0.2"]);
+    let (code, doc) = dec_run(&s, &a);
+    assert_eq!(code, 0, "{doc:#}");
+}
+
+#[test]
+fn decoupled_stream_ending_before_the_final_response_is_incomplete() {
+    decoupled_faults_are_counted(Fault::Stop(2), "stream_incomplete", 2);
+}
+
+#[test]
+fn decoupled_error_reply_mid_stream_is_a_stream_error() {
+    decoupled_faults_are_counted(Fault::Error(2), "stream_error", 2);
+}
+
+#[test]
+fn decoupled_malformed_reply_is_counted() {
+    decoupled_faults_are_counted(Fault::Malformed(2), "malformed", 2);
+}
+
+#[test]
+fn decoupled_stream_that_never_ends_times_out_and_is_cancelled() {
+    let s = Server::start(Behaviour {
+        dec: Dec {
+            faults: vec![(3, Fault::Endless)],
+            ..Dec::default()
+        },
+        ..Behaviour::default()
+    });
+    let started = Instant::now();
+    let (code, doc) = dec_run(
+        &s,
+        &[
+            "--concurrency-range",
+            "2",
+            "--duration",
+            "2",
+            "--timeout",
+            "300",
+            "--max-error-rate",
+            "1",
+        ],
+    );
+    let ended = Instant::now();
+    assert_eq!(code, 0, "{doc:#}");
+    let l = &doc["levels"][0];
+    assert!(u(&l["errors_by_kind"]["timeout"]) >= 1, "{l:#}");
+    assert_eq!(u(&l["errors"]), u(&l["errors_by_kind"]["timeout"]), "{l:#}");
+    assert!(u(&l["requests"]) > u(&l["errors"]), "{l:#}");
+    assert!(started.elapsed() < Duration::from_secs(15));
+    // the server saw the endless request cancelled while the run went on
+    let seen = s.state.cancelled.lock().unwrap().clone();
+    assert!(
+        seen.first()
+            .is_some_and(|t| *t + Duration::from_millis(500) < ended),
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn decoupled_requests_still_streaming_at_the_end_are_cancelled() {
+    // 8 responses over 0.8 s; a level of 1 s cuts the second request of
+    // each slot short
+    let s = Server::start(Behaviour {
+        dec: Dec {
+            n: 8,
+            first: Duration::from_millis(100),
+            gap: Duration::from_millis(100),
+            ..Dec::default()
+        },
+        ..Behaviour::default()
+    });
+    let started = Instant::now();
+    let (code, doc) = dec_run(
+        &s,
+        &[
+            "--concurrency-range",
+            "2",
+            "--duration",
+            "1",
+            "--max-error-rate",
+            "0",
+        ],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    let l = &doc["levels"][0];
+    assert_eq!(u(&l["errors"]), 0, "{l:#}");
+    assert!(u(&l["cancelled"]) >= 1, "{l:#}");
+    assert!(u(&l["requests"]) >= 1, "{l:#}");
+    assert_eq!(l["responses_per_request"]["max"], 8, "{l:#}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // the server learns it: its next response finds the stream reset
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while s.state.cancelled.lock().unwrap().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!s.state.cancelled.lock().unwrap().is_empty());
+}
+
+#[test]
+fn decoupled_export_lists_every_response() {
+    let s = Server::start(Behaviour::default());
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("requests.jsonl");
+    let (code, doc) = dec_run(
+        &s,
+        &[
+            "--concurrency-range",
+            "2",
+            "--request-count",
+            "10",
+            "--export-requests",
+            export.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    let text = std::fs::read_to_string(&export).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 10, "{text}");
+    let first = us(Dec::default().first) as u64;
+    let gap = us(Dec::default().gap) as u64;
+    for v in &lines {
+        assert_eq!(v["error"], Value::Null, "{v}");
+        let send = u(&v["send_us"]);
+        let r: Vec<u64> = v["response_us"].as_array().unwrap().iter().map(u).collect();
+        assert_eq!(r.len(), 4, "{v}");
+        assert!(r[0] >= send + first, "{v}");
+        assert!(r.windows(2).all(|w| w[1] >= w[0] + gap * 8 / 10), "{v}");
+    }
+}
+
+/// An HTTP server that knows only model "dec", decoupled: enough for
+/// `perf` to read its metadata and config. Counts inference requests.
+fn http_decoupled_server() -> (String, Arc<AtomicU64>) {
+    use std::io::{BufReader, Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("127.0.0.1:{}", l.local_addr().unwrap().port());
+    let infers = Arc::new(AtomicU64::new(0));
+    let counted = infers.clone();
+    std::thread::spawn(move || {
+        for stream in l.incoming() {
+            let Ok(stream) = stream else { return };
+            let counted = counted.clone();
+            std::thread::spawn(move || {
+                let mut out = stream.try_clone().unwrap();
+                let mut r = BufReader::new(stream);
+                while let Some((_, path, headers)) = crate::common::read_request_head(&mut r) {
+                    let len: usize = headers
+                        .get("content-length")
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                    let mut body = vec![0; len];
+                    if r.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let tensor =
+                        serde_json::json!({"name": "X", "datatype": "FP32", "shape": [-1, 4]});
+                    let (status, doc) = match path.as_str() {
+                        "/v2/models/dec" => (
+                            200,
+                            serde_json::json!({
+                                "name": "dec", "versions": ["1"], "platform": "python",
+                                "inputs": [tensor], "outputs": [{"name": "Y", "datatype": "FP32", "shape": [-1, 4]}],
+                            }),
+                        ),
+                        "/v2/models/dec/config" => (
+                            200,
+                            serde_json::json!({
+                                "name": "dec", "backend": "python", "max_batch_size": 8,
+                                "input": [{"name": "X", "data_type": "TYPE_FP32", "dims": [4]}],
+                                "output": [{"name": "Y", "data_type": "TYPE_FP32", "dims": [4]}],
+                                "model_transaction_policy": {"decoupled": true},
+                            }),
+                        ),
+                        p => {
+                            if p.ends_with("/infer") {
+                                counted.fetch_add(1, Ordering::SeqCst);
+                            }
+                            (404, serde_json::json!({"error": "not here"}))
+                        }
+                    };
+                    let body = doc.to_string();
+                    let head = format!(
+                        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    if out.write_all(format!("{head}{body}").as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, infers)
+}
+
+#[test]
+fn decoupled_over_http_infer_is_refused() {
+    let (url, infers) = http_decoupled_server();
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", "dec", "-u", &url, "--request-count", "5"])
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("model 'dec' is decoupled")
+            && err.contains("-i grpc")
+            && err.contains("--endpoint generate"),
+        "{err}"
+    );
+    assert_eq!(infers.load(Ordering::SeqCst), 0);
 }
