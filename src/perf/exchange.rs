@@ -24,6 +24,23 @@ pub struct Exchange {
     pub tokens: Option<Tokens>,
 }
 
+/// The most responses one request may bring: their arrival times are kept
+/// until the request ends, so a server streaming tiny replies or events
+/// without end must not fill memory before `--timeout` (16 MiB of times per
+/// request in flight). Far above what a generation streams; one more makes
+/// the request `malformed`.
+pub const MAX_RESPONSES: usize = 1 << 20;
+
+/// Keeps the arrival of one more response of a request, within
+/// [`MAX_RESPONSES`].
+pub fn push_response(responses: &mut Vec<Instant>, at: Instant) -> Result<(), ErrorKind> {
+    if responses.len() >= MAX_RESPONSES {
+        return Err(ErrorKind::Malformed);
+    }
+    responses.push(at);
+    Ok(())
+}
+
 /// The output tokens of one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tokens {
@@ -146,6 +163,16 @@ mod tests {
         drop(canceller);
         let r = tokio::time::timeout(Duration::from_millis(20), cancel.cancelled()).await;
         assert!(r.is_err(), "a dropped canceller did not fire");
+    }
+
+    #[test]
+    fn responses_per_request_are_bounded() {
+        let at = Instant::now();
+        let mut r = vec![at; MAX_RESPONSES - 1];
+        assert_eq!(push_response(&mut r, at), Ok(()));
+        assert_eq!(r.len(), MAX_RESPONSES);
+        assert_eq!(push_response(&mut r, at), Err(ErrorKind::Malformed));
+        assert_eq!(r.len(), MAX_RESPONSES);
     }
 
     #[test]

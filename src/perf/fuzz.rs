@@ -44,6 +44,7 @@ pub fn responses(data: &[u8]) {
     // gRPC messages
     use prost::Message;
     let _ = grpc::check_response_bytes(data);
+    let _ = grpc::check_stream_reply_bytes(data);
     let _ = pb::ModelStreamInferResponse::decode(data);
     if let Ok(m) = pb::ModelMetadataResponse::decode(data) {
         let meta = grpc::metadata_json(&m);

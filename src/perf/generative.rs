@@ -4,7 +4,7 @@
 //! (`/v1/chat/completions`, `/v1/completions`, streamed).
 
 use super::client::{keeps_alive, Client, ClientTime, ErrorKind, TimedBody};
-use super::exchange::{Cancel, Exchange, Tokens};
+use super::exchange::{push_response, Cancel, Exchange, Tokens};
 use super::model::ModelInfo;
 use super::sse::{self, Fed};
 use crate::tensor::DataType;
@@ -269,13 +269,6 @@ fn with_params(body: &Bytes, params: &Map<String, Value>) -> Bytes {
 /// after it; one that does not must not hold the request).
 const DONE_GRACE: Duration = Duration::from_millis(10);
 
-/// The most responses one request may bring: their arrival times are
-/// kept until the request ends, so a server streaming tiny events without
-/// end must not fill memory before `--timeout` (16 MiB of times per
-/// request in flight). Far above what a generation streams; a stream
-/// beyond it is counted as malformed.
-const MAX_RESPONSES: usize = 1 << 20;
-
 /// What a request has brought back so far: kept when it is cut off.
 #[derive(Debug, Default)]
 struct Got {
@@ -292,11 +285,7 @@ struct Got {
 
 impl Got {
     fn response(&mut self, at: Instant) -> Result<(), ErrorKind> {
-        if self.responses.len() >= MAX_RESPONSES {
-            return Err(ErrorKind::Malformed);
-        }
-        self.responses.push(at);
-        Ok(())
+        push_response(&mut self.responses, at)
     }
 }
 
@@ -631,6 +620,7 @@ pub fn fuzz_stream(data: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::perf::exchange::MAX_RESPONSES;
     use crate::perf::model::InputSpec;
 
     fn info(inputs: &[(&str, DataType, &[i64])]) -> ModelInfo {

@@ -14,7 +14,7 @@
 //! - failures are classified into the same [`ErrorKind`]s as HTTP.
 
 use super::client::{ClientTime, Endpoint, ErrorKind};
-use super::exchange::{Cancel, Exchange};
+use super::exchange::{push_response, Cancel, Exchange};
 use super::inputs::Body;
 use crate::tensor::DataType;
 use bytes::Bytes;
@@ -161,21 +161,6 @@ pub const FINAL_RESPONSE: &str = "triton_final_response";
 /// the request: a few, so that a request that stops reading holds the
 /// reader back instead of memory growing.
 const PARTS_IN_FLIGHT: usize = 64;
-
-/// Responses kept per decoupled request (their arrival times are kept
-/// until it ends): an endless stream of tiny replies cannot fill memory
-/// before `--timeout`; one more makes the request malformed. The same
-/// bound as the generative HTTP endpoints'.
-const MAX_RESPONSES: usize = 1 << 20;
-
-/// Keeps the arrival of one more response of a request.
-fn push_response(responses: &mut Vec<Instant>, at: Instant) -> Result<(), ErrorKind> {
-    if responses.len() >= MAX_RESPONSES {
-        return Err(ErrorKind::Malformed);
-    }
-    responses.push(at);
-    Ok(())
-}
 
 /// One reply to a decoupled model's request.
 #[derive(Debug, Clone)]
@@ -1309,16 +1294,6 @@ mod tests {
             Err(ErrorKind::Malformed)
         );
         assert_eq!(check(vec![0xff, 0xff]), Err(ErrorKind::Malformed));
-    }
-
-    #[test]
-    fn responses_per_request_are_bounded() {
-        let at = Instant::now();
-        let mut r = vec![at; MAX_RESPONSES - 1];
-        assert_eq!(push_response(&mut r, at), Ok(()));
-        assert_eq!(r.len(), MAX_RESPONSES);
-        assert_eq!(push_response(&mut r, at), Err(ErrorKind::Malformed));
-        assert_eq!(r.len(), MAX_RESPONSES);
     }
 
     #[test]
