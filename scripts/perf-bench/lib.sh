@@ -115,6 +115,7 @@ genai_venv() {
       || { bench_log "pip install $GENAI_PACKAGES failed"; return 1; }
     printf '%s' "$GENAI_PACKAGES" > "$venv/.packages"
   fi
+  # shellcheck disable=SC2034  # read by the scripts that source this file
   GENAI_PY="$venv/bin/python"
   for tool in aiperf stubllm; do
     [ -x "$venv/bin/$tool" ] || { bench_log "$venv/bin/$tool is missing"; return 1; }
