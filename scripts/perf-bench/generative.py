@@ -263,6 +263,11 @@ def report(args, run):
             if tc["output_tokens"] != "responses":
                 log(f"  tritonctl counted tokens from {tc['output_tokens']!r}, "
                     "expected 'responses' (the mock sends no usage)")
+            rounds_count = count * max(args.rounds, 1)
+            if tc["requests"] != rounds_count or ai["requests"] != rounds_count:
+                log(f"  requests measured: AIPerf {ai['requests']}, tritonctl "
+                    f"{tc['requests']}, asked {rounds_count}: FAIL")
+                ok = False
             if round(tc["tokens"]) != args.tokens or round(ai["tokens"]) != args.tokens:
                 log(f"  tokens per request: AIPerf {ai['tokens']}, tritonctl {tc['tokens']}, "
                     f"the mock sends {args.tokens}: FAIL")
