@@ -15,7 +15,8 @@
 //!   the client of either protocol the load uses;
 //! - [`grpc`]: the gRPC client (unary and streaming, decoupled models);
 //! - [`generative`]: Triton's generate extension and OpenAI-compatible
-//!   servers over HTTP (server-sent events);
+//!   servers over HTTP;
+//! - [`sse`]: server-sent events, read with a bound on one event's size;
 //! - [`exchange`]: what one request brought back (every response's
 //!   arrival), and the signal that cancels streams at the end of a level;
 //! - [`stats`]: the statistics extension, diffed around a level;
@@ -39,4 +40,5 @@ pub mod prompts;
 pub mod report;
 pub mod rng;
 pub mod schedule;
+pub mod sse;
 pub mod stats;
