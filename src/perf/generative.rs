@@ -103,6 +103,16 @@ pub fn bodies(spec: &BodySpec<'_>) -> Result<Vec<Bytes>, String> {
             let info = spec
                 .info
                 .ok_or("--endpoint generate needs the model's inputs")?;
+            // Triton 2.51 passes sequence_id and the flags of a generate
+            // request to the model as plain parameters, not as the
+            // sequence's correlation id, and so refuses every request to
+            // a sequence model (seen with Triton 2.51)
+            if info.sequence {
+                return Err(format!(
+                    "model '{}' takes sequences, and Triton's generate endpoint does not carry sequence ids: use --endpoint infer (with -i grpc for a decoupled model)",
+                    spec.model
+                ));
+            }
             let inputs = generate_inputs(info, spec.max_tokens)?;
             Ok(spec
                 .prompts
@@ -146,10 +156,14 @@ enum Fill {
 /// extension turns each top-level key named after an input into that
 /// input (a scalar into shape `[1]`, an array of N into `[N]`, the batch
 /// dim added for a batching model) and passes every other key as a request
-/// parameter (seen with Triton 2.51, docs/spec/reference-harness.md).
-/// BYTES inputs get the prompt; an input named `max_tokens` gets
-/// `--max-tokens`; a BOOL input named `stream` gets true (streaming
-/// models such as TensorRT-LLM's take it); other inputs get zeros.
+/// parameter (seen with Triton 2.51).
+/// BYTES inputs get the prompt, except one named `sampling_parameters`
+/// (the vLLM backend's JSON text of sampling settings), which gets
+/// `{"max_tokens": N}` with `--max-tokens`; an input named `max_tokens` gets
+/// `--max-tokens`; a BOOL input named `stream` gets whether the model is
+/// decoupled (the vLLM and TensorRT-LLM backends stream only when it is
+/// true); other inputs get zeros (a flat array for several dims: Triton
+/// 2.51 refuses nested arrays there).
 fn generate_inputs(
     info: &ModelInfo,
     max_tokens: Option<u64>,
@@ -170,8 +184,15 @@ fn generate_inputs(
                 )
             })? as usize;
         let fill = match (input.datatype, input.name.as_str()) {
+            (DataType::Bytes, "sampling_parameters") => {
+                let p = match max_tokens {
+                    Some(n) => json!({ "max_tokens": n }),
+                    None => json!({}),
+                };
+                Fill::Value(p.to_string().into(), elements)
+            }
             (DataType::Bytes, _) => Fill::Prompt(elements),
-            (DataType::Bool, "stream") => Fill::Value(true.into(), elements),
+            (DataType::Bool, "stream") => Fill::Value(info.decoupled.into(), elements),
             (DataType::Bool, _) => Fill::Value(false.into(), elements),
             (_, "max_tokens") if max_tokens.is_some() => {
                 Fill::Value(max_tokens.unwrap_or(0).into(), elements)
@@ -209,9 +230,9 @@ fn generate_body(inputs: &[(String, Fill)], max_tokens: Option<u64>, prompt: &st
     Value::Object(doc)
 }
 
-/// `body` (a JSON object) with `params` added as top-level keys: the
-/// generate extension passes them as request parameters (sequence id and
-/// flags).
+/// `body` (a JSON object) with `params` (sequence id and flags) added as
+/// top-level keys, where Triton's generate extension takes request
+/// parameters.
 fn with_params(body: &Bytes, params: &Map<String, Value>) -> Bytes {
     let text = body.trim_ascii_end();
     let Some(open) = text.strip_suffix(b"}") else {
@@ -276,7 +297,7 @@ pub async fn exchange(
     };
     match result {
         Ok(()) => {
-            let tokens = api.is_openai().then(|| match got.usage {
+            let tokens = api.is_openai().then_some(match got.usage {
                 Some(count) => Tokens {
                     count,
                     from_usage: true,
@@ -536,6 +557,45 @@ fn openai_event(api: Api, data: &[u8], at: Instant, got: &mut Got) -> Result<(),
     Ok(())
 }
 
+/// For the `perf_sse` fuzz target (`fuzz/fuzz_targets/perf_sse.rs`): an
+/// event stream (the first byte picks the event limit, the second how the
+/// rest is split into frames) read whole and frame by frame, which must
+/// give the same events, none above the limit; each event's data is read
+/// as both kinds of server would send it. Panics on a difference.
+#[doc(hidden)]
+pub fn fuzz_stream(data: &[u8]) {
+    let [a, b, rest @ ..] = data else {
+        return;
+    };
+    let limit = u64::from(*a) * 4 + 1;
+    let step = usize::from(*b).max(1);
+    let read = |frames: &mut dyn Iterator<Item = &[u8]>| {
+        let mut p = sse::Parser::new(limit);
+        let mut events = Vec::new();
+        for f in frames {
+            let r = p.feed(f, |e| {
+                assert!(e.data.len() as u64 <= limit, "an event above the limit");
+                events.push((e.kind.to_vec(), e.data.to_vec()));
+                ControlFlow::Continue(())
+            });
+            if r.is_err() {
+                return (events, None);
+            }
+        }
+        (events, Some(p.in_event()))
+    };
+    let whole = read(&mut std::iter::once(rest));
+    let split = read(&mut rest.chunks(step));
+    assert_eq!(whole, split, "the events depend on how the stream is split");
+    let at = Instant::now();
+    for (_, data) in &whole.0 {
+        let _ = triton_event(data);
+        for api in [Api::OpenAiChat, Api::OpenAiCompletions] {
+            let _ = openai_event(api, data, at, &mut Got::default());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -619,6 +679,27 @@ mod tests {
                 json!({"text_input": "hello there", "n": 0, "f": [0.0, 0.0], "stream": true, "max_tokens": 12})
             ]
         );
+        let mut plain = m.clone();
+        plain.decoupled = false;
+        spec.info = Some(&plain);
+        assert_eq!(
+            docs(&spec)[0]["stream"],
+            false,
+            "not decoupled: not streamed"
+        );
+        // the vLLM backend's inputs
+        let vllm = info(&[
+            ("text_input", DataType::Bytes, &[1]),
+            ("stream", DataType::Bool, &[1]),
+            ("sampling_parameters", DataType::Bytes, &[1]),
+        ]);
+        spec.info = Some(&vllm);
+        assert_eq!(
+            docs(&spec),
+            vec![
+                json!({"text_input": "hello there", "stream": true, "sampling_parameters": "{\"max_tokens\":12}", "max_tokens": 12})
+            ]
+        );
         // without an input of that name, max_tokens is a request parameter
         let m = info(&[("PROMPT", DataType::Bytes, &[2])]);
         spec.info = Some(&m);
@@ -636,6 +717,10 @@ mod tests {
         assert!(bodies(&spec).unwrap_err().contains("'x'"));
         spec.info = None;
         assert!(bodies(&spec).is_err());
+        let mut seq = info(&[("text_input", DataType::Bytes, &[1])]);
+        seq.sequence = true;
+        spec.info = Some(&seq);
+        assert!(bodies(&spec).unwrap_err().contains("takes sequences"));
     }
 
     #[test]
@@ -652,6 +737,19 @@ mod tests {
         let b = with_params(&Bytes::from_static(b"{ }"), &p);
         let v: Value = serde_json::from_slice(&b).unwrap();
         assert_eq!(v, json!({"sequence_id": 5, "sequence_start": true}));
+    }
+
+    #[test]
+    fn fuzz_entry_agrees_on_random_streams() {
+        // bytes drawn from the characters that matter to the format
+        let alphabet = b"data: event:\r\n\n{}\"[DONE]error,choices";
+        let mut rng = crate::perf::rng::Rng::new(7);
+        for _ in 0..2000 {
+            let len = rng.below(200) as usize;
+            let mut input = vec![rng.below(64) as u8, rng.below(8) as u8];
+            input.extend((0..len).map(|_| alphabet[rng.below(alphabet.len() as u64) as usize]));
+            fuzz_stream(&input);
+        }
     }
 
     #[test]

@@ -4,10 +4,12 @@
 //! returns the usage message the command shows (exit status 2); the
 //! command calls them in the order of its arguments' checks.
 
+use super::generative::Api;
 use super::inputs::{DataFile, InputData};
 use super::load::Window;
 use super::rng::Rng;
 use super::schedule::{self, Level};
+use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -120,21 +122,105 @@ pub fn check_sequence_length_variation(v: f64) -> Result<(), String> {
     Ok(())
 }
 
-/// `--input-data`: `random`, `zero`, or a JSON data file (then the
-/// tensors it does not give are random).
-pub fn input_data(spec: &str) -> Result<(InputData, Option<DataFile>), String> {
-    match InputData::parse(spec) {
-        Ok(d) => Ok((d, None)),
-        Err(_) => {
-            let text =
-                crate::files::read_file_to_string(std::path::Path::new(spec)).map_err(|e| {
-                    format!(
-                    "--input-data '{spec}' is not 'random', 'zero' or a readable JSON file: {e}"
-                )
-                })?;
-            Ok((InputData::Random, Some(DataFile::parse(spec, &text)?)))
-        }
+/// `--input-data`: `random`, `zero`, a JSON data file in perf_analyzer's
+/// format (then the tensors it does not give are random), or a file of
+/// prompts as JSON Lines (see [`parse_prompts`]) for the generative
+/// endpoints. Returns the values, the data file and the prompts; a file
+/// that does not fit `api` is refused.
+#[allow(clippy::type_complexity)]
+pub fn input_data(
+    spec: &str,
+    api: Api,
+) -> Result<(InputData, Option<DataFile>, Option<Vec<String>>), String> {
+    if let Ok(d) = InputData::parse(spec) {
+        return Ok((d, None, None));
     }
+    let text = crate::files::read_file_to_string(std::path::Path::new(spec)).map_err(|e| {
+        format!("--input-data '{spec}' is not 'random', 'zero' or a readable JSON file: {e}")
+    })?;
+    if holds_prompts(&text) {
+        if api == Api::Infer {
+            return Err(format!(
+                "--input-data '{spec}' holds prompts (JSON Lines), which only the generative endpoints take (--endpoint generate, openai-chat or openai-completions)"
+            ));
+        }
+        return Ok((InputData::Random, None, Some(parse_prompts(spec, &text)?)));
+    }
+    if api != Api::Infer {
+        return Err(format!(
+            "--input-data '{spec}' is perf_analyzer's input-data JSON; --endpoint {} takes prompts as JSON Lines (one {{\"text\": \"...\"}} per line)",
+            api.name()
+        ));
+    }
+    Ok((InputData::Random, Some(DataFile::parse(spec, &text)?), None))
+}
+
+/// Whether a file's text is prompts as JSON Lines rather than
+/// perf_analyzer's input-data JSON (one document with `data`): its first
+/// line that is not blank is a JSON document of its own that is a string
+/// or an object with `text` or `prompt`, or a document of its own that the
+/// whole text is not.
+fn holds_prompts(text: &str) -> bool {
+    let Some(first) = text.lines().map(str::trim).find(|l| !l.is_empty()) else {
+        return false;
+    };
+    match serde_json::from_str::<Value>(first) {
+        Ok(Value::String(_)) => true,
+        Ok(Value::Object(o)) => {
+            o.contains_key("text")
+                || o.contains_key("prompt")
+                || serde_json::from_str::<Value>(text).is_err()
+        }
+        Ok(_) => serde_json::from_str::<Value>(text).is_err(),
+        Err(_) => false,
+    }
+}
+
+/// Prompts as JSON Lines: each line `{"text": "..."}`, `{"prompt":
+/// "..."}` or a JSON string; blank lines are skipped. An error names
+/// `FILE:LINE:COL`.
+pub fn parse_prompts(name: &str, text: &str) -> Result<Vec<String>, String> {
+    let mut prompts = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = |col: usize| format!("{name}:{}:{col}", i + 1);
+        let v: Value = serde_json::from_str(line).map_err(|e| {
+            // serde's text ends with its own position
+            let msg = e.to_string();
+            let msg = msg
+                .rsplit_once(" at line ")
+                .map_or(msg.as_str(), |(m, _)| m);
+            format!("{}: not JSON: {msg}", at(e.column().max(1)))
+        })?;
+        let col = line.len() - line.trim_start().len() + 1;
+        let prompt = match v {
+            Value::String(s) => s,
+            Value::Object(mut o) => match o.remove("text").or_else(|| o.remove("prompt")) {
+                Some(Value::String(s)) => s,
+                _ => {
+                    return Err(format!(
+                    "{}: expected {{\"text\": \"...\"}}, {{\"prompt\": \"...\"}} or a JSON string",
+                    at(col)
+                ))
+                }
+            },
+            _ => {
+                return Err(format!(
+                    "{}: expected {{\"text\": \"...\"}}, {{\"prompt\": \"...\"}} or a JSON string",
+                    at(col)
+                ))
+            }
+        };
+        prompts.push(prompt);
+    }
+    if prompts.is_empty() {
+        return Err(format!(
+            "{name}: no prompts (JSON Lines, one {{\"text\": \"...\"}} per line)"
+        ));
+    }
+    Ok(prompts)
 }
 
 /// `--warmup` (seconds), `--max-error-rate` and `--timeout` (ms).
@@ -226,5 +312,41 @@ pub fn sequence_ids(range: Option<&str>) -> Result<(u64, u64), String> {
             }
             Ok((start, end - start))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_as_json_lines() {
+        let text = "{\"text\": \"a b\"}\n\n  \r\n\"plain\"\r\n{\"prompt\": \"p\", \"x\": 1}\n";
+        assert!(holds_prompts(text));
+        assert_eq!(parse_prompts("f", text).unwrap(), ["a b", "plain", "p"]);
+        let e = parse_prompts("f.jsonl", "\"ok\"\n\n  {\"text\": 3}\n").unwrap_err();
+        assert!(e.starts_with("f.jsonl:3:3: expected"), "{e}");
+        let e = parse_prompts("f.jsonl", "\"ok\"\n{\"text\": \"x\",,}\n").unwrap_err();
+        assert!(e.starts_with("f.jsonl:2:14: not JSON: "), "{e}");
+        assert!(!e.contains(" at line "), "{e}");
+        assert!(parse_prompts("f", "\n \n")
+            .unwrap_err()
+            .contains("no prompts"));
+    }
+
+    #[test]
+    fn prompt_files_and_data_files_are_told_apart() {
+        // perf_analyzer's input-data JSON, on one line or pretty-printed
+        assert!(!holds_prompts(r#"{"data": [{"X": [1]}]}"#));
+        assert!(!holds_prompts(
+            "{\n  \"data\": [\n    {\"X\": [1]}\n  ]\n}\n"
+        ));
+        // a broken data file is reported as one (by DataFile::parse)
+        assert!(!holds_prompts("{\n  \"data\": [\n"));
+        assert!(!holds_prompts(""));
+        // prompts, even a single one, or a bad line after a good one
+        assert!(holds_prompts("{\"text\": \"x\"}"));
+        assert!(holds_prompts("\"x\"\n{bad\n"));
+        assert!(holds_prompts("{\"other\": 1}\n{\"other\": 2}\n"));
     }
 }

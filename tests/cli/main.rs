@@ -24,6 +24,8 @@ mod paths;
 #[cfg(feature = "perf")]
 mod perf;
 #[cfg(feature = "perf")]
+mod perf_generative;
+#[cfg(feature = "perf")]
 mod perf_grpc;
 #[cfg(feature = "perf")]
 mod perf_hostile;

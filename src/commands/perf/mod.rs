@@ -62,7 +62,7 @@ pub fn run(
             "--prompt-words and --max-tokens are for generative endpoints (--endpoint generate, openai-chat or openai-completions)".into(),
         ));
     }
-    if api.is_openai() && args.batch_size != 1 {
+    if api != Api::Infer && args.batch_size != 1 {
         return Err(usage(format!(
             "--endpoint {} sends one prompt per request: use -b 1",
             api.name()
@@ -96,7 +96,13 @@ pub fn run(
     })
     .map_err(usage)?;
     check::check_sequence_length_variation(args.sequence_length_variation).map_err(usage)?;
-    let (input_data, data_file) = check::input_data(&args.input_data).map_err(usage)?;
+    let (input_data, data_file, prompts) =
+        check::input_data(&args.input_data, api).map_err(usage)?;
+    if prompts.is_some() && prompt_words.is_some() {
+        return Err(usage(
+            "--prompt-words makes synthetic prompts: leave it out when --input-data gives a prompt file".into(),
+        ));
+    }
     check::check_limits(args.warmup, args.max_error_rate, args.timeout).map_err(usage)?;
     check::check_maxima(
         args.max_concurrency,
@@ -149,7 +155,7 @@ pub fn run(
         sequence_ids,
         num_sequences: args.num_of_sequences,
         api,
-        prompts: None,
+        prompts: prompts.map(Arc::new),
         prompt_words,
         max_tokens: args.max_tokens,
     };
