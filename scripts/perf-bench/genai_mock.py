@@ -10,9 +10,10 @@ every 4 characters. The content here is words `w0 w1 ...` of at most 3
 letters followed by a space, so one chunk is one word, and one word is one
 token of the tokenizer below: AIPerf's token count (its tokenizer on the
 text) and tritonctl's (one response per chunk; the mock sends no `usage`)
-are the same number. (mockllm, the other mock of docs/spec/reference-
-harness.md, sends one character per chunk with a random delay of 50-150 %
-of its base gap, and no separate first-token delay.)
+are the same number. (mockllm, the mock named in
+docs/spec/reference-harness.md, sends one character per chunk with a
+random delay of 50-150 % of its base gap, and no separate first-token
+delay.)
 """
 
 import ctypes
