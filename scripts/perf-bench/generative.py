@@ -275,14 +275,15 @@ def report(args, run):
         log()
     if any(tc is not None for _, _, _, tc in results):
         log(f"{'conc':>4} | {'TTFT p50 ms AI/tc':>18} | {'ITL mean ms AI/tc':>18} | "
-            f"{'req/s AI/tc':>14} | {'CPU ms/req AI/tc':>18} | ratios ttft itl req/s")
+            f"{'req/s AI/tc':>14} | {'CPU ms/req AI/tc':>18} | ratios ttft itl req/s | "
+            "CPU AI/tc")
         for conc, _, ai, tc in results:
             cpu = lambda r: r["cpu"] / max(r["requests"], 1) * 1e3
             log(f"{conc:>4} | {ai['ttft_p50']:>8.1f}/{tc['ttft_p50']:<9.1f} | "
                 f"{ai['itl_mean']:>8.2f}/{tc['itl_mean']:<9.2f} | "
                 f"{ai['rps']:>6.2f}/{tc['rps']:<7.2f} | {cpu(ai):>8.2f}/{cpu(tc):<9.3f} | "
                 f"{tc['ttft_p50'] / ai['ttft_p50']:.3f} {tc['itl_mean'] / ai['itl_mean']:.3f} "
-                f"{tc['rps'] / ai['rps']:.3f}")
+                f"{tc['rps'] / ai['rps']:.3f}       | {cpu(ai) / max(cpu(tc), 1e-9):.0f}x")
         log()
         log(f"ratio = tritonctl / AIPerf; PASS within 1 +- {tol}; latencies in ms; CPU = "
             "user+sys of each tool's process tree per measured request (start-up included)")
