@@ -265,6 +265,9 @@ struct Got {
     responses: Vec<Instant>,
     /// OpenAI: `usage.completion_tokens` of the last chunk that had it.
     usage: Option<u64>,
+    /// OpenAI: `[DONE]` came; the request is complete even when it is
+    /// cut off while the end of the body is awaited.
+    done: bool,
     /// The client's send time, and its time parsing events.
     send: Duration,
     recv: Duration,
@@ -295,6 +298,7 @@ pub async fn exchange(
             () = cancel.cancelled() => Err(ErrorKind::Cancelled),
         }
     };
+    let result = if got.done { Ok(()) } else { result };
     match result {
         Ok(()) => {
             let tokens = api.is_openai().then_some(match got.usage {
@@ -445,6 +449,7 @@ async fn request(
                 triton_event(e.data).map(|()| got.responses.push(at))
             } else if e.data.trim_ascii() == b"[DONE]" {
                 outcome = Some(Ok(()));
+                got.done = true;
                 return ControlFlow::Break(());
             } else {
                 openai_event(api, e.data, at, got)

@@ -40,6 +40,8 @@ enum Fault {
     Endless,
     /// HTTP 500 instead of a stream.
     Status500,
+    /// OpenAI: `[DONE]`, but the body does not end.
+    NoEnd,
 }
 
 #[derive(Clone)]
@@ -300,6 +302,10 @@ fn stream_events(
             ))?;
         }
         ok(chunk(s, &event("[DONE]")))?;
+        if fault == Some(Fault::NoEnd) {
+            std::thread::sleep(Duration::from_secs(3));
+            return Ok(false);
+        }
     }
     // the end of the chunked body
     s.write_all(b"0\r\n\r\n").map_err(|_| ())?;
@@ -644,6 +650,36 @@ fn an_event_that_is_not_json_is_malformed() {
             &["--max-error-rate", "0.5"],
         );
     }
+}
+
+#[test]
+fn done_without_the_end_of_the_body_is_complete_but_the_connection_is_not_reused() {
+    let mut g = Gen::new(Api::Chat);
+    g.fault = Some(Fault::NoEnd);
+    let s = Server::start(g);
+    let url = s.url();
+    let started = Instant::now();
+    let (code, v, err) = perf(&[
+        "-m",
+        "llm",
+        "-u",
+        &url,
+        "--endpoint",
+        "openai-chat",
+        "--request-count",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{v:#}\n{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "no request waited for the end"
+    );
+    let l = &v["levels"][0];
+    assert_eq!(
+        (u(&l["requests"]), u(&l["errors"]), u(&l["responses"])),
+        (3, 0, 12)
+    );
+    assert_eq!(s.seen.connections.load(Ordering::SeqCst), 3);
 }
 
 #[test]
