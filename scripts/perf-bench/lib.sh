@@ -7,11 +7,17 @@
 #                   sets PA_BIN, and PA_LD_PATH to the LD_LIBRARY_PATH it
 #                   needs (use: LD_LIBRARY_PATH=$PA_LD_PATH $PA_BIN ...)
 #   bench_tritonctl pick the tritonctl binary; sets TRITONCTL_BIN
+#   genai_venv      a venv in $PERF_BENCH_CACHE with AIPerf, the stubllm mock
+#                   OpenAI-compatible server and the tokenizer packages
+#                   (versions pinned below), once; sets GENAI_PY, its python
 #
 # Settings:
 #   PERF_BENCH_CACHE   downloads (default ${TMPDIR:-/tmp}/perf-bench/cache)
 #   TRITONCTL          tritonctl binary (default target/release/tritonctl,
 #                      built with `cargo build --release` when missing)
+
+# The generative benches' packages from PyPI, pinned so that runs compare.
+GENAI_PACKAGES="aiperf==0.13.0 stubllm==0.1.5 tokenizers==0.23.3 transformers==5.24.0"
 
 bench_log() { echo "${BENCH_LOG_PREFIX:-perf-bench}: $*" >&2; }
 
@@ -94,4 +100,24 @@ bench_tritonctl() {
     fi
   fi
   [ -x "$TRITONCTL_BIN" ] || { bench_log "no tritonctl binary at $TRITONCTL_BIN"; return 1; }
+}
+
+genai_venv() {
+  local venv; venv="$(bench_cache_dir)/genai-venv"
+  mkdir -p "$(dirname "$venv")"
+  # a marker names the packages installed, so a new pin reinstalls
+  if [ "$(cat "$venv/.packages" 2>/dev/null)" != "$GENAI_PACKAGES" ]; then
+    bench_log "installing $GENAI_PACKAGES into $venv"
+    rm -rf "$venv"
+    python3 -m venv "$venv" || { bench_log "cannot create $venv"; return 1; }
+    # shellcheck disable=SC2086
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $GENAI_PACKAGES >&2 \
+      || { bench_log "pip install $GENAI_PACKAGES failed"; return 1; }
+    printf '%s' "$GENAI_PACKAGES" > "$venv/.packages"
+  fi
+  # shellcheck disable=SC2034  # read by the scripts that source this file
+  GENAI_PY="$venv/bin/python"
+  for tool in aiperf stubllm; do
+    [ -x "$venv/bin/$tool" ] || { bench_log "$venv/bin/$tool is missing"; return 1; }
+  done
 }
