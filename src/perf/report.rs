@@ -327,7 +327,8 @@ impl PerfReport {
                 if self.decoupled { ", decoupled" } else { "" }
             ),
             e => format!(
-                "endpoint {e}{}",
+                "endpoint {e}{}{}",
+                if self.decoupled { ", decoupled" } else { "" },
                 match self.output_tokens.as_deref() {
                     Some("responses") => ", tokens counted as responses",
                     Some(_) => ", tokens from usage",
