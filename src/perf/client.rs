@@ -37,8 +37,8 @@ const BODY_PIECE: usize = 64 * 1024;
 /// A request body handed over in pieces, remembering when the last piece
 /// was taken.
 pub(super) struct TimedBody {
-    pub(super) data: Bytes,
-    pub(super) sent: Arc<OnceLock<Instant>>,
+    data: Bytes,
+    sent: Arc<OnceLock<Instant>>,
 }
 
 impl hyper::body::Body for TimedBody {
@@ -288,33 +288,14 @@ impl Client {
         limit: u64,
     ) -> Result<Answer, ErrorKind> {
         let mut conn = self.take().await?;
-        let mut req = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(hyper::header::HOST, &self.cfg.endpoint.authority);
+        let mut req = self.request(method, path);
         if let Some(ct) = content_type {
             req = req.header(hyper::header::CONTENT_TYPE, ct);
         }
         if let Some(n) = header_len {
             req = req.header("Inference-Header-Content-Length", n);
         }
-        for (k, v) in &self.cfg.headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        let sent = Arc::new(OnceLock::new());
-        let req = req
-            .body(TimedBody {
-                data: body,
-                sent: sent.clone(),
-            })
-            .map_err(|_| ErrorKind::Connection)?;
-        conn.ready().await.map_err(|_| ErrorKind::Connection)?;
-        let resp = conn
-            .send_request(req)
-            .await
-            .map_err(|_| ErrorKind::Connection)?;
-        let head_at = Instant::now();
-        let sent_at = sent.get().copied();
+        let (resp, head_at, sent_at) = self.start(&mut conn, req, body).await?;
         let (parts, body) = resp.into_parts();
         // a Content-Length above the limit is refused unread; a chunked or
         // endless body stops at the limit (the connection is then dropped)
@@ -348,6 +329,49 @@ impl Client {
             sent_at,
             head_at,
         })
+    }
+
+    /// A request to `path` with the Host header and the `-H` headers.
+    pub(super) fn request(&self, method: Method, path: &str) -> hyper::http::request::Builder {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(hyper::header::HOST, &self.cfg.endpoint.authority);
+        for (k, v) in &self.cfg.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        req
+    }
+
+    /// Sends `req` with `body` (handed over in pieces) on `conn` and waits
+    /// for the answer's head; with when it came and when the transport took
+    /// the last piece of the body.
+    pub(super) async fn start(
+        &self,
+        conn: &mut Conn,
+        req: hyper::http::request::Builder,
+        body: Bytes,
+    ) -> Result<
+        (
+            hyper::Response<hyper::body::Incoming>,
+            Instant,
+            Option<Instant>,
+        ),
+        ErrorKind,
+    > {
+        let sent = Arc::new(OnceLock::new());
+        let req = req
+            .body(TimedBody {
+                data: body,
+                sent: sent.clone(),
+            })
+            .map_err(|_| ErrorKind::Connection)?;
+        conn.ready().await.map_err(|_| ErrorKind::Connection)?;
+        let resp = conn
+            .send_request(req)
+            .await
+            .map_err(|_| ErrorKind::Connection)?;
+        Ok((resp, Instant::now(), sent.get().copied()))
     }
 
     /// GET `path`, bounded by the response limit of discovery answers.

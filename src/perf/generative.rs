@@ -3,20 +3,19 @@
 //! for decoupled models) and OpenAI-compatible servers
 //! (`/v1/chat/completions`, `/v1/completions`, streamed).
 
-use super::client::{keeps_alive, Client, ClientTime, ErrorKind, TimedBody};
+use super::client::{keeps_alive, Client, ClientTime, ErrorKind};
 use super::exchange::{push_response, Cancel, Exchange, Tokens};
 use super::model::ModelInfo;
 use super::sse::{self, Fed};
 use crate::tensor::DataType;
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use hyper::{Method, Request, StatusCode};
+use hyper::{Method, StatusCode};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 use std::ops::ControlFlow;
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The API requests go to (`--endpoint`).
@@ -355,37 +354,15 @@ async fn request(
         None => body.clone(),
     };
     let streamed = api != Api::Generate || path.ends_with("/generate_stream");
-    let cfg = client.config();
     let mut conn = client.take().await?;
-    let mut req = Request::builder()
-        .method(Method::POST)
-        .uri(path)
-        .header(hyper::header::HOST, &cfg.endpoint.authority)
+    let mut req = client
+        .request(Method::POST, path)
         .header(hyper::header::CONTENT_TYPE, "application/json");
     if streamed {
         req = req.header(hyper::header::ACCEPT, "text/event-stream");
     }
-    for (k, v) in &cfg.headers {
-        req = req.header(k.as_str(), v.as_str());
-    }
-    let sent = Arc::new(OnceLock::new());
-    let req = req
-        .body(TimedBody {
-            data: body,
-            sent: sent.clone(),
-        })
-        .map_err(|_| ErrorKind::Connection)?;
-    conn.ready().await.map_err(|_| ErrorKind::Connection)?;
-    let resp = conn
-        .send_request(req)
-        .await
-        .map_err(|_| ErrorKind::Connection)?;
-    let head_at = Instant::now();
-    got.send = sent
-        .get()
-        .copied()
-        .unwrap_or(head_at)
-        .saturating_duration_since(started);
+    let (resp, head_at, sent) = client.start(&mut conn, req, body).await?;
+    got.send = sent.unwrap_or(head_at).saturating_duration_since(started);
     let (parts, mut body) = resp.into_parts();
     let limit = client.infer_limit();
     let reusable = keeps_alive(parts.version, &parts.headers);

@@ -514,8 +514,8 @@ fn model_path(model: &str, version: &Option<String>) -> String {
 
 /// Runs every level. Blocking: builds its own runtime. With `export`,
 /// one JSON line per measured request is written to it as the run goes
-/// (`--export-requests`); a failed write ends the run with
-/// [`StartError::Export`].
+/// (`--export-requests`); after a failed write the run goes on without
+/// writing and ends with [`StartError::Export`].
 pub fn run(
     opts: &PerfOptions,
     progress: Arc<Progress>,
