@@ -30,6 +30,13 @@ pub fn shared_dir() -> Option<PathBuf> {
 /// The path of the built `tritonctl` binary, for the few tests that hand it
 /// to another program (a script that runs it) or need a raw child process
 /// ([`Tritonctl::command`]).
+/// A port on 127.0.0.1 where nothing listens (the kernel's choice, closed
+/// again at once): for tests of a refused connection.
+pub fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
 pub fn tritonctl_path() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_tritonctl"))
 }

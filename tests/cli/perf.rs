@@ -869,10 +869,7 @@ fn open_loop_corrects_coordinated_omission() {
 
 #[test]
 fn unreachable_server_is_exit_2() {
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = crate::common::closed_port();
     let (code, out, err) = tritonctl()
         .arg("perf")
         .args([
@@ -1505,10 +1502,7 @@ fn load_is_spread_over_several_servers() {
     assert_eq!(b.counters.infer.load(Ordering::SeqCst), 30);
 
     // a second server without the model is refused before the load
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = crate::common::closed_port();
     let (code, _, err) = tritonctl()
         .arg("perf")
         .args([
@@ -2395,10 +2389,7 @@ fn export_file_is_written_whole_or_not_at_all() {
     std::fs::write(&export, "earlier run\n").unwrap();
     // a run that cannot start leaves the file as it was, and no temporary
     // file behind
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = crate::common::closed_port();
     let (code, _, err) = tritonctl()
         .arg("perf")
         .args([

@@ -860,10 +860,7 @@ fn timeouts_end_requests() {
 
 #[test]
 fn refused_and_unknown_model_are_exit_2() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = crate::common::closed_port();
     let url = format!("127.0.0.1:{port}");
     let (code, out, err) = tritonctl()
         .arg("perf")
