@@ -848,15 +848,7 @@ async fn run_async(
         watched,
     };
     let levels = run_levels(opts, &clients, plan, &progress, export).await;
-    let too_large: u64 = levels
-        .iter()
-        .filter_map(|l| l.errors_by_kind.get(&ErrorKind::TooLarge(0).key()))
-        .sum();
-    if too_large > 0 {
-        warnings.push(format!(
-            "{too_large} responses were larger than {infer_limit} bytes, the limit of --max-response-bytes, and were not read (raise it if such responses are expected)"
-        ));
-    }
+    warnings.extend(too_large_warning(&levels, infer_limit));
     Ok(PerfReport {
         model: opts.model.clone(),
         protocol: client.protocol_name().into(),
@@ -879,6 +871,18 @@ async fn run_async(
         notes,
         warnings,
     })
+}
+
+/// The warning when answers (or events) above `--max-response-bytes`
+/// were not read.
+fn too_large_warning(levels: &[LevelResult], limit: u64) -> Option<String> {
+    let n: u64 = levels
+        .iter()
+        .filter_map(|l| l.errors_by_kind.get(&ErrorKind::TooLarge(0).key()))
+        .sum();
+    (n > 0).then(|| format!(
+        "{n} responses were larger than {limit} bytes, the limit of --max-response-bytes, and were not read (raise it if such responses are expected)"
+    ))
 }
 
 /// The prompts of a generative run: those of `--input-data FILE`, else
@@ -974,9 +978,9 @@ async fn run_openai(
         endpoint: opts.api.name().into(),
         decoupled: false,
         output_tokens: output_tokens(&levels),
+        warnings: too_large_warning(&levels, limit).into_iter().collect(),
         levels,
         notes,
-        warnings: Vec::new(),
     })
 }
 
