@@ -380,10 +380,10 @@ fn openai_chat_stream_with_usage() {
     );
     assert_eq!(u(&l["responses"]), 24, "4 chunks with text per request");
     assert_eq!(l["responses_per_request"], json!({"mean": 4.0, "max": 4}));
-    near(&l["first_response_us"]["p50"], 40, 15);
-    near(&l["inter_response_us"]["p50"], 25, 10);
+    near(&l["first_response_us"]["p50"], 40, 30);
+    near(&l["inter_response_us"]["p50"], 25, 15);
     // the last response: 40 + 3 * 25 ms after the send
-    near(&l["latency_us"]["p50"], 115, 25);
+    near(&l["latency_us"]["p50"], 115, 60);
     // 11 tokens per request from usage, over the measured time
     let rate = l["output_tokens_per_s"].as_f64().unwrap();
     let secs = l["duration_s"].as_f64().unwrap();
@@ -443,8 +443,8 @@ fn openai_completions_without_usage_counts_chunks_and_takes_prompts_in_order() {
         (rate * secs - 15.0).abs() < 0.01,
         "{rate} tokens/s over {secs} s"
     );
-    near(&l["first_response_us"]["p50"], 30, 15);
-    near(&l["inter_response_us"]["p50"], 20, 10);
+    near(&l["first_response_us"]["p50"], 30, 30);
+    near(&l["inter_response_us"]["p50"], 20, 15);
     let prompts: Vec<&str> = s
         .bodies()
         .iter()
@@ -497,8 +497,8 @@ fn triton_generate_stream_of_a_decoupled_model() {
     assert_eq!((u(&l["requests"]), u(&l["errors"])), (4, 0));
     assert_eq!(l["responses_per_request"], json!({"mean": 5.0, "max": 5}));
     assert_eq!(l["output_tokens_per_s"], Value::Null);
-    near(&l["first_response_us"]["p50"], 30, 15);
-    near(&l["inter_response_us"]["p50"], 20, 10);
+    near(&l["first_response_us"]["p50"], 30, 30);
+    near(&l["inter_response_us"]["p50"], 20, 15);
     // inputs by name from the config, --max-tokens as a request parameter
     for b in s.bodies() {
         let keys: Vec<&String> = b.as_object().unwrap().keys().collect();
@@ -555,7 +555,7 @@ fn triton_generate_of_a_model_that_is_not_decoupled() {
     assert_eq!(l["responses_per_request"], json!({"mean": 1.0, "max": 1}));
     // one response: the first is the last
     assert_eq!(l["first_response_us"], l["latency_us"]);
-    near(&l["latency_us"]["p50"], 30, 15);
+    near(&l["latency_us"]["p50"], 30, 30);
     assert_eq!(l["inter_response_us"], Value::Null);
     // synthetic prompts of 100 words by default
     for b in s.bodies() {

@@ -1039,7 +1039,8 @@ fn us(d: Duration) -> f64 {
 
 /// Every successful request had the `n` responses of "dec", the first
 /// after about `d.first`, the others `d.gap` apart (sleeps on a shared
-/// machine are late, never early).
+/// machine are late, never early: the upper bounds leave room for a busy
+/// machine running tests in parallel).
 fn assert_streamed(l: &Value, d: &Dec) {
     let per = &l["responses_per_request"];
     assert_eq!(per["mean"].as_f64(), Some(d.n as f64), "{l:#}");
@@ -1047,20 +1048,20 @@ fn assert_streamed(l: &Value, d: &Dec) {
     assert!(u(&l["responses"]) >= d.n * u(&l["requests"]), "{l:#}");
     let first = l["first_response_us"]["p50"].as_f64().unwrap();
     assert!(
-        first >= us(d.first) && first < us(d.first) * 1.5,
+        first >= us(d.first) && first < us(d.first) * 2.0,
         "first response at {first} µs, the model waits {:?}: {l:#}",
         d.first
     );
     let gap = l["inter_response_us"]["p50"].as_f64().unwrap();
     assert!(
-        gap >= us(d.gap) * 0.8 && gap < us(d.gap) * 1.6,
+        gap >= us(d.gap) * 0.8 && gap < us(d.gap) * 2.0,
         "responses {gap} µs apart, the model waits {:?}: {l:#}",
         d.gap
     );
     // the latency runs to the last response
     let latency = l["latency_us"]["p50"].as_f64().unwrap();
     let whole = us(d.first) + us(d.gap) * (d.n - 1) as f64;
-    assert!(latency >= whole * 0.95 && latency < whole * 1.5, "{l:#}");
+    assert!(latency >= whole * 0.95 && latency < whole * 2.0, "{l:#}");
 }
 
 #[test]
@@ -1339,8 +1340,16 @@ fn decoupled_export_lists_every_response() {
         let send = u(&v["send_us"]);
         let r: Vec<u64> = v["response_us"].as_array().unwrap().iter().map(u).collect();
         assert_eq!(r.len(), 4, "{v}");
-        assert!(r[0] >= send + first, "{v}");
-        assert!(r.windows(2).all(|w| w[1] >= w[0] + gap * 8 / 10), "{v}");
+        assert!(r.windows(2).all(|w| w[1] >= w[0]), "{v}: in order");
+        // the server sends response k no earlier than `first + k * gap`
+        // after the request came; a response read late can bring the next
+        // gap closer, so only the time since the send is bounded
+        for (k, at) in r.iter().enumerate() {
+            assert!(
+                *at + 1 >= send + first + k as u64 * gap,
+                "{v}: response {k}"
+            );
+        }
     }
 }
 
