@@ -575,8 +575,14 @@ pub struct PerfArgs {
     /// round-robin). Default: localhost:8000, with `-i grpc` localhost:8001.
     #[arg(short = 'u', long = "url", value_name = "HOST:PORT")]
     pub url: Vec<String>,
-    /// Protocol.
-    #[arg(short = 'i', long = "protocol", value_enum, default_value_t = PerfProtocol::Http)]
+    /// Protocol (any case: perf_analyzer's `-i gRPC` and `-i HTTP` too).
+    #[arg(
+        short = 'i',
+        long = "protocol",
+        value_enum,
+        ignore_case = true,
+        default_value_t = PerfProtocol::Http
+    )]
     pub protocol: PerfProtocol,
     /// gRPC only: send requests over bidirectional `ModelStreamInfer`
     /// streams (one per request in flight) instead of unary calls.

@@ -2495,3 +2495,30 @@ fn generative_flags_are_checked_before_any_load() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn protocol_is_case_insensitive_as_perf_analyzer_spells_it() {
+    // perf_analyzer's documentation writes `-i gRPC` and `-i HTTP`
+    let r = Responder::start(triton_like());
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "-i",
+        "HTTP",
+        "--request-count",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(u(&doc["levels"][0]["requests"]), 3, "{doc:#}");
+    // gRPC is parsed as grpc: the check that needs gRPC speaks, not clap
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", "m", "-i", "gRPC", "--endpoint", "generate"])
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("leave out -i grpc"), "{err}");
+}
