@@ -83,6 +83,9 @@ pub struct WindowArgs {
     pub stability_percentage: f64,
     /// `--max-trials`.
     pub max_trials: u32,
+    /// `--measurement-mode count_windows` with `--measurement-request-count`
+    /// (perf_analyzer's default 50 when not given).
+    pub count_windows: Option<Option<u64>>,
 }
 
 /// The measurement window: a request count, else a duration, else
@@ -110,8 +113,43 @@ pub fn window(a: WindowArgs) -> Result<Window, String> {
             interval: Duration::from_millis(a.measurement_interval),
             percentage: a.stability_percentage,
             max_trials: a.max_trials,
+            count: match a.count_windows {
+                None => None,
+                Some(Some(0)) => {
+                    return Err("--measurement-request-count must be at least 1".into())
+                }
+                Some(n) => Some(n.unwrap_or(DEFAULT_MEASUREMENT_REQUEST_COUNT)),
+            },
         },
     })
+}
+
+/// perf_analyzer's default `--measurement-request-count`
+/// (docs/spec/perf-anchors.md, measurement method).
+pub const DEFAULT_MEASUREMENT_REQUEST_COUNT: u64 = 50;
+
+/// `--measurement-mode` and `--measurement-request-count`: `None` for time
+/// windows, else count windows of at least N requests (`Some(None)`:
+/// perf_analyzer's default). The count needs count windows, and count
+/// windows are stability windows (not with `--duration` or
+/// `--request-count`).
+pub fn measurement_mode(
+    count_windows: bool,
+    request_count: Option<u64>,
+    fixed_window: bool,
+) -> Result<Option<Option<u64>>, String> {
+    if !count_windows {
+        if request_count.is_some() {
+            return Err(
+                "--measurement-request-count needs --measurement-mode count_windows".into(),
+            );
+        }
+        return Ok(None);
+    }
+    if fixed_window {
+        return Err("--measurement-mode count_windows measures in stability windows: leave out --duration and --request-count".into());
+    }
+    Ok(Some(request_count))
 }
 
 /// `--sequence-length-variation`: a percentage from 0 to 100.

@@ -14,6 +14,11 @@ pub struct Latency {
     pub p99: u64,
     pub max: u64,
     pub mean: f64,
+    /// `--percentile P`: P and the pP latency, for the table's `pP µs`
+    /// column (not in the JSON document, whose fields docs/spec/cli.md
+    /// lists).
+    #[serde(skip)]
+    pub chosen: Option<(u8, u64)>,
 }
 
 /// One load level.
@@ -221,10 +226,19 @@ impl PerfReport {
         let streamed = self.is_streamed();
         let has_tokens = self.levels.iter().any(|l| l.output_tokens_per_s.is_some());
         let has_cancelled = self.levels.iter().any(|l| l.cancelled > 0);
+        // `--percentile P` adds a column unless pP is one already
+        let chosen = self
+            .levels
+            .iter()
+            .find_map(|l| l.latency_us.as_ref().and_then(|p| p.chosen))
+            .map(|(p, _)| p)
+            .filter(|p| ![50, 90, 95, 99].contains(p));
+        let chosen_head = chosen.map(|p| format!("p{p} µs"));
         let mut head = vec![
             load, "requests", "errors", "infer/s", "p50 µs", "p90 µs", "p95 µs", "p99 µs",
-            "max µs", "mean µs",
         ];
+        head.extend(chosen_head.as_deref());
+        head.extend(["max µs", "mean µs"]);
         if self.mode != "concurrency" {
             head.push("late");
         }
@@ -268,15 +282,22 @@ impl PerfReport {
                 format!("{:.1}", l.throughput_per_s),
             ];
             match &l.latency_us {
-                Some(p) => row.extend([
-                    p.p50.to_string(),
-                    p.p90.to_string(),
-                    p.p95.to_string(),
-                    p.p99.to_string(),
-                    p.max.to_string(),
-                    us(p.mean),
-                ]),
-                None => row.extend(std::iter::repeat_n("-".to_string(), 6)),
+                Some(p) => {
+                    row.extend([
+                        p.p50.to_string(),
+                        p.p90.to_string(),
+                        p.p95.to_string(),
+                        p.p99.to_string(),
+                    ]);
+                    if chosen.is_some() {
+                        row.push(p.chosen.map_or("-".to_string(), |(_, v)| v.to_string()));
+                    }
+                    row.extend([p.max.to_string(), us(p.mean)]);
+                }
+                None => row.extend(std::iter::repeat_n(
+                    "-".to_string(),
+                    6 + usize::from(chosen.is_some()),
+                )),
             }
             if self.mode != "concurrency" {
                 row.push(l.late_sends.to_string());

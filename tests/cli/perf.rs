@@ -60,6 +60,8 @@ struct Behaviour {
     /// [`Pipeline`]); requests are checked as a sequence model's when a
     /// step is stateful.
     ensemble: Option<Pipeline>,
+    /// Input X is BYTES (strings; `TYPE_STRING` in the config).
+    strings: bool,
 }
 
 /// The ensemble "m" of the responder, with composing models "pre"
@@ -168,6 +170,8 @@ struct Counters {
     arrivals: Mutex<Vec<Instant>>,
     /// The values of input X of each infer request, in order.
     x_values: Mutex<Vec<Vec<f32>>>,
+    /// The strings of a BYTES input X of each infer request, in order.
+    x_strings: Mutex<Vec<Vec<String>>>,
     started: AtomicU64,
     ended: AtomicU64,
     /// Requests with the header `X-Test: yes`.
@@ -342,8 +346,9 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
         }
         let ok = match (method.as_str(), path.as_str()) {
             ("GET", "/v2/models/m") => {
+                let x_type = if b.strings { "BYTES" } else { "FP32" };
                 let meta = json!({"name": "m", "platform": "test",
-                    "inputs": [{"name": "X", "datatype": "FP32", "shape": b.x_shape}],
+                    "inputs": [{"name": "X", "datatype": x_type, "shape": b.x_shape}],
                     "outputs": [{"name": "Y", "datatype": "FP32", "shape": b.x_shape}]});
                 respond(&mut out, 200, &[], meta.to_string().as_bytes())
             }
@@ -358,6 +363,9 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
                     "input": [{"name": "X", "data_type": "TYPE_FP32", "dims": ["4"]}],
                     "output": [{"name": "Y", "data_type": "TYPE_FP32", "dims": [4]}]});
                 let mut cfg = cfg;
+                if b.strings {
+                    cfg["input"][0]["data_type"] = json!("TYPE_STRING");
+                }
                 if b.decoupled {
                     cfg["model_transaction_policy"] = json!({"decoupled": true});
                 }
@@ -483,44 +491,71 @@ fn infer(
         .map(|a| a.iter().filter_map(Value::as_i64).collect())
         .unwrap_or_default();
     let elems: i64 = shape.iter().product();
-    if x["name"] != "X" || x["datatype"] != "FP32" || shape.is_empty() {
+    if x["name"] != "X"
+        || !(x["datatype"] == "FP32" || x["datatype"] == "BYTES")
+        || shape.is_empty()
+    {
         return fail(out, format!("bad input {x}"));
     }
-    let values: Vec<f32> = match x["parameters"]["binary_data_size"].as_u64() {
-        Some(_) => tail
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
-            .collect(),
-        None => x["data"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_f64().map(|f| f as f32))
-                    .collect()
-            })
-            .unwrap_or_default(),
-    };
-    c.x_values.lock().unwrap().push(values);
-    if req["parameters"].get("sequence_id").is_some() {
-        c.with_sequence_id.fetch_add(1, Ordering::SeqCst);
-    }
-    match x["parameters"]["binary_data_size"].as_u64() {
-        Some(size) => {
-            c.binary.fetch_add(1, Ordering::SeqCst);
-            if size != elems as u64 * 4 || tail.len() as u64 != size {
-                return fail(
-                    out,
-                    format!(
-                        "binary size {size} for shape {shape:?}, {} bytes",
-                        tail.len()
-                    ),
-                );
+    if x["datatype"] == "BYTES" {
+        // binary: each element's 4-byte little-endian length, then its bytes
+        let strings: Option<Vec<String>> = match x["parameters"]["binary_data_size"].as_u64() {
+            Some(_) => {
+                let mut rest = tail;
+                let mut all = Vec::new();
+                while rest.len() >= 4 {
+                    let n = u32::from_le_bytes(rest[..4].try_into().unwrap()) as usize;
+                    let Some(s) = rest.get(4..4 + n) else { break };
+                    all.push(String::from_utf8_lossy(s).into_owned());
+                    rest = &rest[4 + n..];
+                }
+                rest.is_empty().then_some(all)
             }
+            None => x["data"]
+                .as_array()
+                .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_string)).collect()),
+        };
+        match strings {
+            Some(s) if s.len() == elems as usize => c.x_strings.lock().unwrap().push(s),
+            _ => return fail(out, format!("BYTES input does not fit shape {shape:?}")),
         }
-        None => {
-            c.json.fetch_add(1, Ordering::SeqCst);
-            if x["data"].as_array().map(Vec::len) != Some(elems as usize) || !tail.is_empty() {
-                return fail(out, format!("JSON data does not fit shape {shape:?}"));
+    } else {
+        let values: Vec<f32> = match x["parameters"]["binary_data_size"].as_u64() {
+            Some(_) => tail
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+                .collect(),
+            None => x["data"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_f64().map(|f| f as f32))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        c.x_values.lock().unwrap().push(values);
+        if req["parameters"].get("sequence_id").is_some() {
+            c.with_sequence_id.fetch_add(1, Ordering::SeqCst);
+        }
+        match x["parameters"]["binary_data_size"].as_u64() {
+            Some(size) => {
+                c.binary.fetch_add(1, Ordering::SeqCst);
+                if size != elems as u64 * 4 || tail.len() as u64 != size {
+                    return fail(
+                        out,
+                        format!(
+                            "binary size {size} for shape {shape:?}, {} bytes",
+                            tail.len()
+                        ),
+                    );
+                }
+            }
+            None => {
+                c.json.fetch_add(1, Ordering::SeqCst);
+                if x["data"].as_array().map(Vec::len) != Some(elems as usize) || !tail.is_empty() {
+                    return fail(out, format!("JSON data does not fit shape {shape:?}"));
+                }
             }
         }
     }
@@ -2521,4 +2556,256 @@ fn protocol_is_case_insensitive_as_perf_analyzer_spells_it() {
         .parts();
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("leave out -i grpc"), "{err}");
+}
+
+/// A `tritonctl perf` run: exit status, standard output and error.
+fn perf_run(args: &[&str]) -> (i32, String, String) {
+    tritonctl()
+        .arg("perf")
+        .args(args)
+        .timeout(HANG)
+        .run()
+        .parts()
+}
+
+#[test]
+fn async_sync_and_max_threads_are_accepted_with_a_note() {
+    let r = Responder::start(triton_like());
+    let url = r.url();
+    for extra in [
+        vec!["-a"],
+        vec!["--async"],
+        vec!["--sync"],
+        vec!["--max-threads", "4"],
+    ] {
+        let mut args = vec!["-m", "m", "-u", &url, "--request-count", "3"];
+        args.extend(&extra);
+        let (code, out, err) = perf_run(&args);
+        assert_eq!(code, 0, "{extra:?}: {err}");
+        assert!(out.contains("p99 µs"), "{extra:?}: {out}");
+        let what = if extra[0] == "--max-threads" {
+            "no thread per request"
+        } else {
+            "always asynchronous"
+        };
+        assert!(
+            err.contains("note: ") && err.contains(what),
+            "{extra:?}: {err}"
+        );
+    }
+    // --sync and --async contradict each other, as in perf_analyzer
+    let (code, _, err) = perf_run(&["-m", "m", "-u", &url, "-a", "--sync"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = perf_run(&["-m", "m", "-u", &url, "--max-threads", "0"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn measurement_modes_time_and_count_windows() {
+    let r = Responder::start(Behaviour {
+        delay: Some(Duration::from_millis(5)),
+        ..triton_like()
+    });
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "-p",
+        "200",
+        "--stability-percentage",
+        "30",
+        "--measurement-mode",
+        "time_windows",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let l = &doc["levels"][0];
+    assert_eq!(l["stable"], true, "{l:#}");
+    assert_eq!(u(&l["windows"]), 3, "{l:#}");
+    assert!((l["duration_s"].as_f64().unwrap() - 0.6).abs() < 1e-9);
+
+    // count windows: each ends when it has 300 finished requests (at least
+    // 1.5 s at 5 ms a request, one at a time), the last 3 are reported
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--stability-percentage",
+        "30",
+        "--measurement-mode",
+        "count_windows",
+        "--measurement-request-count",
+        "300",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let l = &doc["levels"][0];
+    assert_eq!(l["stable"], true, "{l:#}");
+    assert_eq!(u(&l["windows"]), 3, "{l:#}");
+    let n = u(&l["requests"]);
+    let d = l["duration_s"].as_f64().unwrap();
+    assert!(n >= 900, "{l:#}");
+    assert!(d >= 0.005 * n as f64, "{l:#}");
+    // the windows' own lengths: throughput is requests over their sum
+    let tput = l["throughput_per_s"].as_f64().unwrap();
+    assert!((tput - n as f64 / d).abs() <= tput * 1e-6, "{l:#}");
+    // few requests: the window lasts perf_analyzer's 1 s all the same
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--stability-percentage",
+        "30",
+        "--measurement-mode",
+        "count_windows",
+        "--measurement-request-count",
+        "5",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let l = &doc["levels"][0];
+    assert_eq!(u(&l["windows"]), 3, "{l:#}");
+    let d = l["duration_s"].as_f64().unwrap();
+    assert!((3.0..3.5).contains(&d), "{l:#}");
+    assert!(u(&l["requests"]) > 3 * 5 * 10, "{l:#}");
+
+    // the request count needs count windows; count windows are stability
+    // windows; a mode that does not exist is a usage error
+    for args in [
+        vec!["--measurement-request-count", "50"],
+        vec![
+            "--measurement-mode",
+            "count_windows",
+            "--measurement-request-count",
+            "0",
+        ],
+        vec![
+            "--measurement-mode",
+            "count_windows",
+            "--request-count",
+            "5",
+        ],
+        vec!["--measurement-mode", "windows"],
+    ] {
+        let mut a = vec!["-m", "m", "-u", "127.0.0.1:1"];
+        a.extend(&args);
+        let (code, _, err) = perf_run(&a);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.starts_with("error:"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn percentile_is_shown_in_the_table_and_checked() {
+    let r = Responder::start(Behaviour {
+        delay: Some(Duration::from_millis(2)),
+        ..triton_like()
+    });
+    let (code, out, err) = perf_run(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "-p",
+        "200",
+        "--stability-percentage",
+        "50",
+        "--percentile",
+        "97",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let head = out
+        .lines()
+        .find(|l| l.contains("p50 µs"))
+        .unwrap_or_default();
+    assert!(head.contains("p97 µs"), "{out}");
+    // without --percentile there is no such column
+    let (code, out, _) = perf_run(&["-m", "m", "-u", &r.url(), "--request-count", "5"]);
+    assert_eq!(code, 0);
+    assert!(!out.contains("p97"), "{out}");
+    for p in ["0", "101", "x"] {
+        let (code, _, err) = perf_run(&["-m", "m", "-u", &r.url(), "--percentile", p]);
+        assert_eq!(code, 2, "{p}: {err}");
+    }
+}
+
+#[test]
+fn profile_export_file_is_export_requests() {
+    let r = Responder::start(triton_like());
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("profile.jsonl");
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--request-count",
+        "7",
+        "--profile-export-file",
+        export.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let lines = export_lines(&export);
+    assert_eq!(lines.len(), 7);
+    assert!(lines
+        .iter()
+        .all(|l| l["level"] == 0 && l["error"].is_null()));
+}
+
+#[test]
+fn string_length_and_string_data_make_the_generated_strings() {
+    let r = Responder::start(Behaviour {
+        strings: true,
+        ..triton_like()
+    });
+    let url = r.url();
+    let sent = |args: &[&str]| -> Vec<Vec<String>> {
+        r.counters.x_strings.lock().unwrap().clear();
+        let mut a = vec!["-m", "m", "-u", &url, "--request-count", "2"];
+        a.extend(args);
+        let (code, doc) = perf_json(&a);
+        assert_eq!(code, 0, "{args:?}: {doc:#}");
+        assert!(r.counters.bad.lock().unwrap().is_empty());
+        std::mem::take(&mut *r.counters.x_strings.lock().unwrap())
+    };
+    // perf_analyzer's default: 128 characters; 4 per request (shape [1, 4])
+    for (args, len) in [(vec![], 128), (vec!["--string-length", "5"], 5)] {
+        for json in [false, true] {
+            let mut a = args.clone();
+            if json {
+                a.extend(["--input-tensor-format", "json"]);
+            }
+            let got = sent(&a);
+            assert_eq!(got.len(), 2, "{a:?}");
+            for s in got.iter().flatten() {
+                assert_eq!(s.len(), len, "{a:?}: {s}");
+                assert!(s.bytes().all(|b| b.is_ascii_lowercase()), "{s}");
+            }
+        }
+    }
+    // --string-data: that text in every element, over the wire either way
+    for format in ["binary", "json"] {
+        let got = sent(&[
+            "--string-data",
+            "grüße \"x\"",
+            "--string-length",
+            "3",
+            "--input-tensor-format",
+            format,
+        ]);
+        assert_eq!(got, vec![vec!["grüße \"x\"".to_string(); 4]; 2], "{format}");
+    }
+    // the size check counts the strings' length
+    let (code, _, err) = perf_run(&[
+        "-m",
+        "m",
+        "-u",
+        &url,
+        "--string-length",
+        "1000",
+        "--max-input-bytes",
+        "4000",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--max-input-bytes"), "{err}");
 }

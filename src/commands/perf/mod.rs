@@ -32,9 +32,11 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<ExitStatus, CommandError> {
     use crate::cli::{
-        PerfEndpoint, PerfFormat, PerfProgress, PerfProtocol, RequestDistribution, TensorFormat,
+        MeasurementMode, PerfEndpoint, PerfFormat, PerfProgress, PerfProtocol, RequestDistribution,
+        TensorFormat,
     };
     use crate::perf::generative::Api;
+    use crate::perf::inputs::Strings;
     use crate::perf::load::{self, PerfOptions, Progress, StartError};
     use crate::perf::options::{self as check, WindowArgs};
     use crate::perf::schedule::Distribution;
@@ -87,12 +89,19 @@ pub fn run(
     )
     .map_err(usage)?;
     let headers = check::headers(&args.headers).map_err(usage)?;
+    let count_windows = check::measurement_mode(
+        args.measurement_mode == MeasurementMode::CountWindows,
+        args.measurement_request_count,
+        args.duration.is_some() || args.request_count.is_some(),
+    )
+    .map_err(usage)?;
     let window = check::window(WindowArgs {
         duration: args.duration,
         request_count: args.request_count,
         measurement_interval: args.measurement_interval,
         stability_percentage: args.stability_percentage,
         max_trials: args.max_trials,
+        count_windows,
     })
     .map_err(usage)?;
     check::check_sequence_length_variation(args.sequence_length_variation).map_err(usage)?;
@@ -134,6 +143,12 @@ pub fn run(
         seed: args.seed,
         max_concurrency: args.max_concurrency,
         window,
+        percentile: args.percentile,
+        strings: match (&args.string_data, args.string_length) {
+            (Some(s), _) => Strings::Fixed(s.clone()),
+            (None, Some(n)) => Strings::Random(n),
+            (None, None) => Strings::default(),
+        },
         warmup: Duration::from_secs_f64(args.warmup),
         timeout: Duration::from_millis(args.timeout),
         max_response_bytes: args.max_response_bytes,
@@ -160,6 +175,21 @@ pub fn run(
         max_tokens: args.max_tokens,
     };
 
+    // perf_analyzer's flags of its client threads: accepted, and said what
+    // tritonctl does instead
+    if !ctx.global.quiet {
+        if args.r#async || args.sync {
+            let flag = if args.sync { "--sync" } else { "--async" };
+            crate::term::eprint(&format!(
+                "note: {flag} is accepted for perf_analyzer's command lines: tritonctl is always asynchronous (the closed or open loop is the same either way)\n"
+            ));
+        }
+        if args.max_threads.is_some() {
+            crate::term::eprint(
+                "note: --max-threads is accepted for perf_analyzer's command lines: tritonctl's asynchronous runtime needs no thread per request\n",
+            );
+        }
+    }
     let progress = Arc::new(Progress::default());
     let show = match args.progress {
         PerfProgress::Never => false,
@@ -244,10 +274,15 @@ pub fn run(
             crate::term::warning(
                 ctx.global.color,
                 &format!(
-                    "level {} did not stabilize in {} windows of {} ms (throughput and latency within {}%); its numbers are from the last 3 windows",
+                    "level {} did not stabilize in {} windows of {} (throughput and {} latency within {}%); its numbers are from the last 3 windows",
                     i + 1,
                     l.windows,
-                    args.measurement_interval,
+                    match window {
+                        load::Window::Stability { count: Some(n), .. } =>
+                            format!("at least {n} requests"),
+                        _ => format!("{} ms", args.measurement_interval),
+                    },
+                    args.percentile.map_or("mean".to_string(), |p| format!("p{p}")),
                     args.stability_percentage
                 ),
             );
