@@ -241,7 +241,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__perf)
-            opts="-m -x -u -i -H -p -s -r -b -f -q -v -h -V --model --model-version --url --protocol --streaming --endpoint --prompt-words --max-tokens --export-requests --header --concurrency-range --request-rate-range --request-intervals --request-distribution --seed --max-concurrency --measurement-interval --stability-percentage --max-trials --duration --request-count --warmup --timeout --max-response-bytes --max-input-bytes --input-data --shape --batch-size --input-tensor-format --output-tensor-format --max-error-rate --format --csv --batched --sequence-length --sequence-length-variation --sequence-id-prefix --sequence-id-range --num-of-sequences --progress --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-m -x -u -i -H -p -s -r -a -b -f -q -v -h -V --model --model-version --url --protocol --streaming --endpoint --prompt-words --max-tokens --profile-export-file --export-requests --header --concurrency-range --request-rate-range --request-intervals --request-distribution --seed --max-concurrency --measurement-interval --stability-percentage --max-trials --measurement-mode --measurement-request-count --percentile --async --sync --max-threads --duration --request-count --warmup --timeout --max-response-bytes --max-input-bytes --input-data --string-length --string-data --shape --batch-size --input-tensor-format --output-tensor-format --max-error-rate --format --csv --batched --sequence-length --sequence-length-variation --sequence-id-prefix --sequence-id-range --num-of-sequences --progress --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -292,6 +292,10 @@ _tritonctl() {
                     return 0
                     ;;
                 --export-requests)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --profile-export-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -351,6 +355,22 @@ _tritonctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --measurement-mode)
+                    COMPREPLY=($(compgen -W "time_windows count_windows" -- "${cur}"))
+                    return 0
+                    ;;
+                --measurement-request-count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --percentile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --duration)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -376,6 +396,14 @@ _tritonctl() {
                     return 0
                     ;;
                 --input-data)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --string-length)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --string-data)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

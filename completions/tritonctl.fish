@@ -213,7 +213,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s V -l version
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s m -l model -d 'Model name' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s x -l model-version -d 'Model version (default: the server\'s choice)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s u -l url -d 'Server address, HOST:PORT or http://HOST:PORT; repeat to spread the load over several servers (connections and open-loop sends go round-robin). Default: localhost:8000, with `-i grpc` localhost:8001' -r
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s i -l protocol -d 'Protocol' -r -f -a "http\t'HTTP/1.1 with keep-alive connections'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s i -l protocol -d 'Protocol (any case: perf_analyzer\'s `-i gRPC` and `-i HTTP` too)' -r -f -a "http\t'HTTP/1.1 with keep-alive connections'
 grpc\t'gRPC: unary `ModelInfer`, or `ModelStreamInfer` with `--streaming`'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l endpoint -d 'The API requests go to: `infer` (KServe v2; a decoupled model\'s responses stream over gRPC), `generate` (Triton\'s generate extension; `generate_stream` for a decoupled model), `openai-chat` or `openai-completions` (an OpenAI-compatible server, streamed)' -r -f -a "infer\t'KServe v2 inference (`/infer`, gRPC `ModelInfer`; a decoupled model over gRPC `ModelStreamInfer`, read until its final response)'
 generate\t'Triton\'s generate extension: `/generate`, or `/generate_stream` (server-sent events) for a decoupled model'
@@ -221,7 +221,7 @@ openai-chat\t'An OpenAI-compatible server\'s `/v1/chat/completions`, streamed'
 openai-completions\t'An OpenAI-compatible server\'s `/v1/completions`, streamed'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l prompt-words -d 'Generative endpoints: synthetic prompts of MEAN words (normally distributed with STDDEV, seeded by `--seed`; default 100:0)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l max-tokens -d 'Generative endpoints: the most tokens to generate per request, sent as `max_tokens`' -r
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l export-requests -d 'Write one JSON line per measured request to FILE: its level, its scheduled and actual send times, the arrival of each response (in microseconds since the Unix epoch) and its error kind or null' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l export-requests -l profile-export-file -d 'Write one JSON line per measured request to FILE: its level, its scheduled and actual send times, the arrival of each response (in microseconds since the Unix epoch) and its error kind or null. `--profile-export-file` is another name for it (perf_analyzer\'s)' -r -F
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s H -l header -d 'Extra HTTP header `Name:Value` on every request (repeatable)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l concurrency-range -d 'Closed loop: keep N requests outstanding, for N from START to END by STEP (`START[:END[:STEP]]`). The default load is concurrency 1' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l request-rate-range -d 'Open loop: send at R requests per second, for R from START to END by STEP; latency counts from the scheduled send time' -r
@@ -231,8 +231,13 @@ poisson\t'Exponential gaps (a Poisson arrival process), seeded by `--seed`'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l seed -d 'Seed of the Poisson schedule and of random input data' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l max-concurrency -d 'Open loop: at most N requests in flight; a send that has to wait for a free slot is late' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s p -l measurement-interval -d 'Length of a measurement window in milliseconds. Without `--duration` or `--request-count` a level is measured in such windows until the last 3 are stable (or `--max-trials`)' -r
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s s -l stability-percentage -d 'Stability windows: the last 3 windows\' throughputs and mean latencies may differ by this many percent (max/min <= 1 + P/100)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s s -l stability-percentage -d 'Stability windows: the last 3 windows\' throughputs and mean latencies (pP latencies with `--percentile`) may differ by this many percent (max/min <= 1 + P/100)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s r -l max-trials -d 'Stability windows: at most this many windows per level; a level that is not stable by then is reported with `stable: false`' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l measurement-mode -d 'How stability windows end (perf_analyzer\'s modes): `time_windows` after `--measurement-interval`, or `count_windows` when at least `--measurement-request-count` requests finished in the window and it lasted at least 1 s' -r -f -a "time_windows\t'Each window lasts `--measurement-interval` milliseconds'
+count_windows\t'Each window has at least `--measurement-request-count` finished requests and lasts at least 1 s'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l measurement-request-count -d 'Count windows: finished requests per window (default 50; needs `--measurement-mode count_windows`)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l percentile -d 'The latency percentile (1 to 100) stability windows compare instead of the mean; the table shows it as a `pP µs` column when it is not one of p50, p90, p95, p99' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l max-threads -d 'Accepted for perf_analyzer\'s command lines (its worker threads): tritonctl\'s asynchronous runtime needs no thread per request (a note says so)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l duration -d 'Length of the measurement window in seconds (overrides `--measurement-interval`)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l request-count -d 'Measure exactly N requests per level instead of a time window' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l warmup -d 'Seconds of load before each level\'s measurement starts (not counted)' -r
@@ -240,6 +245,8 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l timeout -d 
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l max-response-bytes -d 'The largest response body read, in bytes (a larger one is refused unread or cut off at the limit). Default: 16 MiB for the metadata, config and statistics endpoints, and for inference 4 times the outputs\' size at the batch size sent, at least 64 MiB' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l max-input-bytes -d 'The largest input tensor built, in bytes as sent (elements times element size; 32 bytes per element as JSON), checked before it is allocated (suffixes K, M, G as for --max-file-bytes)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l input-data -d 'Input values: `random` (seeded), `zero`, or a JSON file in perf_analyzer\'s format (`{"data": [{"INPUT": [..]}, ...]}`, values also as `{"content": [..], "shape": [..]}` or `{"b64": ".."}`; for sequence models `data` may be a list of streams, one per sequence); for the generative endpoints a file of prompts as JSON Lines (one `{"text": ".."}`, `{"prompt": ".."}` or JSON string per line)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l string-length -d 'Generated BYTES (string) inputs: random lowercase strings of N characters (default 128, as perf_analyzer)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l string-data -d 'Generated BYTES (string) inputs: this text in every element (wins over `--string-length`)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l shape -d 'Shape of an input without the batch dimension, `NAME:D1,D2` (needed for variable dims; repeatable)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s b -l batch-size -d 'Batch size of every request' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l input-tensor-format -d 'Input tensor encoding over HTTP (default: binary when the server advertises the `binary_tensor_data` extension, else json)' -r -f -a "binary\t'The binary tensor data extension (`Inference-Header-Content-Length`)'
@@ -263,6 +270,8 @@ always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l streaming -d 'gRPC only: send requests over bidirectional `ModelStreamInfer` streams (one per request in flight) instead of unary calls'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s a -l async -d 'Accepted for perf_analyzer\'s command lines: tritonctl always sends asynchronously (a note says so)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l sync -d 'Accepted for perf_analyzer\'s command lines: tritonctl sends asynchronously all the same (a note says so); the load is the same closed or open loop'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l batched -d 'Model without the config endpoint (plain KServe v2 servers): the first metadata dim is a batch dim'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s v -l verbose -d 'Also report what was checked (on standard error)'
