@@ -2753,6 +2753,51 @@ fn profile_export_file_is_export_requests() {
 }
 
 #[test]
+fn perf_analyzer_command_lines_run_unchanged() {
+    // perf_analyzer's quick-start style command lines (HTTP: the responder
+    // speaks HTTP only), with their own spellings
+    let r = Responder::start(Behaviour {
+        delay: Some(Duration::from_millis(3)),
+        ..triton_like()
+    });
+    let url = r.url();
+    for line in [
+        "-m m -u URL --concurrency-range 1:2 -p 300 -s 50 --percentile 95 -a --max-threads 4 --measurement-mode time_windows",
+        "-m m -u URL -i HTTP --concurrency-range 2 -p 300 -s 50 --async",
+        "-m m -u URL -i http --request-rate-range 100 -p 300 -s 50 --sync --max-threads 16",
+    ] {
+        let args: Vec<&str> = line
+            .split(' ')
+            .map(|a| if a == "URL" { url.as_str() } else { a })
+            .collect();
+        let (code, out, err) = perf_run(&args);
+        assert_eq!(code, 0, "{line}: {err}");
+        let rows: Vec<&str> = out
+            .lines()
+            .filter(|l| l.trim_start_matches(['│', ' ']).starts_with(|c: char| c.is_ascii_digit()))
+            .collect();
+        let levels = if line.contains("1:2") { 2 } else { 1 };
+        assert_eq!(rows.len(), levels, "{line}:\n{out}");
+        // every row measured requests and no errors
+        for row in rows {
+            // the table has no inner borders: cells are separated by blanks
+            let cells: Vec<&str> = row
+                .split(|c: char| c == '│' || c.is_whitespace())
+                .filter(|c| !c.is_empty())
+                .collect();
+            let requests: u64 = cells[1].parse().unwrap();
+            assert!(requests > 0, "{line}: {row}");
+            assert_eq!(cells[2], "0", "{line}: {row}");
+        }
+        if line.contains("--percentile 95") {
+            // p95 is a column already: not shown twice
+            let head = out.lines().find(|l| l.contains("p50 µs")).unwrap();
+            assert_eq!(head.matches("p95 µs").count(), 1, "{out}");
+        }
+    }
+}
+
+#[test]
 fn string_length_and_string_data_make_the_generated_strings() {
     let r = Responder::start(Behaviour {
         strings: true,
