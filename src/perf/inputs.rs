@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputData {
     /// Seeded pseudo-random values: small non-negative integers, floats in
-    /// [0, 1), 16-character lowercase strings.
+    /// [0, 1), lowercase strings as [`Strings`] says.
     Random,
     /// Zeros (empty strings for BYTES).
     Zero,
