@@ -82,9 +82,10 @@ pub const MIN_DEFAULT_RESPONSE_BYTES: u64 = 64 << 20;
 /// text with its separator.
 pub const JSON_BYTES_PER_ELEMENT: u64 = 32;
 
-/// Bytes per element of a generated input as sent: its size, or for
-/// BYTES a 4-byte length and at most 16 characters; as JSON at least
-/// [`JSON_BYTES_PER_ELEMENT`].
+/// Bytes per element of a generated input of fixed-size elements as
+/// sent: its size; as JSON at least [`JSON_BYTES_PER_ELEMENT`]. (Generated
+/// BYTES elements take the size of the strings `--string-length` and
+/// `--string-data` make: `inputs::Strings::element_size`.)
 pub fn generated_element_size(dt: DataType, binary: bool) -> u64 {
     let raw = dt.element_size().map_or(4 + 16, |n| n as u64);
     if binary {
