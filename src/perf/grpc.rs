@@ -1172,11 +1172,20 @@ mod tests {
         let got = raw("BF16", json!([x, 1, -2])).unwrap();
         assert_eq!(halves(got), [0x3f81, 0x3f80, 0xc000]);
         let e = raw("FP16", json!([1, 2, 70000])).unwrap_err();
-        assert!(e.contains("input 'X'") && e.contains("70000 does not fit FP16"), "{e}");
+        assert!(
+            e.contains("input 'X'") && e.contains("70000 does not fit FP16"),
+            "{e}"
+        );
         let e = raw("FP32", json!([1, 2, 1e40])).unwrap_err();
-        assert!(e.contains("input 'X'") && e.contains("does not fit FP32"), "{e}");
+        assert!(
+            e.contains("input 'X'") && e.contains("does not fit FP32"),
+            "{e}"
+        );
         let e = raw("UINT8", json!([1, 2, 300])).unwrap_err();
-        assert!(e.contains("input 'X'") && e.contains("300 does not fit UINT8"), "{e}");
+        assert!(
+            e.contains("input 'X'") && e.contains("300 does not fit UINT8"),
+            "{e}"
+        );
     }
 
     #[test]

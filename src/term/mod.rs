@@ -169,9 +169,8 @@ mod tests {
     /// `never` are not changed by any of them.
     #[test]
     fn clicolor_zero_turns_auto_off_and_clicolor_force_on() {
-        let auto = |pairs: &[(&str, &str)], tty: bool| {
-            color_enabled(ColorChoice::Auto, tty, &env(pairs))
-        };
+        let auto =
+            |pairs: &[(&str, &str)], tty: bool| color_enabled(ColorChoice::Auto, tty, &env(pairs));
         assert!(!auto(&[("CLICOLOR", "0")], true));
         assert!(auto(&[("CLICOLOR", "1")], true));
         assert!(!auto(&[("CLICOLOR", "1")], false));

@@ -1121,7 +1121,10 @@ fn write_as_pid_1_ignores_and_keeps_a_stale_temporary_file() {
         std::fs::read_to_string(d.join("config.pbtxt")).unwrap(),
         printed.stdout
     );
-    assert_eq!(std::fs::read_to_string(&stale).unwrap(), "not tritonctl's\n");
+    assert_eq!(
+        std::fs::read_to_string(&stale).unwrap(),
+        "not tritonctl's\n"
+    );
     let mut names = leftovers(&d);
     names.sort();
     assert_eq!(names, [".config.pbtxt.tritonctl-1.tmp", "config.pbtxt"]);

@@ -585,7 +585,11 @@ fn unknown_code_in_suppression_is_reported_at_its_span() {
 fn exclude_globs_with_alternation_and_classes() {
     let tmp = tempfile::tempdir().unwrap();
     for name in ["a", "b", "c", "cc"] {
-        add_model(tmp.path(), name, &BAD.replace("\"bad\"", &format!("\"{name}\"")));
+        add_model(
+            tmp.path(),
+            name,
+            &BAD.replace("\"bad\"", &format!("\"{name}\"")),
+        );
     }
     add_model(tmp.path(), "d", &GOOD.replace("\"good\"", "\"d\""));
     std::fs::write(
@@ -607,7 +611,11 @@ fn exclude_globs_with_alternation_and_classes() {
         .map(|f| f["path"].as_str().unwrap())
         .collect();
     paths.sort_unstable();
-    assert_eq!(paths, ["models/cc/config.pbtxt", "models/d/config.pbtxt"], "{out}");
+    assert_eq!(
+        paths,
+        ["models/cc/config.pbtxt", "models/d/config.pbtxt"],
+        "{out}"
+    );
 }
 
 #[test]

@@ -538,7 +538,11 @@ mod tests {
         assert_eq!(lines[3], "1 | name: \"模型名\" bad: 1", "{out}");
         // `name: "` is 7 columns, the three characters 6, `" ` 2.
         assert_eq!(lines[4], format!("  | {}^^^", " ".repeat(15)), "{out}");
-        assert_eq!(lines[5], format!("  | {}------ name", " ".repeat(7)), "{out}");
+        assert_eq!(
+            lines[5],
+            format!("  | {}------ name", " ".repeat(7)),
+            "{out}"
+        );
         // In a line cut to a window, too: 100 wide characters before.
         let wide = "模".repeat(100);
         let src = format!("a: \"{wide}\" bad: 1\n");
@@ -548,8 +552,15 @@ mod tests {
         let lines: Vec<&str> = out.lines().collect();
         let shown = lines[3].strip_prefix("1 | …").expect("cut before");
         let before = &shown[..shown.find("bad").unwrap()];
-        let columns = before.chars().map(|c| if c == '模' { 2 } else { 1 }).sum::<usize>();
-        assert_eq!(lines[4], format!("  | {}^^^", " ".repeat(1 + columns)), "{out}");
+        let columns = before
+            .chars()
+            .map(|c| if c == '模' { 2 } else { 1 })
+            .sum::<usize>();
+        assert_eq!(
+            lines[4],
+            format!("  | {}^^^", " ".repeat(1 + columns)),
+            "{out}"
+        );
     }
 
     #[test]
