@@ -7,8 +7,7 @@ use std::io::{self, IsTerminal, Write};
 /// `--color`: whether human output may be coloured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ColorChoice {
-    /// Colour when standard output is a terminal, unless NO_COLOR or
-    /// CLICOLOR=0 say otherwise (CLICOLOR_FORCE turns it on).
+    /// Colour when standard output is a terminal and NO_COLOR is unset.
     Auto,
     /// Always colour, even when NO_COLOR is set.
     Always,
