@@ -328,6 +328,17 @@ mod tests {
         assert!(exclude("[mn]odel_{x,y}", "node/model_y"));
     }
 
+    #[test]
+    fn alternation_and_classes_alone() {
+        for path in ["a", "b", "models/a", "models/b/1"] {
+            assert!(exclude("{a,b}", path), "{path}");
+        }
+        assert!(!exclude("{a,b}", "models/ab"));
+        assert!(exclude("[c]", "models/c"));
+        assert!(!exclude("[c]", "models/cc"));
+        assert!(!exclude("[c]", "models/[c]"));
+    }
+
     /// Regression (docs/hostile.md): invalid globs were accepted silently (and matched
     /// nothing); they are refused, naming the pattern, the reason and
     /// where it is.

@@ -462,6 +462,47 @@ mod tests {
         assert!(bf16_to_f32(f64_to_bf16(f64::NAN).unwrap()).is_nan());
     }
 
+    /// numpy has no BF16: each result is checked to be a nearest BF16 value
+    /// of the f64 as given (its neighbours are not nearer; on a tie, the
+    /// even one), for values just off halfway points (where rounding
+    /// through f32 goes wrong) and pseudo-random ones. The differences are
+    /// exact in f64 (Sterbenz: operands within a factor of 2).
+    #[test]
+    fn bfloat16_is_a_nearest_value_of_the_double_as_given() {
+        let value = |b: u16| f64::from(bf16_to_f32(b));
+        let mut xs = Vec::new();
+        for e in [-100, -20, -1, 0, 1, 7, 60, 120] {
+            for m in [0u64, 1, 2, 63, 127] {
+                // Halfway between two BF16 values, and an f64 step either side.
+                let halfway = (1.0 + (m as f64 + 0.5) / 128.0) * 2f64.powi(e);
+                let bits = halfway.to_bits();
+                xs.extend([halfway, f64::from_bits(bits + 1), f64::from_bits(bits - 1)]);
+            }
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..5000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let mantissa = 1.0 + (state >> 11) as f64 / (1u64 << 53) as f64;
+            xs.push(mantissa * 2f64.powi((state % 240) as i32 - 120));
+        }
+        for x in xs.iter().flat_map(|x| [*x, -*x]) {
+            let b = f64_to_bf16(x).expect("in range");
+            let d = (x - value(b)).abs();
+            for n in [b.wrapping_sub(1), b + 1] {
+                let v = value(n);
+                if v.is_finite() && v != 0.0 && v.signum() == x.signum() {
+                    let dn = (x - v).abs();
+                    assert!(d <= dn, "{x:?}: {b:#06x} is not nearest ({n:#06x} is)");
+                    if d == dn {
+                        assert_eq!(b & 1, 0, "{x:?}: tie not to even");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn bfloat16_rounds_to_nearest_even() {
         assert_eq!(f32_to_bf16(1.0), 0x3f80);

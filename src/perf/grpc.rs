@@ -16,6 +16,8 @@
 use super::client::{ClientTime, Endpoint, ErrorKind};
 use super::exchange::{push_response, Cancel, Exchange};
 use super::inputs::Body;
+use crate::inputs::codec::encode_le;
+use crate::inputs::json::values_from_json;
 use crate::tensor::DataType;
 use bytes::Bytes;
 use pb::grpc_inference_service_client::GrpcInferenceServiceClient;
@@ -485,54 +487,23 @@ pub fn parameter(v: &Value) -> Option<pb::InferParameter> {
     })
 }
 
-fn flatten<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
-    match v {
-        Value::Array(a) => a.iter().for_each(|x| flatten(x, out)),
-        other => out.push(other),
-    }
-}
-
 /// JSON tensor values as raw little-endian bytes (BYTES elements with
-/// 4-byte length prefixes).
+/// 4-byte length prefixes), through the encoder of `run` and of HTTP data
+/// files, so that a value becomes the same bytes whichever path sends it
+/// and values beyond the type are refused.
 fn raw_from_json(name: &str, dt: DataType, data: &Value) -> Result<Vec<u8>, String> {
-    let mut values = Vec::new();
-    flatten(data, &mut values);
-    let bad = |v: &Value| format!("input '{name}': value {v} does not fit {}", dt.wire_name());
-    let mut raw = Vec::new();
-    for v in values {
-        let int = || -> Result<i128, String> {
-            v.as_i64()
-                .map(i128::from)
-                .or_else(|| v.as_u64().map(i128::from))
-                .or_else(|| v.as_bool().map(i128::from))
-                .ok_or_else(|| bad(v))
-        };
-        let float = || v.as_f64().ok_or_else(|| bad(v));
-        match dt {
-            DataType::Bool => raw.push(v.as_bool().ok_or_else(|| bad(v))? as u8),
-            DataType::U8 | DataType::I8 => raw.push(int()? as u8),
-            DataType::U16 | DataType::I16 => raw.extend_from_slice(&(int()? as u16).to_le_bytes()),
-            DataType::U32 | DataType::I32 => raw.extend_from_slice(&(int()? as u32).to_le_bytes()),
-            DataType::U64 | DataType::I64 => raw.extend_from_slice(&(int()? as u64).to_le_bytes()),
-            DataType::F32 => raw.extend_from_slice(&(float()? as f32).to_le_bytes()),
-            DataType::F64 => raw.extend_from_slice(&float()?.to_le_bytes()),
-            DataType::F16 | DataType::Bf16 => {
-                return Err(format!(
-                    "input '{name}': {} values cannot be given as JSON",
-                    dt.wire_name()
-                ))
-            }
-            DataType::Bytes => {
-                let s = match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                raw.extend_from_slice(&(s.len() as u32).to_le_bytes());
-                raw.extend_from_slice(s.as_bytes());
-            }
+    let values = values_from_json(data, dt).map_err(|e| {
+        if e.path.is_empty() {
+            format!("input '{name}': {}", e.message)
+        } else {
+            format!(
+                "input '{name}': at {}: {}",
+                e.path.trim_start_matches('.'),
+                e.message
+            )
         }
-    }
-    Ok(raw)
+    })?;
+    Ok(encode_le(&values.data))
 }
 
 /// The gRPC request carrying the same tensors as an HTTP body (binary
@@ -1170,6 +1141,51 @@ mod tests {
         assert_eq!(b.outputs[0].name, "Y");
         // the HTTP-only switch does not go over gRPC
         assert!(!a.parameters.contains_key("binary_data_output"));
+    }
+
+    /// A JSON body's values reach gRPC encoded as `run` and HTTP data files
+    /// encode them (one encoder): FP16 rounded once from the JSON number
+    /// (numpy's `np.float64(1.0004882812509095).astype(np.float16)` is
+    /// 1.0009765625, bits 0x3c01), values beyond the type refused naming
+    /// the input.
+    #[test]
+    fn json_bodies_are_encoded_by_the_shared_encoder() {
+        let raw = |datatype: &str, data: Value| {
+            let header = json!({"inputs": [
+                {"name": "X", "shape": [3], "datatype": datatype, "data": data}
+            ]});
+            let body = Body {
+                bytes: Bytes::from(serde_json::to_vec(&header).unwrap()),
+                header_len: None,
+                header: header.as_object().unwrap().clone(),
+            };
+            request_from_body(&body, "m", None).map(|r| r.raw_input_contents[0].to_vec())
+        };
+        let halves = |raw: Vec<u8>| -> Vec<u16> {
+            raw.chunks(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect()
+        };
+        let got = raw("FP16", json!([1.0004882812509095, 0.5, 65504])).unwrap();
+        assert_eq!(halves(got), [0x3c01, 0x3800, 0x7bff]);
+        let x = 1.0 + 2f64.powi(-8) + 2f64.powi(-40);
+        let got = raw("BF16", json!([x, 1, -2])).unwrap();
+        assert_eq!(halves(got), [0x3f81, 0x3f80, 0xc000]);
+        let e = raw("FP16", json!([1, 2, 70000])).unwrap_err();
+        assert!(
+            e.contains("input 'X'") && e.contains("70000 does not fit FP16"),
+            "{e}"
+        );
+        let e = raw("FP32", json!([1, 2, 1e40])).unwrap_err();
+        assert!(
+            e.contains("input 'X'") && e.contains("does not fit FP32"),
+            "{e}"
+        );
+        let e = raw("UINT8", json!([1, 2, 300])).unwrap_err();
+        assert!(
+            e.contains("input 'X'") && e.contains("300 does not fit UINT8"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -16,9 +16,12 @@ pub enum ColorChoice {
 }
 
 /// Whether output to a stream is coloured, given `--color`, the environment
-/// (`NO_COLOR`, `CLICOLOR_FORCE`, `TERM=dumb`) and whether the stream is a
-/// terminal. `--color always` wins over `NO_COLOR`; `NO_COLOR` only turns
-/// `auto` off (as ripgrep and ruff do).
+/// (`NO_COLOR`, `CLICOLOR_FORCE`, `CLICOLOR`, `TERM=dumb`) and whether the
+/// stream is a terminal, in the order anstream decides it for `auto`: a
+/// non-empty `NO_COLOR` turns colour off, then `CLICOLOR_FORCE` (not `0`)
+/// on, then `CLICOLOR=0` off (docs/spec/cli.md). `--color always` and
+/// `never` win over all of them; `NO_COLOR` only turns `auto` off (as
+/// ripgrep and ruff do).
 pub fn color_enabled(
     choice: ColorChoice,
     is_terminal: bool,
@@ -34,6 +37,9 @@ pub fn color_enabled(
             }
             if env("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0") {
                 return true;
+            }
+            if env("CLICOLOR").is_some_and(|v| v == "0") {
+                return false;
             }
             is_terminal && env("TERM").is_none_or(|t| t != "dumb")
         }
@@ -154,6 +160,28 @@ mod tests {
         assert!(color_enabled(ColorChoice::Always, false, &e));
         let empty = env(&[("NO_COLOR", "")]);
         assert!(color_enabled(ColorChoice::Auto, true, &empty));
+    }
+
+    /// The CLICOLOR conventions with `auto`: `CLICOLOR=0` turns colour off
+    /// on a terminal, `CLICOLOR_FORCE` (not `0`) turns it on anywhere and
+    /// wins over `CLICOLOR=0`, `NO_COLOR` wins over both; `always` and
+    /// `never` are not changed by any of them.
+    #[test]
+    fn clicolor_zero_turns_auto_off_and_clicolor_force_on() {
+        let auto =
+            |pairs: &[(&str, &str)], tty: bool| color_enabled(ColorChoice::Auto, tty, &env(pairs));
+        assert!(!auto(&[("CLICOLOR", "0")], true));
+        assert!(auto(&[("CLICOLOR", "1")], true));
+        assert!(!auto(&[("CLICOLOR", "1")], false));
+        assert!(auto(&[("CLICOLOR", "")], true));
+        assert!(auto(&[("CLICOLOR_FORCE", "1")], false));
+        assert!(!auto(&[("CLICOLOR_FORCE", "0")], false));
+        assert!(auto(&[("CLICOLOR", "0"), ("CLICOLOR_FORCE", "1")], false));
+        assert!(!auto(&[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")], true));
+        let off = env(&[("CLICOLOR", "0")]);
+        assert!(color_enabled(ColorChoice::Always, true, &off));
+        let force = env(&[("CLICOLOR_FORCE", "1")]);
+        assert!(!color_enabled(ColorChoice::Never, true, &force));
     }
 
     #[test]

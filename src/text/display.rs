@@ -49,10 +49,13 @@ fn write_escaped(out: &mut impl fmt::Write, c: char) -> fmt::Result {
     }
 }
 
-/// The number of characters `c` takes when shown (1 unless escaped).
+/// The number of terminal columns `c` takes when shown: its escape's
+/// length when escaped, else its width by Unicode's East Asian Width (2 for
+/// wide characters such as CJK ones, 0 for combining marks), as terminals
+/// draw it, so that carets line up under the text they mark.
 pub fn shown_width(c: char) -> usize {
     if !needs_escape(c) {
-        return 1;
+        return unicode_width::UnicodeWidthChar::width(c).unwrap_or(1);
     }
     match c {
         '\n' | '\r' | '\t' => 2,
@@ -177,7 +180,7 @@ fn path_bytes(p: &Path) -> Cow<'_, [u8]> {
 }
 
 /// The part of a line shown in a source snippet: at most `width` shown
-/// columns (escapes count as their length), starting at the character
+/// columns (escapes count as their length, wide characters as two), starting at the character
 /// that starts at or after column `from`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Window {
@@ -285,6 +288,10 @@ mod tests {
                 "{c:?}"
             );
         }
+        // Wide characters take two columns, combining marks none.
+        assert_eq!(shown_width('模'), 2);
+        assert_eq!(shown_width('\u{ff21}'), 2);
+        assert_eq!(shown_width('\u{301}'), 0);
     }
 
     #[cfg(unix)]
@@ -314,8 +321,12 @@ mod tests {
         let w = window("ab\u{1b}cd\te", 3, 6, 4);
         assert_eq!((w.start, w.text.as_str()), (8, "cd    "));
         assert!(w.cut_before && w.cut_after);
-        let w = window("日本語日本語", 2, 3, 4);
-        assert_eq!((w.start, w.text.as_str()), (2, "語日本"));
+        // Wide characters take two columns: column 3 is inside 本, so the
+        // window starts at 語 (column 4); 4 columns hold two of them.
+        let w = window("日本語日本語", 2, 4, 4);
+        assert_eq!((w.start, w.text.as_str()), (2, "本語"));
+        let w = window("日本語日本語", 3, 5, 4);
+        assert_eq!((w.start, w.text.as_str(), w.cut_after), (4, "語日", true));
         // A start past the end gives an empty window at the end.
         let w = window("abc", 10, 5, 4);
         assert_eq!((w.start, w.text.as_str(), w.cut_after), (3, "", false));

@@ -1084,6 +1084,52 @@ fn write_creates_config_pbtxt_and_refuses_to_overwrite() {
     assert!(!tmp.path().join("config.pbtxt").exists());
 }
 
+/// In a container tritonctl often runs as PID 1: a temporary file left by
+/// an earlier run under a name made from the process id (as
+/// `.config.pbtxt.tritonctl-1.tmp` once was) must neither make `--write`
+/// fail nor be deleted by it (the writer's temporary names are unique).
+/// Run as PID 1 in a new PID namespace (`unshare --pid --fork`); skipped
+/// where that is not allowed.
+#[test]
+fn write_as_pid_1_ignores_and_keeps_a_stale_temporary_file() {
+    let can_unshare = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "sh", "-c", "test $$ = 1"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !can_unshare {
+        eprintln!("skipped: cannot run a process as PID 1 here (unshare --pid --fork)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("a1_symbolic");
+    copy_dir(&model("a1_symbolic"), &d);
+    let stale = d.join(".config.pbtxt.tritonctl-1.tmp");
+    std::fs::write(&stale, "not tritonctl's\n").unwrap();
+    let printed = tritonctl().arg("autoconfig").args([&d]).run();
+    assert_eq!(printed.code, 0, "{}", printed.stderr);
+    let o = std::process::Command::new("unshare")
+        .args(["--pid", "--fork"])
+        .arg(crate::common::tritonctl_path())
+        .args(["autoconfig".as_ref(), d.as_os_str(), "--write".as_ref()])
+        .env_clear()
+        .envs(std::env::var_os("PATH").map(|p| ("PATH", p)))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(d.join("config.pbtxt")).unwrap(),
+        printed.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(&stale).unwrap(),
+        "not tritonctl's\n"
+    );
+    let mut names = leftovers(&d);
+    names.sort();
+    assert_eq!(names, [".config.pbtxt.tritonctl-1.tmp", "config.pbtxt"]);
+}
+
 fn leftovers(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .unwrap()

@@ -578,6 +578,46 @@ fn unknown_code_in_suppression_is_reported_at_its_span() {
 
 // ------------------------------------------------------------ tritonctl.toml
 
+/// `exclude` patterns are globs with alternation and classes:
+/// `{a,b}` excludes `a` and `b`, `[c]` excludes `c`, and nothing else is
+/// excluded (`d`, `cc`).
+#[test]
+fn exclude_globs_with_alternation_and_classes() {
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["a", "b", "c", "cc"] {
+        add_model(
+            tmp.path(),
+            name,
+            &BAD.replace("\"bad\"", &format!("\"{name}\"")),
+        );
+    }
+    add_model(tmp.path(), "d", &GOOD.replace("\"good\"", "\"d\""));
+    std::fs::write(
+        tmp.path().join("tritonctl.toml"),
+        "exclude = [\"{a,b}\", \"[c]\"]\n",
+    )
+    .unwrap();
+    let (_, out) = tritonctl()
+        .current_dir(tmp.path())
+        .arg("validate")
+        .args(["--format", "json", "models"])
+        .run()
+        .combined();
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let mut paths: Vec<&str> = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    paths.sort_unstable();
+    assert_eq!(
+        paths,
+        ["models/cc/config.pbtxt", "models/d/config.pbtxt"],
+        "{out}"
+    );
+}
+
 #[test]
 fn config_file_overrides_severities_and_excludes() {
     let repo = git_repo();

@@ -326,7 +326,7 @@ fn source_line(
     let w = display::window(text, from, SNIPPET_WIDTH, TAB_WIDTH);
     let shown = Shown {
         start: w.start,
-        end: w.start + w.text.chars().count(),
+        end: w.start + display_width(&w.text),
         cut_before: w.cut_before,
         cut_after: w.cut_after,
     };
@@ -376,7 +376,8 @@ fn mark<'a>(
     }
 }
 
-/// Shown columns of `s`: tabs expanded, escapes as long as they are.
+/// Shown columns of `s`: tabs expanded, escapes as long as they are, wide
+/// characters two columns each.
 fn display_width(s: &str) -> usize {
     s.chars()
         .map(|c| {
@@ -519,6 +520,47 @@ mod tests {
             "Found 1 error in 1 file.",
         ];
         assert_eq!(out.lines().collect::<Vec<_>>(), expected, "{out}");
+    }
+
+    /// Wide characters (CJK, East Asian Width "W") take two terminal
+    /// columns each: the carets after them and under them count two per
+    /// character, so they stand under the text they mark.
+    #[test]
+    fn carets_after_wide_characters_stand_under_the_span() {
+        let src = "name: \"模型名\" bad: 1\n".to_string();
+        let at = src.find("bad").unwrap();
+        let word = src.find('模').unwrap();
+        let d = Diagnostic::new(&TEST_RULE, "unknown")
+            .at(crate::text::Span::new(at, at + 3))
+            .label(crate::text::Span::new(word, word + "模型名".len()), "name");
+        let out = one_file(src, d);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[3], "1 | name: \"模型名\" bad: 1", "{out}");
+        // `name: "` is 7 columns, the three characters 6, `" ` 2.
+        assert_eq!(lines[4], format!("  | {}^^^", " ".repeat(15)), "{out}");
+        assert_eq!(
+            lines[5],
+            format!("  | {}------ name", " ".repeat(7)),
+            "{out}"
+        );
+        // In a line cut to a window, too: 100 wide characters before.
+        let wide = "模".repeat(100);
+        let src = format!("a: \"{wide}\" bad: 1\n");
+        let at = src.find("bad").unwrap();
+        let d = Diagnostic::new(&TEST_RULE, "unknown").at(crate::text::Span::new(at, at + 3));
+        let out = one_file(src, d);
+        let lines: Vec<&str> = out.lines().collect();
+        let shown = lines[3].strip_prefix("1 | …").expect("cut before");
+        let before = &shown[..shown.find("bad").unwrap()];
+        let columns = before
+            .chars()
+            .map(|c| if c == '模' { 2 } else { 1 })
+            .sum::<usize>();
+        assert_eq!(
+            lines[4],
+            format!("  | {}^^^", " ".repeat(1 + columns)),
+            "{out}"
+        );
     }
 
     #[test]
