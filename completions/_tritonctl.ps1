@@ -21,7 +21,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
 
     $completions = @(switch ($command) {
         'tritonctl' {
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)')
             [CompletionResult]::new('--max-file-bytes', '--max-file-bytes', [CompletionResultType]::ParameterName, 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
@@ -54,7 +54,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('--gpus', '--gpus', [CompletionResultType]::ParameterName, 'GPU ids of the target server, comma-separated (default: none, a CPU-only server)')
             [CompletionResult]::new('--min-compute-capability', '--min-compute-capability', [CompletionResultType]::ParameterName, 'The target server''s minimum supported CUDA compute capability')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read settings from FILE instead of the tritonctl.toml found by walking up from each path')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)')
             [CompletionResult]::new('--max-file-bytes', '--max-file-bytes', [CompletionResultType]::ParameterName, 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit')
             [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Warnings count as errors')
             [CompletionResult]::new('--disable-auto-complete-config', '--disable-auto-complete-config', [CompletionResultType]::ParameterName, 'Validate as a server started with --disable-auto-complete-config does: configs must be complete, a missing config.pbtxt is an error')
@@ -73,7 +73,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             break
         }
         'tritonctl;explain' {
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)')
             [CompletionResult]::new('--max-file-bytes', '--max-file-bytes', [CompletionResultType]::ParameterName, 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit')
             [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'List every rule')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
@@ -88,7 +88,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             break
         }
         'tritonctl;completions' {
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)')
             [CompletionResult]::new('--max-file-bytes', '--max-file-bytes', [CompletionResultType]::ParameterName, 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
@@ -102,7 +102,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             break
         }
         'tritonctl;fmt' {
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)')
             [CompletionResult]::new('--max-file-bytes', '--max-file-bytes', [CompletionResultType]::ParameterName, 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit')
             [CompletionResult]::new('--check', '--check', [CompletionResultType]::ParameterName, 'Write nothing; list the files that would change and exit 1 if any')
             [CompletionResult]::new('--diff', '--diff', [CompletionResultType]::ParameterName, 'Write nothing; print a unified diff of the changes and exit 1 if any')
@@ -119,7 +119,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
         }
         'tritonctl;convert' {
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Output format')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)')
             [CompletionResult]::new('--max-file-bytes', '--max-file-bytes', [CompletionResultType]::ParameterName, 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
@@ -138,7 +138,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('--merge', '--merge', [CompletionResultType]::ParameterName, 'Complete this partial config the way Triton does (fails with Triton''s message where it contradicts the model); `-` reads standard input')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--gpus', '--gpus', [CompletionResultType]::ParameterName, 'GPU ids of the target server, comma-separated (default: none, a CPU-only server); decides the instance group of --full')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)')
             [CompletionResult]::new('--max-file-bytes', '--max-file-bytes', [CompletionResultType]::ParameterName, 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit')
             [CompletionResult]::new('--write', '--write', [CompletionResultType]::ParameterName, 'Write config.pbtxt into the model directory instead of printing it')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'With --write: replace an existing config.pbtxt')
@@ -166,7 +166,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('--timeline-max-batches', '--timeline-max-batches', [CompletionResultType]::ParameterName, 'Draw at most N executions, the first ones (of the window); the picture says when some were left out')
             [CompletionResult]::new('--sweep', '--sweep', [CompletionResultType]::ParameterName, 'Run the trace once per value of a config field and print one summary row per setting. KEY is a field path in the model config (dynamic_batching.max_queue_delay_microseconds, max_batch_size, instance_group[0].count, sequence_batching.oldest.max_candidate_sequences, ...); values are comma-separated, in config syntax ("[4,8]" for a list; strings need no quotes). Repeatable: every combination is run (at most 1000)')
             [CompletionResult]::new('--gpus', '--gpus', [CompletionResultType]::ParameterName, 'GPU ids of the target server, comma-separated (default: none, a CPU-only server). Instances are those Triton creates on it: count per listed GPU, one per GPU for a GPU group without count')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)')
             [CompletionResult]::new('--max-file-bytes', '--max-file-bytes', [CompletionResultType]::ParameterName, 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit')
             [CompletionResult]::new('--timeline-queue', '--timeline-queue', [CompletionResultType]::ParameterName, 'Also draw each executed request''s queue wait (arrival to start of its execution) as a thin bar under the execution')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
@@ -181,7 +181,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             break
         }
         'tritonctl;trace' {
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)')
             [CompletionResult]::new('--max-file-bytes', '--max-file-bytes', [CompletionResultType]::ParameterName, 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
@@ -208,7 +208,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Seed of the random generator')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Write to FILE instead of standard output')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Write to FILE instead of standard output')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)')
             [CompletionResult]::new('--max-file-bytes', '--max-file-bytes', [CompletionResultType]::ParameterName, 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit')
             [CompletionResult]::new('--string-ids', '--string-ids', [CompletionResultType]::ParameterName, 'Sequence ids as strings ("s1") instead of integers')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
@@ -224,7 +224,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
         }
         'tritonctl;doctor' {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: human (default) or json (one object; fields in the documentation of `tritonctl::commands::doctor`)')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)')
             [CompletionResult]::new('--max-file-bytes', '--max-file-bytes', [CompletionResultType]::ParameterName, 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
@@ -245,7 +245,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('--gpus', '--gpus', [CompletionResultType]::ParameterName, 'GPU ids of the server the model is meant for, comma-separated (default: none, a CPU-only server): the instances are those Triton creates there, and a GPU instance on GPU N runs on cuda:N when this machine has it (else on the CPU, with a note)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Measure the execution time per batch size and write a latency file that `simulate --latency` reads')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)')
             [CompletionResult]::new('--max-file-bytes', '--max-file-bytes', [CompletionResultType]::ParameterName, 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit')
             [CompletionResult]::new('--sequence', '--sequence', [CompletionResultType]::ParameterName, 'Stateful mode: fill the sequence control inputs and keep state per sequence (each top-level array of perf_analyzer''s input data is one sequence)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
@@ -315,7 +315,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('--sequence-id-range', '--sequence-id-range', [CompletionResultType]::ParameterName, 'Sequence ids `START[:END]` (END exclusive; ids wrap around). The default starts at a random base so that two runs do not collide')
             [CompletionResult]::new('--num-of-sequences', '--num-of-sequences', [CompletionResultType]::ParameterName, 'Open loop, sequence models: sequences live at once (each has at most one request in flight)')
             [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Live progress bar on standard error: `auto` when it is a terminal, `always`, or `never`')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (NO_COLOR turns off `auto`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)')
             [CompletionResult]::new('--max-file-bytes', '--max-file-bytes', [CompletionResultType]::ParameterName, 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit')
             [CompletionResult]::new('--streaming', '--streaming', [CompletionResultType]::ParameterName, 'gRPC only: send requests over bidirectional `ModelStreamInfer` streams (one per request in flight) instead of unary calls')
             [CompletionResult]::new('-a', '-a', [CompletionResultType]::ParameterName, 'Accepted for perf_analyzer''s command lines: tritonctl always sends asynchronously (a note says so)')

@@ -18,7 +18,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
     }
     var completions = [
         &'tritonctl'= {
-            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --color 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)'
             cand --max-file-bytes 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit'
             cand -q 'Print only the findings: no summary, no progress'
             cand --quiet 'Print only the findings: no summary, no progress'
@@ -50,7 +50,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --gpus 'GPU ids of the target server, comma-separated (default: none, a CPU-only server)'
             cand --min-compute-capability 'The target server''s minimum supported CUDA compute capability'
             cand --config 'Read settings from FILE instead of the tritonctl.toml found by walking up from each path'
-            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --color 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)'
             cand --max-file-bytes 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit'
             cand --strict 'Warnings count as errors'
             cand --disable-auto-complete-config 'Validate as a server started with --disable-auto-complete-config does: configs must be complete, a missing config.pbtxt is an error'
@@ -68,7 +68,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --version 'Print version'
         }
         &'tritonctl;explain'= {
-            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --color 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)'
             cand --max-file-bytes 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit'
             cand --all 'List every rule'
             cand -q 'Print only the findings: no summary, no progress'
@@ -82,7 +82,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --version 'Print version'
         }
         &'tritonctl;completions'= {
-            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --color 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)'
             cand --max-file-bytes 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit'
             cand -q 'Print only the findings: no summary, no progress'
             cand --quiet 'Print only the findings: no summary, no progress'
@@ -95,7 +95,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --version 'Print version'
         }
         &'tritonctl;fmt'= {
-            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --color 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)'
             cand --max-file-bytes 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit'
             cand --check 'Write nothing; list the files that would change and exit 1 if any'
             cand --diff 'Write nothing; print a unified diff of the changes and exit 1 if any'
@@ -111,7 +111,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
         }
         &'tritonctl;convert'= {
             cand --to 'Output format'
-            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --color 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)'
             cand --max-file-bytes 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit'
             cand -q 'Print only the findings: no summary, no progress'
             cand --quiet 'Print only the findings: no summary, no progress'
@@ -129,7 +129,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --merge 'Complete this partial config the way Triton does (fails with Triton''s message where it contradicts the model); `-` reads standard input'
             cand --format 'Output format'
             cand --gpus 'GPU ids of the target server, comma-separated (default: none, a CPU-only server); decides the instance group of --full'
-            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --color 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)'
             cand --max-file-bytes 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit'
             cand --write 'Write config.pbtxt into the model directory instead of printing it'
             cand --force 'With --write: replace an existing config.pbtxt'
@@ -156,7 +156,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --timeline-max-batches 'Draw at most N executions, the first ones (of the window); the picture says when some were left out'
             cand --sweep 'Run the trace once per value of a config field and print one summary row per setting. KEY is a field path in the model config (dynamic_batching.max_queue_delay_microseconds, max_batch_size, instance_group[0].count, sequence_batching.oldest.max_candidate_sequences, ...); values are comma-separated, in config syntax ("[4,8]" for a list; strings need no quotes). Repeatable: every combination is run (at most 1000)'
             cand --gpus 'GPU ids of the target server, comma-separated (default: none, a CPU-only server). Instances are those Triton creates on it: count per listed GPU, one per GPU for a GPU group without count'
-            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --color 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)'
             cand --max-file-bytes 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit'
             cand --timeline-queue 'Also draw each executed request''s queue wait (arrival to start of its execution) as a thin bar under the execution'
             cand -q 'Print only the findings: no summary, no progress'
@@ -170,7 +170,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --version 'Print version'
         }
         &'tritonctl;trace'= {
-            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --color 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)'
             cand --max-file-bytes 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit'
             cand -q 'Print only the findings: no summary, no progress'
             cand --quiet 'Print only the findings: no summary, no progress'
@@ -196,7 +196,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --seed 'Seed of the random generator'
             cand -o 'Write to FILE instead of standard output'
             cand --output 'Write to FILE instead of standard output'
-            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --color 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)'
             cand --max-file-bytes 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit'
             cand --string-ids 'Sequence ids as strings ("s1") instead of integers'
             cand -q 'Print only the findings: no summary, no progress'
@@ -211,7 +211,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
         }
         &'tritonctl;doctor'= {
             cand --format 'Output format: human (default) or json (one object; fields in the documentation of `tritonctl::commands::doctor`)'
-            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --color 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)'
             cand --max-file-bytes 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit'
             cand -q 'Print only the findings: no summary, no progress'
             cand --quiet 'Print only the findings: no summary, no progress'
@@ -231,7 +231,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --gpus 'GPU ids of the server the model is meant for, comma-separated (default: none, a CPU-only server): the instances are those Triton creates there, and a GPU instance on GPU N runs on cuda:N when this machine has it (else on the CPU, with a note)'
             cand --format 'Output format'
             cand --profile 'Measure the execution time per batch size and write a latency file that `simulate --latency` reads'
-            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --color 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)'
             cand --max-file-bytes 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit'
             cand --sequence 'Stateful mode: fill the sequence control inputs and keep state per sequence (each top-level array of perf_analyzer''s input data is one sequence)'
             cand -q 'Print only the findings: no summary, no progress'
@@ -300,7 +300,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --sequence-id-range 'Sequence ids `START[:END]` (END exclusive; ids wrap around). The default starts at a random base so that two runs do not collide'
             cand --num-of-sequences 'Open loop, sequence models: sequences live at once (each has at most one request in flight)'
             cand --progress 'Live progress bar on standard error: `auto` when it is a terminal, `always`, or `never`'
-            cand --color 'When to use colour in human output (NO_COLOR turns off `auto`)'
+            cand --color 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)'
             cand --max-file-bytes 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit'
             cand --streaming 'gRPC only: send requests over bidirectional `ModelStreamInfer` streams (one per request in flight) instead of unary calls'
             cand -a 'Accepted for perf_analyzer''s command lines: tritonctl always sends asynchronously (a note says so)'

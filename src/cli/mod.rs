@@ -27,7 +27,8 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
-    /// When to use colour in human output (NO_COLOR turns off `auto`).
+    /// When to use colour in human output (`auto`: on a terminal, unless
+    /// NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on).
     #[arg(
         long,
         value_enum,
