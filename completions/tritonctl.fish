@@ -24,7 +24,7 @@ function __fish_tritonctl_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c tritonctl -n "__fish_tritonctl_needs_command" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
@@ -56,7 +56,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l known-b
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l gpus -d 'GPU ids of the target server, comma-separated (default: none, a CPU-only server)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l min-compute-capability -d 'The target server\'s minimum supported CUDA compute capability' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l config -d 'Read settings from FILE instead of the tritonctl.toml found by walking up from each path' -r -F
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
@@ -70,7 +70,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s v -l ve
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s V -l version -d 'Print version'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
@@ -80,7 +80,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -s v -l ver
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -s V -l version -d 'Print version'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
@@ -89,7 +89,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -s v -l
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
@@ -102,7 +102,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -s h -l help -d
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -l to -d 'Output format' -r -f -a "json\t'Triton\'s JSON form (what GET /v2/models/<model>/config returns)'
 pbtxt\t'Protobuf text format, in the layout of `tritonctl fmt`'"
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
@@ -116,7 +116,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l merge
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l format -d 'Output format' -r -f -a "pbtxt\t'Protobuf text format (config.pbtxt)'
 json\t'Triton\'s JSON form (what GET /v2/models/<model>/config returns)'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l gpus -d 'GPU ids of the target server, comma-separated (default: none, a CPU-only server); decides the instance group of --full' -r
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
@@ -140,7 +140,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l timelin
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l timeline-max-batches -d 'Draw at most N executions, the first ones (of the window); the picture says when some were left out' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l sweep -d 'Run the trace once per value of a config field and print one summary row per setting. KEY is a field path in the model config (dynamic_batching.max_queue_delay_microseconds, max_batch_size, instance_group[0].count, sequence_batching.oldest.max_candidate_sequences, ...); values are comma-separated, in config syntax ("[4,8]" for a list; strings need no quotes). Repeatable: every combination is run (at most 1000)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l gpus -d 'GPU ids of the target server, comma-separated (default: none, a CPU-only server). Instances are those Triton creates on it: count per listed GPU, one per GPU for a GPU group without count' -r
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
@@ -150,7 +150,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s v -l ve
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s V -l version -d 'Print version'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
@@ -172,7 +172,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_se
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l priority-levels -d 'Give each request a random priority 1..=K' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l seed -d 'Seed of the random generator' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -s o -l output -d 'Write to FILE instead of standard output' -r -F
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
@@ -184,7 +184,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_se
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -l format -d 'Output format: human (default) or json (one object; fields in the documentation of `tritonctl::commands::doctor`)' -r -f -a "human\t'Summary tables (default)'
 json\t'One JSON document: every request, every batch and a summary'"
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
@@ -200,7 +200,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l gpus -d 'GPU
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l format -d 'Output format' -r -f -a "human\t'Summary tables (default)'
 json\t'One JSON document: every request, every batch and a summary'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l profile -d 'Measure the execution time per batch size and write a latency file that `simulate --latency` reads' -r -F
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
@@ -265,7 +265,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l num-of-sequ
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l progress -d 'Live progress bar on standard error: `auto` when it is a terminal, `always`, or `never`' -r -f -a "auto\t'When standard error is a terminal (and not --quiet)'
 always\t'Always, also when standard error is a file or pipe'
 never\t'Never'"
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is unset'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r

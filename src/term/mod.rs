@@ -7,7 +7,8 @@ use std::io::{self, IsTerminal, Write};
 /// `--color`: whether human output may be coloured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ColorChoice {
-    /// Colour when standard output is a terminal and NO_COLOR is unset.
+    /// Colour when standard output is a terminal, unless NO_COLOR is set or
+    /// CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway).
     Auto,
     /// Always colour, even when NO_COLOR is set.
     Always,
