@@ -297,22 +297,7 @@ impl Client {
         }
         let (resp, head_at, sent_at) = self.start(&mut conn, req, body).await?;
         let (parts, body) = resp.into_parts();
-        // a Content-Length above the limit is refused unread; a chunked or
-        // endless body stops at the limit (the connection is then dropped)
-        if hyper::body::Body::size_hint(&body).lower() > limit {
-            return Err(ErrorKind::TooLarge(limit));
-        }
-        let body = http_body_util::Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX))
-            .collect()
-            .await
-            .map_err(|e| {
-                if e.is::<http_body_util::LengthLimitError>() {
-                    ErrorKind::TooLarge(limit)
-                } else {
-                    ErrorKind::Connection
-                }
-            })?
-            .to_bytes();
+        let body = read_body(body, limit).await?;
         // a connection the server is about to close is not reused: the
         // next request on it would fail
         if keeps_alive(parts.version, &parts.headers) {
@@ -439,6 +424,28 @@ impl Client {
             ErrorKind::Cancelled => "the request was cancelled".into(),
         }
     }
+}
+
+/// Reads a whole answer body of at most `limit` bytes: a Content-Length
+/// above the limit is refused unread; a chunked or endless body stops at
+/// the limit (the connection is then not reused).
+pub(super) async fn read_body(body: hyper::body::Incoming, limit: u64) -> Result<Bytes, ErrorKind> {
+    if hyper::body::Body::size_hint(&body).lower() > limit {
+        return Err(ErrorKind::TooLarge(limit));
+    }
+    Ok(
+        http_body_util::Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX))
+            .collect()
+            .await
+            .map_err(|e| {
+                if e.is::<http_body_util::LengthLimitError>() {
+                    ErrorKind::TooLarge(limit)
+                } else {
+                    ErrorKind::Connection
+                }
+            })?
+            .to_bytes(),
+    )
 }
 
 /// The sentence for an answer above `--max-response-bytes`.

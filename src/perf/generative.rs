@@ -3,7 +3,7 @@
 //! for decoupled models) and OpenAI-compatible servers
 //! (`/v1/chat/completions`, `/v1/completions`, streamed).
 
-use super::client::{keeps_alive, Client, ClientTime, ErrorKind};
+use super::client::{keeps_alive, read_body, Client, ClientTime, ErrorKind};
 use super::exchange::{push_response, Cancel, Exchange, Tokens};
 use super::model::ModelInfo;
 use super::sse::{self, Fed};
@@ -368,9 +368,7 @@ async fn request(
     let reusable = keeps_alive(parts.version, &parts.headers);
     if parts.status != StatusCode::OK {
         // read (bounded) so that the connection can serve the next request
-        let read = http_body_util::Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX))
-            .collect()
-            .await;
+        let read = read_body(body, limit).await;
         if read.is_ok() && reusable {
             client.give_back(conn);
         }
@@ -378,21 +376,7 @@ async fn request(
     }
     if !streamed {
         // one JSON answer, one response
-        if hyper::body::Body::size_hint(&body).lower() > limit {
-            return Err(ErrorKind::TooLarge(limit));
-        }
-        let bytes =
-            http_body_util::Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX))
-                .collect()
-                .await
-                .map_err(|e| {
-                    if e.is::<http_body_util::LengthLimitError>() {
-                        ErrorKind::TooLarge(limit)
-                    } else {
-                        ErrorKind::Connection
-                    }
-                })?
-                .to_bytes();
+        let bytes = read_body(body, limit).await?;
         let at = Instant::now();
         let r = triton_event(&bytes);
         got.recv = at.elapsed();
