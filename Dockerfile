@@ -97,8 +97,8 @@ ARG ORT_VERSION
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
-    && groupadd --system --gid 10001 tritonctl \
-    && useradd --system --uid 10001 --gid 10001 --home-dir /work --no-create-home --shell /usr/sbin/nologin tritonctl \
+    && groupadd --gid 10001 tritonctl \
+    && useradd --uid 10001 --gid 10001 --home-dir /work --no-create-home --shell /usr/sbin/nologin tritonctl \
     && mkdir /work \
     && chown 10001:10001 /work
 
