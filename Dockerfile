@@ -49,9 +49,10 @@ RUN case "$TARGETARCH" in \
 COPY . .
 
 # Shipped artefacts use the `dist` profile (Cargo.toml); default features
-# (`run`, `perf`).
+# (`run`, `perf`). The caches outlive the build; target/ keeps one
+# directory per target triple, so platforms can share it.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
-    --mount=type=cache,target=/src/target,id=tritonctl-target-${TARGETARCH} \
+    --mount=type=cache,target=/src/target \
     case "$TARGETARCH" in \
         amd64) triple=x86_64-unknown-linux-gnu; cc=x86_64-linux-gnu-gcc ;; \
         arm64) triple=aarch64-unknown-linux-gnu; cc=aarch64-linux-gnu-gcc ;; \

@@ -1313,3 +1313,101 @@ fn unused_suppressions_are_reported_only_when_enabled() {
         "{out}"
     );
 }
+
+// --------------------------------------------------------- container image
+
+/// `.dockerignore` lets only named paths into the image's build context:
+/// every file the build reads must be among them, or `docker build` fails
+/// far from here. The build reads Cargo's targets, the files `build.rs`
+/// names (every string literal that is a path in this checkout) and the
+/// files the sources include at compile time.
+#[test]
+fn dockerignore_keeps_what_the_build_reads() {
+    let root = crate_root();
+    let text = std::fs::read_to_string(root.join(".dockerignore")).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert_eq!(lines.first(), Some(&"*"), "an allowlist: '*' first");
+    let allowed: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| {
+            l.strip_prefix('!')
+                .unwrap_or_else(|| panic!("{l}"))
+                .trim_end_matches('/')
+        })
+        .collect();
+    let is_allowed = |p: &str| {
+        allowed
+            .iter()
+            .any(|a| p == *a || p.starts_with(&format!("{a}/")))
+    };
+
+    let mut read: Vec<String> = vec!["Cargo.toml".into(), "Cargo.lock".into()];
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let path_re = regex::Regex::new(r#"(?m)^(?:path|build)\s*=\s*"([^"]+)""#).unwrap();
+    read.extend(path_re.captures_iter(&manifest).map(|c| c[1].to_string()));
+    let bench_re = regex::Regex::new(r#"(?m)^\[\[bench\]\]\s*\nname\s*=\s*"([^"]+)""#).unwrap();
+    read.extend(
+        bench_re
+            .captures_iter(&manifest)
+            .map(|c| format!("benches/{}.rs", &c[1])),
+    );
+    let literal = regex::Regex::new(r#""([^"\s]+)""#).unwrap();
+    let build = std::fs::read_to_string(root.join("build.rs")).unwrap();
+    for c in literal.captures_iter(&build) {
+        let p = c[1].trim_start_matches("cargo:rerun-if-changed=");
+        // "." (the crate root, e.g. an include directory) says nothing.
+        if !p.is_empty() && p != "." && root.join(p).exists() {
+            read.push(p.to_string());
+        }
+    }
+    let include = regex::Regex::new(r#"(?:include_str!|include_bytes!)\(\s*"([^"]+)""#).unwrap();
+    let grammar = regex::Regex::new(r#"#\[grammar\s*=\s*"([^"]+)""#).unwrap();
+    fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                rust_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut sources = Vec::new();
+    rust_files(&root.join("src"), &mut sources);
+    let relative = |p: &Path| {
+        p.strip_prefix(&root)
+            .unwrap()
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    for file in &sources {
+        let text = std::fs::read_to_string(file).unwrap();
+        for c in include.captures_iter(&text) {
+            let target = file.parent().unwrap().join(&c[1]);
+            let target = target.canonicalize().unwrap_or(target);
+            read.push(relative(&target));
+        }
+        for c in grammar.captures_iter(&text) {
+            // pest_derive looks in src/ first, then in the crate root.
+            let target = [root.join("src").join(&c[1]), root.join(&c[1])]
+                .into_iter()
+                .find(|p| p.exists())
+                .unwrap_or_else(|| panic!("grammar {} not found", &c[1]));
+            read.push(relative(&target));
+        }
+    }
+    // The reading above finds what it should: the grammar, a proto file.
+    assert!(read.iter().any(|p| p.ends_with(".pest")), "{read:?}");
+    assert!(read.iter().any(|p| p.starts_with("proto/")), "{read:?}");
+    let missing: Vec<&String> = read.iter().filter(|p| !is_allowed(p)).collect();
+    assert!(
+        missing.is_empty(),
+        "the build reads these, which .dockerignore leaves out: {missing:?}"
+    );
+}
