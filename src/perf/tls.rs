@@ -18,7 +18,9 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -527,13 +529,10 @@ impl ServerCertVerifier for AnyName {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.0.verify_server_cert(
-            end_entity,
-            intermediates,
-            server_name,
-            ocsp_response,
-            now,
-        ) {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
             // the chain is checked before the name: only the name failed
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
@@ -749,7 +748,10 @@ mod tests {
             server_name("127.0.0.1:8000"),
             Ok(ServerName::IpAddress(_))
         ));
-        assert!(matches!(server_name("[::1]:8001"), Ok(ServerName::IpAddress(_))));
+        assert!(matches!(
+            server_name("[::1]:8001"),
+            Ok(ServerName::IpAddress(_))
+        ));
         assert!(server_name("bad_name!:1").is_err());
         assert!(is_https("HTTPS://h:1"));
         assert!(!is_https("http://h:1"));

@@ -2772,7 +2772,10 @@ fn levels_of(line: &str) -> usize {
     let Some(i) = words.iter().position(|w| *w == "--concurrency-range") else {
         return 1;
     };
-    let n: Vec<usize> = words[i + 1].split(':').map(|n| n.parse().unwrap()).collect();
+    let n: Vec<usize> = words[i + 1]
+        .split(':')
+        .map(|n| n.parse().unwrap())
+        .collect();
     match n[..] {
         [_] => 1,
         [a, b] => b - a + 1,
@@ -2807,7 +2810,10 @@ fn perf_analyzer_command_lines_run_unchanged() {
         assert_eq!(code, 0, "{line}: {err}");
         let rows: Vec<&str> = out
             .lines()
-            .filter(|l| l.trim_start_matches(['│', ' ']).starts_with(|c: char| c.is_ascii_digit()))
+            .filter(|l| {
+                l.trim_start_matches(['│', ' '])
+                    .starts_with(|c: char| c.is_ascii_digit())
+            })
             .collect();
         assert_eq!(rows.len(), levels_of(line), "{line}:\n{out}");
         // every row measured requests and no errors

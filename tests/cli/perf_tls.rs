@@ -45,7 +45,8 @@ impl Pki {
         let (server, server_key) = leaf(&["localhost", "127.0.0.1"]);
         let (other, other_key) = leaf(&["other.example"]);
         let (client, client_key) = leaf(&["client.example"]);
-        let write = |name: &str, bytes: &[u8]| std::fs::write(dir.path().join(name), bytes).unwrap();
+        let write =
+            |name: &str, bytes: &[u8]| std::fs::write(dir.path().join(name), bytes).unwrap();
         write("ca.pem", ca_cert.pem().as_bytes());
         write("client.pem", client.pem().as_bytes());
         write("client.key", client_key.serialize_pem().as_bytes());
