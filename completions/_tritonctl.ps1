@@ -319,6 +319,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Also write perf_analyzer''s CSV columns to FILE (Model Analyzer reads it)')
             [CompletionResult]::new('--csv', '--csv', [CompletionResultType]::ParameterName, 'Also write perf_analyzer''s CSV columns to FILE (Model Analyzer reads it)')
+            [CompletionResult]::new('--plot', '--plot', [CompletionResultType]::ParameterName, 'Also write an SVG picture to FILE: throughput against the latency percentiles per level, and each level''s latency distribution')
             [CompletionResult]::new('--sequence-length', '--sequence-length', [CompletionResultType]::ParameterName, 'Sequence models (detected from the config): requests per sequence (default 20, or the length of the data streams of `--input-data`)')
             [CompletionResult]::new('--sequence-length-variation', '--sequence-length-variation', [CompletionResultType]::ParameterName, 'Sequence models: each sequence''s length is drawn uniformly within ±P % of `--sequence-length` (at least 1; seeded by `--seed`)')
             [CompletionResult]::new('--sequence-id-prefix', '--sequence-id-prefix', [CompletionResultType]::ParameterName, 'Sequence models: send string sequence ids, PREFIX followed by the number (the model must use a string CORRID)')

@@ -304,6 +304,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --format 'Output format'
             cand -f 'Also write perf_analyzer''s CSV columns to FILE (Model Analyzer reads it)'
             cand --csv 'Also write perf_analyzer''s CSV columns to FILE (Model Analyzer reads it)'
+            cand --plot 'Also write an SVG picture to FILE: throughput against the latency percentiles per level, and each level''s latency distribution'
             cand --sequence-length 'Sequence models (detected from the config): requests per sequence (default 20, or the length of the data streams of `--input-data`)'
             cand --sequence-length-variation 'Sequence models: each sequence''s length is drawn uniformly within ±P % of `--sequence-length` (at least 1; seeded by `--seed`)'
             cand --sequence-id-prefix 'Sequence models: send string sequence ids, PREFIX followed by the number (the model must use a string CORRID)'

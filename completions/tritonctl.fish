@@ -269,6 +269,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l max-error-r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l format -d 'Output format' -r -f -a "human\t'A table per load level (default)'
 json\t'One JSON document (see schemas/perf.schema.json)'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s f -l csv -d 'Also write perf_analyzer\'s CSV columns to FILE (Model Analyzer reads it)' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l plot -d 'Also write an SVG picture to FILE: throughput against the latency percentiles per level, and each level\'s latency distribution' -r -F
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l sequence-length -d 'Sequence models (detected from the config): requests per sequence (default 20, or the length of the data streams of `--input-data`)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l sequence-length-variation -d 'Sequence models: each sequence\'s length is drawn uniformly within ±P % of `--sequence-length` (at least 1; seeded by `--seed`)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l sequence-id-prefix -d 'Sequence models: send string sequence ids, PREFIX followed by the number (the model must use a string CORRID)' -r

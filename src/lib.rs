@@ -28,6 +28,7 @@ pub mod schema;
 pub mod settings;
 pub mod simulate;
 pub mod suppress;
+pub mod svg;
 pub mod tensor;
 pub mod term;
 pub mod text;

@@ -875,6 +875,10 @@ pub struct PerfArgs {
     /// it).
     #[arg(short = 'f', long = "csv", value_name = "FILE.csv")]
     pub csv: Option<PathBuf>,
+    /// Also write an SVG picture to FILE: throughput against the latency
+    /// percentiles per level, and each level's latency distribution.
+    #[arg(long = "plot", value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     /// Model without the config endpoint (plain KServe v2 servers): the
     /// first metadata dim is a batch dim.
     #[arg(long = "batched")]

@@ -1210,6 +1210,15 @@ fn latency(h: &Histogram<u64>, chosen: Option<u8>) -> Latency {
     }
 }
 
+/// `h` at each of [`super::report::CDF_QUANTILES`]: the level's
+/// distribution for `--plot`.
+fn cdf(h: &Histogram<u64>) -> Vec<(f64, u64)> {
+    super::report::CDF_QUANTILES
+        .iter()
+        .map(|&q| (q, h.value_at_quantile(q)))
+        .collect()
+}
+
 /// Whether windows `n-3 .. n` are stable: throughput and mean latency
 /// (the `percentile`'s latency when given, as perf_analyzer's
 /// `--percentile`: docs/spec/perf-anchors.md, stability loop) each within
@@ -1436,6 +1445,11 @@ async fn run_level(
         throughput_per_s: rec.ok as f64 * opts.batch as f64 / secs,
         requests_per_s: rec.ok as f64 / secs,
         latency_us: (rec.ok > 0).then(|| latency(&rec.hist, chosen)),
+        latency_cdf: if rec.ok > 0 {
+            cdf(&rec.hist)
+        } else {
+            Vec::new()
+        },
         cancelled: rec.cancelled,
         responses: rec.responses,
         first_response_us: (!rec.first_hist.is_empty()).then(|| latency(&rec.first_hist, None)),

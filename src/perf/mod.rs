@@ -23,7 +23,8 @@
 //!   arrival), and the signal that cancels streams at the end of a level;
 //! - [`stats`]: the statistics extension, diffed around a level;
 //! - [`load`]: closed and open loops, measured into HDR histograms;
-//! - [`report`]: results as a table, JSON and perf_analyzer's CSV.
+//! - [`report`]: results as a table, JSON and perf_analyzer's CSV;
+//! - [`plot`]: results as an SVG picture (`--plot`).
 //!
 //! Nothing here prints; progress is reported through a callback.
 
@@ -38,6 +39,7 @@ pub mod inputs;
 pub mod load;
 pub mod model;
 pub mod options;
+pub mod plot;
 pub mod prompts;
 pub mod report;
 pub mod rng;

@@ -42,6 +42,11 @@ pub struct LevelResult {
     /// Null when no request succeeded. Open loop: from the scheduled send
     /// time (coordinated omission corrected).
     pub latency_us: Option<Latency>,
+    /// Not in the JSON level: the latency distribution for `--plot`, as
+    /// (quantile, latency µs) at [`CDF_QUANTILES`] (empty when no request
+    /// succeeded): a fixed size per level, whatever the run's length.
+    #[serde(skip)]
+    pub latency_cdf: Vec<(f64, u64)>,
     /// Measured requests still streaming when the level ended, cut off by
     /// the client (not errors, not in `requests`).
     pub cancelled: u64,
@@ -78,6 +83,14 @@ pub struct LevelResult {
     /// Measured requests per server, in `-u` order.
     pub targets: Vec<TargetCount>,
 }
+
+/// The quantiles a level keeps of its latency histogram for `--plot`:
+/// every 5% and the tail, where the distributions of loaded servers
+/// differ most.
+pub const CDF_QUANTILES: [f64; 30] = [
+    0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8,
+    0.85, 0.9, 0.925, 0.95, 0.96, 0.97, 0.98, 0.99, 0.995, 0.999, 0.9995, 0.9999, 1.0,
+];
 
 /// Responses per successful request.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -373,7 +386,7 @@ impl PerfReport {
     /// Whether requests may have many responses (a decoupled model or a
     /// generative endpoint), or some request had: then the table shows the
     /// responses per request, the first response and the gaps.
-    fn is_streamed(&self) -> bool {
+    pub fn is_streamed(&self) -> bool {
         self.decoupled
             || self.endpoint != "infer"
             || self

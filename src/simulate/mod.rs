@@ -20,7 +20,6 @@ pub mod load;
 pub mod replay;
 pub mod report;
 pub mod stats;
-pub mod svg;
 pub mod sweep;
 pub mod timeline;
 

@@ -21,8 +21,8 @@
 //! other never share a colour unless more than the palette's size are
 //! drawn.
 
-use super::svg::{self, cut, human_time, text_width, xml_escape, PALETTE};
 use crate::batching::{BatchRecord, CorrId, RequestRecord, SchedulerKind, Settings, Sink, Status};
+use crate::svg::{self, cut, human_time, text_width, xml_escape, PALETTE};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
@@ -426,26 +426,8 @@ pub fn render(settings: &Settings, tl: &Timeline) -> String {
     let height = (legend_top + 18.0 * legend_rows as f64 + 14.0).ceil();
 
     let mut o = String::with_capacity(4096 + batches.len() * 256);
-    let _ = writeln!(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>");
-    let _ = writeln!(
-        o,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" viewBox=\"0 0 {WIDTH} {height}\" font-family=\"sans-serif\">"
-    );
-    let _ = writeln!(o, "<title>{}</title>", xml_escape(&title));
-    let _ = writeln!(
-        o,
-        "<rect class=\"background\" x=\"0\" y=\"0\" width=\"{WIDTH}\" height=\"{height}\" fill=\"#ffffff\"/>"
-    );
-    let _ = writeln!(
-        o,
-        "<text class=\"title\" x=\"{LEFT}\" y=\"24\" font-size=\"16\" font-weight=\"bold\">{}</text>",
-        xml_escape(&title)
-    );
-    let _ = writeln!(
-        o,
-        "<text class=\"subtitle\" x=\"{LEFT}\" y=\"42\" font-size=\"12\" fill=\"#444444\">{}</text>",
-        xml_escape(&sub)
-    );
+    svg::begin(&mut o, WIDTH, height, &title);
+    svg::heading(&mut o, LEFT, &title, &sub);
     for (i, n) in notes.iter().enumerate() {
         let _ = writeln!(
             o,
@@ -617,17 +599,7 @@ pub fn render(settings: &Settings, tl: &Timeline) -> String {
     for (i, (fill, label)) in legend.iter().enumerate() {
         let x = LEFT + (i % per_row) as f64 * col_w;
         let y = legend_top + (i / per_row) as f64 * 18.0;
-        let _ = writeln!(
-            o,
-            "<rect class=\"key\" x=\"{x:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{fill}\"/>",
-            y - 9.0
-        );
-        let _ = writeln!(
-            o,
-            "<text x=\"{:.1}\" y=\"{y:.1}\">{}</text>",
-            x + 14.0,
-            xml_escape(label)
-        );
+        svg::legend_key(&mut o, x, y, fill, label);
     }
     if legend_more > 0 {
         let y = legend_top + legend.len().div_ceil(per_row) as f64 * 18.0;
@@ -642,7 +614,7 @@ pub fn render(settings: &Settings, tl: &Timeline) -> String {
         );
     }
     let _ = writeln!(o, "</g>");
-    let _ = writeln!(o, "</svg>");
+    svg::end(&mut o);
     o
 }
 
@@ -676,7 +648,6 @@ fn push_label(out: &mut String, x: f64, y: f64, text: &str, fill: &str) {
 mod tests {
     use super::*;
     use crate::batching::{simulate, Latency, Request, SlotRecord};
-    use crate::simulate::svg::{format_time, tick_step};
 
     fn settings(cfg: &str) -> Settings {
         let parsed = crate::config::ParsedConfig::parse(cfg.to_string());
@@ -705,26 +676,6 @@ mod tests {
         for bad in ["", "5", "a:b", "10:10", "10:5", "-1:5"] {
             assert!(Window::parse(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn ticks_use_round_steps_and_fitting_units() {
-        assert_eq!(tick_step(0, 800), (100, "µs", 1, 0));
-        assert_eq!(tick_step(0, 10_000), (2_000, "ms", 1_000, 0));
-        assert_eq!(tick_step(0, 4_000), (500, "µs", 1, 0));
-        assert_eq!(tick_step(0, 12_000), (2_000, "ms", 1_000, 0));
-        assert_eq!(tick_step(0, 3_000_000), (500_000, "ms", 1_000, 0));
-        assert_eq!(tick_step(0, 30_000_000), (5_000_000, "s", 1_000_000, 0));
-        assert_eq!(tick_step(0, 12_000_000), (2_000_000, "s", 1_000_000, 0));
-        assert_eq!(format_time(2_500, 1_000, 1), "2.5");
-        assert_eq!(format_time(1_500_000, 1_000_000, 1), "1.5");
-        assert_eq!(format_time(7, 1, 0), "7");
-        // 0.1 s steps: 1 decimal.
-        let (step, unit, div, dec) = tick_step(0, 800_000);
-        assert_eq!((step, unit, dec), (100_000, "ms", 0));
-        assert_eq!(format_time(300_000, div, dec), "300");
-        let (step, unit, _, dec) = tick_step(1_000, 1_000_000_000);
-        assert_eq!((step, unit, dec), (200_000_000, "s", 0));
     }
 
     #[test]
@@ -771,12 +722,6 @@ mod tests {
         let (dark, white_label) = size_colour(8, 8);
         assert_ne!(light, dark);
         assert!(!dark_label && white_label);
-    }
-
-    #[test]
-    fn escaping_keeps_the_document_well_formed() {
-        assert_eq!(xml_escape("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&apos;");
-        assert_eq!(xml_escape("x\u{0}y\u{1b}"), "x\u{fffd}y\u{fffd}");
     }
 
     #[test]

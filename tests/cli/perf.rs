@@ -62,6 +62,8 @@ pub(crate) struct Behaviour {
     ensemble: Option<Pipeline>,
     /// Input X is BYTES (strings; `TYPE_STRING` in the config).
     strings: bool,
+    /// The model answers under this name too (as "m" otherwise).
+    alias: Option<&'static str>,
 }
 
 /// The ensemble "m" of the responder, with composing models "pre"
@@ -279,6 +281,13 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
         }
         let Some((method, path, headers)) = crate::common::read_request_head(&mut r) else {
             return;
+        };
+        let path = match b
+            .alias
+            .and_then(|a| path.strip_prefix(&format!("/v2/models/{a}")))
+        {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("/v2/models/m{rest}"),
+            _ => path,
         };
         let len: usize = headers
             .get("content-length")
@@ -2893,4 +2902,336 @@ fn string_length_and_string_data_make_the_generated_strings() {
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--max-input-bytes"), "{err}");
+}
+
+// ------------------------------------------------------------------ --plot
+
+/// An element of a parsed SVG document.
+#[derive(Debug, Default)]
+struct Node {
+    name: String,
+    attrs: BTreeMap<String, String>,
+    /// The text directly inside (entities resolved).
+    text: String,
+    children: Vec<Node>,
+}
+
+impl Node {
+    /// Every element below (and including) this one, in document order.
+    fn all(&self) -> Vec<&Node> {
+        let mut out = vec![self];
+        for c in &self.children {
+            out.extend(c.all());
+        }
+        out
+    }
+
+    fn attr(&self, k: &str) -> &str {
+        self.attrs
+            .get(k)
+            .unwrap_or_else(|| panic!("<{}> has no {k}: {:?}", self.name, self.attrs))
+    }
+
+    fn class(&self) -> &str {
+        self.attrs.get("class").map_or("", String::as_str)
+    }
+}
+
+/// Parses an XML document with quick-xml into a tree; any well-formedness
+/// error fails the test.
+fn parse_xml(text: &str) -> Node {
+    use quick_xml::events::{BytesStart, Event};
+    fn open(e: &BytesStart) -> Node {
+        Node {
+            name: String::from_utf8(e.name().as_ref().to_vec()).unwrap(),
+            attrs: e
+                .attributes()
+                .map(|a| {
+                    let a = a.expect("well-formed attribute");
+                    (
+                        String::from_utf8(a.key.as_ref().to_vec()).unwrap(),
+                        a.unescape_value().expect("attribute value").into_owned(),
+                    )
+                })
+                .collect(),
+            ..Node::default()
+        }
+    }
+    let mut reader = quick_xml::Reader::from_str(text);
+    reader.config_mut().check_end_names = true;
+    let mut stack: Vec<Node> = vec![Node::default()];
+    loop {
+        match reader
+            .read_event()
+            .unwrap_or_else(|e| panic!("not well-formed XML: {e}"))
+        {
+            Event::Start(e) => stack.push(open(&e)),
+            Event::Empty(e) => {
+                let n = open(&e);
+                stack.last_mut().unwrap().children.push(n);
+            }
+            Event::End(_) => {
+                let n = stack.pop().unwrap();
+                stack.last_mut().expect("balanced").children.push(n);
+            }
+            Event::Text(t) => stack
+                .last_mut()
+                .unwrap()
+                .text
+                .push_str(&t.decode().unwrap()),
+            Event::GeneralRef(r) => {
+                let name = String::from_utf8_lossy(r.as_ref()).into_owned();
+                let c = match name.as_str() {
+                    "amp" => '&',
+                    "lt" => '<',
+                    "gt" => '>',
+                    "quot" => '"',
+                    "apos" => '\'',
+                    _ => r
+                        .resolve_char_ref()
+                        .unwrap()
+                        .unwrap_or_else(|| panic!("unknown entity &{name};")),
+                };
+                stack.last_mut().unwrap().text.push(c);
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    assert_eq!(stack.len(), 1, "unclosed elements");
+    let mut doc = stack.pop().unwrap();
+    assert_eq!(doc.children.len(), 1, "one root element");
+    doc.children.pop().unwrap()
+}
+
+/// The points of a polyline, in order.
+fn points(n: &Node) -> Vec<(f64, f64)> {
+    n.attr("points")
+        .split_whitespace()
+        .map(|p| {
+            let (x, y) = p.split_once(',').expect("x,y");
+            (x.parse().unwrap(), y.parse().unwrap())
+        })
+        .collect()
+}
+
+/// The root of a `perf --plot` picture, checked to be an SVG document.
+fn read_plot(path: &std::path::Path) -> Node {
+    let text = std::fs::read_to_string(path).expect("the plot is written");
+    let root = parse_xml(&text);
+    assert_eq!(root.name, "svg");
+    assert_eq!(root.attr("xmlns"), "http://www.w3.org/2000/svg");
+    let vb: Vec<f64> = root
+        .attr("viewBox")
+        .split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert_eq!(vb.len(), 4);
+    assert!(vb[2] > 0.0 && vb[3] > 0.0, "{vb:?}");
+    root
+}
+
+#[test]
+fn plot_draws_throughput_against_latency_percentiles() {
+    // requests queue behind one model lock: latency grows with
+    // concurrency
+    let r = Responder::start(Behaviour {
+        delay: Some(Duration::from_millis(1)),
+        alias: Some("m&x'y"),
+        ..triton_like()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("plot.svg");
+    let csv = dir.path().join("plot.csv");
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m&x'y",
+        "-u",
+        &r.url(),
+        "--concurrency-range",
+        "1:3",
+        "--request-count",
+        "60",
+        "--percentile",
+        "75",
+        "--plot",
+        plot.to_str().unwrap(),
+        "-f",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+    assert!(csv.is_file(), "--plot and --csv together");
+    let levels = doc["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 3);
+    let root = read_plot(&plot);
+    let raw = std::fs::read_to_string(&plot).unwrap();
+    // the model name is escaped, and reads back as given
+    assert!(raw.contains("m&amp;x&apos;y"), "{raw}");
+    let all = root.all();
+    let title = all.iter().find(|n| n.name == "title").unwrap();
+    assert_eq!(title.text, "perf: m&x'y");
+
+    let panel = all
+        .iter()
+        .find(|n| n.name == "g" && n.class() == "panel latency")
+        .expect("the throughput-latency panel");
+    let lines: Vec<&Node> = panel
+        .all()
+        .into_iter()
+        .filter(|n| n.name == "polyline" && n.class() == "series")
+        .collect();
+    let names: Vec<&str> = lines.iter().map(|n| n.attr("data-percentile")).collect();
+    assert_eq!(names, ["p50", "p75", "p90", "p95", "p99"]);
+    let pts: Vec<Vec<(f64, f64)>> = lines.iter().map(|n| points(n)).collect();
+    for p in &pts {
+        assert_eq!(p.len(), levels.len(), "one point per level: {p:?}");
+    }
+    // x follows the report's throughput: levels ordered by throughput
+    // have non-decreasing x, on every line
+    let tput: Vec<f64> = levels
+        .iter()
+        .map(|l| l["throughput_per_s"].as_f64().unwrap())
+        .collect();
+    let mut order: Vec<usize> = (0..levels.len()).collect();
+    order.sort_by(|&a, &b| tput[a].total_cmp(&tput[b]));
+    for p in &pts {
+        for w in order.windows(2) {
+            assert!(p[w[0]].0 <= p[w[1]].0, "{tput:?} vs {p:?}");
+        }
+        assert!(p.iter().all(|&(x, _)| x > 0.0));
+    }
+    // a higher percentile is never below a lower one (y grows downwards),
+    // and the p99 line is drawn from the report's p99 values: the level
+    // with the highest p99 has the highest point
+    for i in 0..levels.len() {
+        for k in 1..pts.len() {
+            assert!(pts[k][i].1 <= pts[k - 1][i].1, "level {i}: {pts:?}");
+        }
+    }
+    let p99: Vec<u64> = levels.iter().map(|l| u(&l["latency_us"]["p99"])).collect();
+    let highest = (0..3).max_by_key(|&i| p99[i]).unwrap();
+    let top_y = pts[4].iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    assert_eq!(pts[4][highest].1, top_y, "{p99:?} {:?}", pts[4]);
+    // every level is labelled with its concurrency, every line with its
+    // percentile
+    let labels: Vec<&str> = panel
+        .all()
+        .into_iter()
+        .filter(|n| n.class() == "level-label")
+        .map(|n| n.text.as_str())
+        .collect();
+    assert_eq!(labels, ["1", "2", "3"]);
+    let series: Vec<&str> = panel
+        .all()
+        .into_iter()
+        .filter(|n| n.class() == "series-label")
+        .map(|n| n.text.as_str())
+        .collect();
+    assert_eq!(series, ["p50", "p75", "p90", "p95", "p99"]);
+    let axis_titles: Vec<&str> = panel
+        .all()
+        .into_iter()
+        .filter(|n| n.class() == "axis-title")
+        .map(|n| n.text.as_str())
+        .collect();
+    assert_eq!(axis_titles, ["throughput (infer/s)", "latency (ms)"]);
+
+    // one distribution per level, each rising from left to right
+    let cdfs: Vec<&Node> = all
+        .iter()
+        .copied()
+        .filter(|n| n.name == "polyline" && n.class() == "cdf")
+        .collect();
+    let which: Vec<&str> = cdfs.iter().map(|n| n.attr("data-level")).collect();
+    assert_eq!(which, ["1", "2", "3"]);
+    for c in &cdfs {
+        let p = points(c);
+        assert!(p.len() >= 10, "{p:?}");
+        for w in p.windows(2) {
+            assert!(w[0].0 <= w[1].0 && w[0].1 >= w[1].1, "{p:?}");
+        }
+    }
+    // an HTTP infer run of single answers: no first-response panel
+    assert!(!all.iter().any(|n| n.class() == "panel first-response"));
+}
+
+#[test]
+fn plot_is_written_when_levels_fail_and_in_the_table_format() {
+    let r = Responder::start(Behaviour {
+        fail_500: (0..10).collect(),
+        ..triton_like()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("failed.svg");
+    let (code, out, err) = perf_run(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--concurrency-range",
+        "1:2",
+        "--request-count",
+        "5",
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    // every request failed: above --max-error-rate, and still plotted
+    assert_eq!(code, 1, "{err}");
+    assert!(out.contains("p99 µs"), "{out}");
+    let root = read_plot(&plot);
+    let notes: Vec<&str> = root
+        .all()
+        .into_iter()
+        .filter(|n| n.class() == "note")
+        .map(|n| n.text.as_str())
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "concurrency 1: no successful request of 5 (not drawn)",
+            "concurrency 2: no successful request of 5 (not drawn)"
+        ]
+    );
+    let lines = root
+        .all()
+        .into_iter()
+        .filter(|n| n.name == "polyline")
+        .map(points)
+        .collect::<Vec<_>>();
+    assert!(lines.iter().all(Vec::is_empty), "{lines:?}");
+}
+
+#[test]
+fn plot_into_a_missing_directory_is_refused_before_the_load() {
+    let r = Responder::start(triton_like());
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("no-such-dir").join("p.svg");
+    let (code, _, err) = perf_run(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--request-count",
+        "5",
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--plot") && err.contains("no-such-dir") && err.contains("does not exist"),
+        "{err}"
+    );
+    assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0, "no load ran");
+    // a directory is not a file to write
+    let (code, _, err) = perf_run(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--plot",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0, "no load ran");
 }

@@ -119,6 +119,9 @@ pub fn run(
         args.max_input_bytes,
     )
     .map_err(usage)?;
+    if let Some(path) = &args.plot {
+        check_plot_path(path).map_err(usage)?;
+    }
     let urls = check::urls(&args.url, args.protocol == PerfProtocol::Grpc);
     let sequence_ids = check::sequence_ids(args.sequence_id_range.as_deref()).map_err(usage)?;
     check::check_sequences(args.sequence_length, args.num_of_sequences).map_err(usage)?;
@@ -274,6 +277,19 @@ pub fn run(
                 ))
             })?;
     }
+    // what was measured is plotted, failed levels included
+    if let Some(path) = &args.plot {
+        let svg = crate::perf::plot::render(&report);
+        crate::files::write_atomic(path, svg.as_bytes(), crate::files::Replace::Allow).map_err(
+            |e| {
+                CommandError::Input(format!(
+                    "cannot write {}: {}",
+                    crate::text::display::path(path),
+                    crate::files::io_message(&e)
+                ))
+            },
+        )?;
+    }
     match args.format {
         PerfFormat::Json => writeln!(out, "{}", report.to_json())?,
         PerfFormat::Human => write!(out, "{}", report.table())?,
@@ -343,4 +359,28 @@ fn tls_options(args: &PerfArgs) -> crate::perf::tls::TlsOptions {
             cert_chain: args.ssl_grpc_certificate_chain_file.clone(),
         },
     }
+}
+
+/// `--plot FILE` is checked before the load, so that a run is not lost to
+/// a path that cannot be written: its directory must exist, and FILE must
+/// not be a directory.
+#[cfg(feature = "perf")]
+fn check_plot_path(path: &std::path::Path) -> Result<(), String> {
+    let shown = crate::text::display::path(path);
+    if path.is_dir() {
+        return Err(format!(
+            "--plot {shown}: is a directory, not a file to write"
+        ));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(format!(
+            "--plot {shown}: the directory {} does not exist",
+            crate::text::display::path(dir)
+        ));
+    }
+    Ok(())
 }
