@@ -54,6 +54,35 @@ pub struct GlobalArgs {
     pub follow_symlinks: bool,
 }
 
+/// A rule code or name (`explain`, `--allow`, `--deny`). Any text parses:
+/// the commands resolve it (codes in any case, names) and refuse an unknown
+/// one with suggestions. The parser only lists the registry's codes as the
+/// possible values that shell completions offer, each with its summary;
+/// the arguments hide them from `--help`.
+#[derive(Debug, Clone, Copy)]
+pub struct RuleCode;
+
+impl clap::builder::TypedValueParser for RuleCode {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(crate::lint::registry::all().iter().map(|r| {
+            clap::builder::PossibleValue::new(r.code).help(r.summary)
+        })))
+    }
+}
+
 /// `--max-file-bytes`, `--max-response-bytes`, `--max-input-bytes`: a
 /// number of bytes, optionally with K, M or G (KiB, MiB, GiB).
 fn parse_byte_size(s: &str) -> Result<u64, String> {
@@ -140,10 +169,10 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub strict: bool,
     /// Drop the findings of a rule (code or name; repeatable).
-    #[arg(long, value_name = "CODE")]
+    #[arg(long, value_name = "CODE", value_parser = RuleCode, hide_possible_values = true)]
     pub allow: Vec<String>,
     /// Report the findings of a rule as errors (code or name; repeatable).
-    #[arg(long, value_name = "CODE")]
+    #[arg(long, value_name = "CODE", value_parser = RuleCode, hide_possible_values = true)]
     pub deny: Vec<String>,
     /// Platform assumed when a config names neither platform nor backend and
     /// no model file reveals it.
@@ -185,7 +214,12 @@ pub struct ValidateArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ExplainArgs {
     /// Rule code (E0101) or name (unknown-field).
-    #[arg(value_name = "CODE", required_unless_present = "all")]
+    #[arg(
+        value_name = "CODE",
+        required_unless_present = "all",
+        value_parser = RuleCode,
+        hide_possible_values = true
+    )]
     pub code: Option<String>,
     /// List every rule.
     #[arg(long, conflicts_with = "code")]

@@ -56,6 +56,20 @@ impl ParsedConfig {
         match pbtxt::parse(&out.src) {
             Err(d) => out.diagnostics.push(*d),
             Ok(doc) => {
+                // A clean config binds through the static tables, with no
+                // descriptor pool (its decoding dominated `validate`'s
+                // start-up); anything else goes to the binder, which
+                // reports the errors.
+                if !keep_message {
+                    if let Some(config) =
+                        schema::table::encode_clean(&out.src, &doc, schema::table::model_config())
+                            .and_then(|bytes| prost::Message::decode(bytes.as_slice()).ok())
+                    {
+                        out.config = Some(config);
+                        out.doc = Some(doc);
+                        return out;
+                    }
+                }
                 if !keep_message && out.bind_spilled(&doc).is_some() {
                     out.doc = Some(doc);
                     return out;

@@ -7,6 +7,7 @@
 
 pub mod bind;
 pub use bind::RULES;
+pub mod table;
 pub mod wire;
 
 use prost_reflect::{DescriptorPool, MessageDescriptor};
@@ -33,12 +34,12 @@ pub fn model_config() -> MessageDescriptor {
         .expect("ModelConfig in the schema")
 }
 
-/// Enum value name for a number, e.g. `data_type_name(11) == "TYPE_FP32"`.
+/// Enum value name for a number, e.g. `data_type_name(11) == "TYPE_FP32"`
+/// (from the static tables: no descriptor pool needed).
 pub fn enum_name(enum_full_name: &str, number: i32) -> String {
-    pool()
-        .get_enum_by_name(enum_full_name)
-        .and_then(|e| e.get_value(number).map(|v| v.name().to_string()))
-        .unwrap_or_else(|| number.to_string())
+    table::enum_type(enum_full_name)
+        .and_then(|e| e.name_of(number))
+        .map_or_else(|| number.to_string(), str::to_string)
 }
 
 /// Name of an `inference.DataType` value (`TYPE_FP32`), or the number.
