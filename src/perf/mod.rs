@@ -20,6 +20,8 @@
 //! - [`exchange`]: what one request brought back (every response's
 //!   arrival), and the signal that cancels streams at the end of a level;
 //! - [`stats`]: the statistics extension, diffed around a level;
+//! - [`metrics`]: Triton's Prometheus endpoint (GPU gauges) read during
+//!   each level;
 //! - [`load`]: closed and open loops, measured into HDR histograms;
 //! - [`report`]: results as a table, JSON and perf_analyzer's CSV.
 //!
@@ -34,6 +36,7 @@ pub mod generative;
 pub mod grpc;
 pub mod inputs;
 pub mod load;
+pub mod metrics;
 pub mod model;
 pub mod options;
 pub mod prompts;

@@ -173,6 +173,16 @@ pub fn input_data(
     if let Ok(d) = InputData::parse(spec) {
         return Ok((d, None, None));
     }
+    let path = std::path::Path::new(spec);
+    if path.is_dir() {
+        if api != Api::Infer {
+            return Err(format!(
+                "--input-data '{spec}' is a directory of tensors; --endpoint {} takes prompts as JSON Lines (one {{\"text\": \"...\"}} per line)",
+                api.name()
+            ));
+        }
+        return Ok((InputData::Random, Some(read_data_dir(path)?), None));
+    }
     let text = crate::files::read_file_to_string(std::path::Path::new(spec)).map_err(|e| {
         format!("--input-data '{spec}' is not 'random', 'zero' or a readable JSON file: {e}")
     })?;
@@ -191,6 +201,93 @@ pub fn input_data(
         ));
     }
     Ok((InputData::Random, Some(DataFile::parse(spec, &text)?), None))
+}
+
+/// The most files `--input-data DIR` may hold.
+pub const MAX_DATA_DIR_FILES: usize = 4096;
+
+/// `--input-data DIR`, perf_analyzer's directory form: one file per input
+/// named after it (checked against the model by
+/// [`DataFile::bodies`](super::inputs::DataFile::bodies)). Each file is
+/// read through [`crate::files::read_in`] (a regular file inside DIR, at
+/// most `--max-file-bytes`); subdirectories and hidden files are skipped.
+pub fn read_data_dir(dir: &Path) -> Result<DataFile, String> {
+    let shown = crate::text::display::path(dir).to_string();
+    let listing =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot read {shown}: {}", crate::files::io_message(&e)))?;
+    let mut files = Vec::new();
+    for entry in listing {
+        let entry = entry.map_err(|e| format!("cannot read {shown}: {}", crate::files::io_message(&e)))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        if name.starts_with('.') || path.is_dir() {
+            continue;
+        }
+        if files.len() >= MAX_DATA_DIR_FILES {
+            return Err(format!(
+                "--input-data {shown}: more than {MAX_DATA_DIR_FILES} files (one per input is expected)"
+            ));
+        }
+        let bytes = crate::files::read_in(&path, dir).map_err(|e| {
+            format!(
+                "cannot read {}: {}",
+                crate::text::display::path(&path),
+                crate::files::io_message(&e)
+            )
+        })?;
+        files.push((name, bytes));
+    }
+    files.sort();
+    Ok(DataFile::from_dir(&shown, files))
+}
+
+/// `--binary-search`: the range of `--concurrency-range` or
+/// `--request-rate-range` as START, END and STEP (both given explicitly,
+/// as perf_analyzer requires).
+pub fn binary_range(
+    concurrency_range: Option<&str>,
+    request_rate_range: Option<&str>,
+) -> Result<super::load::BinaryRange, String> {
+    let (text, rate) = match (request_rate_range, concurrency_range) {
+        (Some(r), _) => (r, true),
+        (None, Some(c)) => (c, false),
+        (None, None) => {
+            return Err(
+                "--binary-search needs --concurrency-range START:END[:STEP] or --request-rate-range START:END[:STEP]".into(),
+            )
+        }
+    };
+    if text.split(':').count() < 2 {
+        return Err(format!(
+            "--binary-search searches between START and END: give both ('{text}' has no END)"
+        ));
+    }
+    let (start, end, step) = schedule::parse_range(text)?;
+    if rate {
+        Ok(super::load::BinaryRange {
+            start: Level::Rate(start),
+            end: Level::Rate(end),
+            step,
+        })
+    } else {
+        // checks that the numbers are whole
+        schedule::concurrency_levels(text)?;
+        Ok(super::load::BinaryRange {
+            start: Level::Concurrency(start as u64),
+            end: Level::Concurrency(end as u64),
+            step,
+        })
+    }
+}
+
+/// `-l`: above 0 milliseconds.
+pub fn check_latency_threshold(ms: Option<f64>) -> Result<(), String> {
+    match ms {
+        Some(v) if !(v > 0.0 && v.is_finite()) => {
+            Err("--latency-threshold must be above 0 milliseconds".into())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Whether a file's text is prompts as JSON Lines rather than

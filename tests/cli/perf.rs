@@ -62,6 +62,10 @@ struct Behaviour {
     ensemble: Option<Pipeline>,
     /// Input X is BYTES (strings; `TYPE_STRING` in the config).
     strings: bool,
+    /// Serve Triton's Prometheus page at `/metrics`: with GPU series that
+    /// change with every read (true, see [`metrics_page`]), or without
+    /// any, as Triton on a machine without GPUs (false).
+    metrics_gpus: Option<bool>,
 }
 
 /// The ensemble "m" of the responder, with composing models "pre"
@@ -182,6 +186,8 @@ struct Counters {
     with_sequence_id: AtomicU64,
     /// The config and statistics paths asked for, in order.
     discovery: Mutex<Vec<String>>,
+    /// Reads of `/metrics` answered.
+    scrapes: AtomicU64,
 }
 
 impl Counters {
@@ -438,6 +444,11 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
                     )
                 }
             }
+            ("GET", "/metrics") if b.metrics_gpus.is_some() => {
+                let k = c.scrapes.fetch_add(1, Ordering::SeqCst) + 1;
+                let page = metrics_page(k, b.metrics_gpus == Some(true));
+                respond(&mut out, 200, &[], page.as_bytes())
+            }
             ("GET", "/v2") if b.extensions.is_some() => {
                 let doc = json!({"name": "test", "version": "1", "extensions": b.extensions});
                 respond(&mut out, 200, &[], doc.to_string().as_bytes())
@@ -452,6 +463,42 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
             return;
         }
     }
+}
+
+/// GPU utilization of the two GPUs at the k-th read of `/metrics`.
+fn gpu_utilization(k: u64) -> (f64, f64) {
+    let a = (k % 4) as f64 * 0.25;
+    (a, 1.0 - a)
+}
+
+/// Triton's metrics page at the k-th read (from 1): counters of its own,
+/// and with `gpus` two GPUs whose utilization, power and memory change
+/// with k (`gpu_utilization`, power 100 + k W and 50 W, memory used
+/// k MB on the first GPU, totals 16 GB and 8 GB).
+fn metrics_page(k: u64, gpus: bool) -> String {
+    let mut page = format!(
+        "# HELP nv_inference_count Number of inferences performed\n\
+# TYPE nv_inference_count counter\n\
+nv_inference_count{{model=\"m\",version=\"1\"}} {k}\n\
+nv_cpu_utilization 0.5\n"
+    );
+    if gpus {
+        let (a, b) = gpu_utilization(k);
+        page.push_str(&format!(
+            "# HELP nv_gpu_utilization GPU utilization rate [0.0 - 1.0)\n\
+# TYPE nv_gpu_utilization gauge\n\
+nv_gpu_utilization{{gpu_uuid=\"GPU-aaaa\"}} {a}\n\
+nv_gpu_utilization{{gpu_uuid=\"GPU-bbbb\"}} {b}\n\
+nv_gpu_power_usage{{gpu_uuid=\"GPU-aaaa\"}} {}\n\
+nv_gpu_power_usage{{gpu_uuid=\"GPU-bbbb\"}} 50\n\
+nv_gpu_memory_used_bytes{{gpu_uuid=\"GPU-aaaa\"}} {}\n\
+nv_gpu_memory_total_bytes{{gpu_uuid=\"GPU-aaaa\"}} 1.6e+10\n\
+nv_gpu_memory_total_bytes{{gpu_uuid=\"GPU-bbbb\"}} 8e9\n",
+            100 + k,
+            k * 1_000_000
+        ));
+    }
+    page
 }
 
 /// Checks one inference request and answers it (the output echoes the
@@ -1908,7 +1955,7 @@ fn stability_windows() {
 }
 
 #[test]
-fn progress_bar_only_on_a_terminal_or_when_forced() {
+fn progress_only_on_a_terminal_or_when_forced() {
     let r = Responder::start(triton_like());
     let url = r.url();
     let args = [
@@ -1929,7 +1976,7 @@ fn progress_bar_only_on_a_terminal_or_when_forced() {
         .run()
         .parts();
     assert_eq!(code, 0);
-    assert!(!err.contains("level 1/2"), "{err}");
+    assert!(!err.contains("level 1"), "{err}");
     let mut a = args.to_vec();
     a.extend(["--progress", "always"]);
     let (code, doc) = perf_json(&a);
@@ -1945,9 +1992,10 @@ fn progress_bar_only_on_a_terminal_or_when_forced() {
         out.trim_start().starts_with('{') && !out.contains("level 1/2"),
         "{out}"
     );
-    // a bar per level
-    assert!(err.contains("level 1/2 (concurrency 1)"), "{err}");
-    assert!(err.contains("level 2/2 (concurrency 2)"), "{err}");
+    // on a pipe: a plain line per finished level, no escape sequences
+    assert!(err.contains("perf: level 1 concurrency=1 done: "), "{err}");
+    assert!(err.contains("perf: level 2 concurrency=2 done: "), "{err}");
+    assert!(!err.contains('\r') && !err.contains('\u{1b}'), "{err:?}");
 }
 
 fn ensemble(p: Pipeline) -> Behaviour {
@@ -2758,6 +2806,7 @@ fn perf_analyzer_command_lines_run_unchanged() {
     // speaks HTTP only), with their own spellings
     let r = Responder::start(Behaviour {
         delay: Some(Duration::from_millis(3)),
+        metrics_gpus: Some(true),
         ..triton_like()
     });
     let url = r.url();
@@ -2765,18 +2814,40 @@ fn perf_analyzer_command_lines_run_unchanged() {
         "-m m -u URL --concurrency-range 1:2 -p 300 -s 50 --percentile 95 -a --max-threads 4 --measurement-mode time_windows",
         "-m m -u URL -i HTTP --concurrency-range 2 -p 300 -s 50 --async",
         "-m m -u URL -i http --request-rate-range 100 -p 300 -s 50 --sync --max-threads 16",
+        "-m m -u URL --concurrency-range 1:8 -p 300 -s 50 --latency-threshold 1000 --binary-search",
+        "-m m -u URL --concurrency-range 1 -p 300 -s 50 --collect-metrics --metrics-url URL/metrics --metrics-interval 100",
     ] {
+        let metrics_url = format!("{url}/metrics");
         let args: Vec<&str> = line
             .split(' ')
-            .map(|a| if a == "URL" { url.as_str() } else { a })
+            .map(|a| match a {
+                "URL" => url.as_str(),
+                "URL/metrics" => metrics_url.as_str(),
+                a => a,
+            })
             .collect();
         let (code, out, err) = perf_run(&args);
         assert_eq!(code, 0, "{line}: {err}");
+        if line.contains("--binary-search") {
+            // concurrency 1 and 8 are both far under 1 s: the answer is 8
+            assert!(out.contains("the highest within it is concurrency 8"), "{out}");
+        }
+        if line.contains("--collect-metrics") {
+            assert!(out.contains("GPU metrics per level"), "{out}");
+        }
+        // the rows of the first table
         let rows: Vec<&str> = out
+            .split("GPU metrics per level")
+            .next()
+            .unwrap_or_default()
             .lines()
             .filter(|l| l.trim_start_matches(['│', ' ']).starts_with(|c: char| c.is_ascii_digit()))
             .collect();
-        let levels = if line.contains("1:2") { 2 } else { 1 };
+        let levels = if line.contains("1:2") || line.contains("1:8") {
+            2
+        } else {
+            1
+        };
         assert_eq!(rows.len(), levels, "{line}:\n{out}");
         // every row measured requests and no errors
         for row in rows {
@@ -2854,3 +2925,6 @@ fn string_length_and_string_data_make_the_generated_strings() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--max-input-bytes"), "{err}");
 }
+
+#[path = "perf_measure.rs"]
+mod measure;
