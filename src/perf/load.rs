@@ -996,7 +996,12 @@ fn metrics_notes(
             "the metrics at {url} have no GPU metrics ({}): the server has no GPUs it reports, so there are no GPU numbers",
             super::metrics::GAUGES.join(", ")
         ));
-    } else if let Some(failed) = all.iter().map(|m| m.failed_scrapes).reduce(|a, b| a + b).filter(|n| *n > 0) {
+    } else if let Some(failed) = all
+        .iter()
+        .map(|m| m.failed_scrapes)
+        .reduce(|a, b| a + b)
+        .filter(|n| *n > 0)
+    {
         warnings.push(format!(
             "--collect-metrics: {failed} reads of the metrics at {url} failed ({})",
             all.iter().find_map(|m| m.error.clone()).unwrap_or_default()
@@ -1303,7 +1308,8 @@ async fn run_levels(
             endpoint,
             path,
             *interval,
-            opts.timeout.min((*interval).max(Duration::from_secs(1)) * 5),
+            opts.timeout
+                .min((*interval).max(Duration::from_secs(1)) * 5),
             opts.max_response_bytes
                 .unwrap_or(super::client::DEFAULT_DISCOVERY_RESPONSE_BYTES),
         ))
@@ -2208,7 +2214,9 @@ mod tests {
         );
         // a coarser step is the precision: within 4 of the answer
         let (path, found) = search(range(1, 64, 4.0), under(21));
-        let Some(Level::Concurrency(f)) = found else { panic!() };
+        let Some(Level::Concurrency(f)) = found else {
+            panic!()
+        };
         assert!((18..=21).contains(&f), "{path:?}");
         // start == end: measured once
         assert_eq!(search(range(5, 5, 1.0), under(9)), (vec![c(5)], Some(c(5))));

@@ -224,7 +224,9 @@ pub fn metrics_url(given: Option<&str>, server: &str) -> Result<(Endpoint, Strin
     };
     let path = if path == "/" { "/metrics" } else { path };
     if path.chars().any(|c| c.is_control() || c == ' ') {
-        return Err(format!("--metrics-url {url}: the path is not a valid URL path"));
+        return Err(format!(
+            "--metrics-url {url}: the path is not a valid URL path"
+        ));
     }
     let endpoint = Endpoint::parse_with_port(authority, DEFAULT_METRICS_PORT)
         .map_err(|e| e.replacen("-u ", "--metrics-url ", 1))?;
@@ -421,7 +423,11 @@ nv_inference_count{model=\"m\",version=\"1\"} 5\n";
                 .collect();
             let s = parse(&text);
             assert!(s.values.iter().all(|m| m.len() <= MAX_GPUS));
-            assert!(s.values.iter().flat_map(|m| m.values()).all(|v| v.is_finite()));
+            assert!(s
+                .values
+                .iter()
+                .flat_map(|m| m.values())
+                .all(|v| v.is_finite()));
         }
         let many: String = (0..10_000)
             .map(|i| format!("nv_gpu_utilization{{gpu_uuid=\"g{i}\"}} 1\n"))
@@ -435,7 +441,10 @@ nv_inference_count{model=\"m\",version=\"1\"} 5\n";
             "u".repeat(1_000_000)
         );
         let s = parse(&long);
-        assert_eq!(s.values[0].keys().next().map(String::len), Some(MAX_UUID_CHARS));
+        assert_eq!(
+            s.values[0].keys().next().map(String::len),
+            Some(MAX_UUID_CHARS)
+        );
     }
 
     #[test]
@@ -455,13 +464,25 @@ nv_inference_count{model=\"m\",version=\"1\"} 5\n";
     #[test]
     fn urls() {
         let (e, p) = metrics_url(None, "10.0.0.1:8000").unwrap();
-        assert_eq!((e.authority.as_str(), p.as_str()), ("10.0.0.1:8002", "/metrics"));
+        assert_eq!(
+            (e.authority.as_str(), p.as_str()),
+            ("10.0.0.1:8002", "/metrics")
+        );
         let (e, p) = metrics_url(None, "[::1]:8001").unwrap();
-        assert_eq!((e.authority.as_str(), p.as_str()), ("[::1]:8002", "/metrics"));
+        assert_eq!(
+            (e.authority.as_str(), p.as_str()),
+            ("[::1]:8002", "/metrics")
+        );
         let (e, p) = metrics_url(Some("localhost:8002/metrics"), "x:1").unwrap();
-        assert_eq!((e.authority.as_str(), p.as_str()), ("localhost:8002", "/metrics"));
+        assert_eq!(
+            (e.authority.as_str(), p.as_str()),
+            ("localhost:8002", "/metrics")
+        );
         let (e, p) = metrics_url(Some("http://h/custom/path"), "x:1").unwrap();
-        assert_eq!((e.authority.as_str(), p.as_str()), ("h:8002", "/custom/path"));
+        assert_eq!(
+            (e.authority.as_str(), p.as_str()),
+            ("h:8002", "/custom/path")
+        );
         assert!(metrics_url(Some("https://h"), "x:1").is_err());
         assert!(metrics_url(Some("h:x/metrics"), "x:1").is_err());
     }

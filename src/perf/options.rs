@@ -213,11 +213,12 @@ pub const MAX_DATA_DIR_FILES: usize = 4096;
 /// most `--max-file-bytes`); subdirectories and hidden files are skipped.
 pub fn read_data_dir(dir: &Path) -> Result<DataFile, String> {
     let shown = crate::text::display::path(dir).to_string();
-    let listing =
-        std::fs::read_dir(dir).map_err(|e| format!("cannot read {shown}: {}", crate::files::io_message(&e)))?;
+    let listing = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read {shown}: {}", crate::files::io_message(&e)))?;
     let mut files = Vec::new();
     for entry in listing {
-        let entry = entry.map_err(|e| format!("cannot read {shown}: {}", crate::files::io_message(&e)))?;
+        let entry =
+            entry.map_err(|e| format!("cannot read {shown}: {}", crate::files::io_message(&e)))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let path = entry.path();
         if name.starts_with('.') || path.is_dir() {

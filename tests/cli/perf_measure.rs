@@ -126,7 +126,10 @@ fn latency_threshold_stops_the_sweep_and_no_passing_level_is_exit_1() {
     assert!(doc["binary_search"]["highest_passing"].is_null());
     let (code, _, err) = perf_run(&args);
     assert_eq!(code, 1);
-    assert!(err.contains("no level measured is within the latency threshold of 5 ms"), "{err}");
+    assert!(
+        err.contains("no level measured is within the latency threshold of 5 ms"),
+        "{err}"
+    );
 
     // with --percentile the threshold applies to that percentile
     let mut args = vec![
@@ -155,14 +158,26 @@ fn latency_threshold_stops_the_sweep_and_no_passing_level_is_exit_1() {
 #[test]
 fn binary_search_and_latency_threshold_usage_errors() {
     for (args, needle) in [
-        (vec!["--binary-search", "--concurrency-range", "1:4"], "--latency-threshold"),
-        (vec!["-l", "10", "--binary-search", "--concurrency-range", "4"], "END"),
+        (
+            vec!["--binary-search", "--concurrency-range", "1:4"],
+            "--latency-threshold",
+        ),
+        (
+            vec!["-l", "10", "--binary-search", "--concurrency-range", "4"],
+            "END",
+        ),
         (vec!["-l", "10", "--binary-search"], "--concurrency-range"),
         (vec!["-l", "0"], "above 0"),
         (vec!["-l", "-3"], ""),
         (vec!["--metrics-url", "h:1/metrics"], "--collect-metrics"),
-        (vec!["--collect-metrics", "--metrics-url", "https://h/metrics"], "http://"),
-        (vec!["--collect-metrics", "--metrics-interval", "0"], "metrics-interval"),
+        (
+            vec!["--collect-metrics", "--metrics-url", "https://h/metrics"],
+            "http://",
+        ),
+        (
+            vec!["--collect-metrics", "--metrics-interval", "0"],
+            "metrics-interval",
+        ),
     ] {
         let mut a = vec!["-m", "m", "-u", "127.0.0.1:1"];
         a.extend(&args);
@@ -212,11 +227,24 @@ fn percentile_is_in_the_json_and_the_csv() {
     assert!(!row.contains_key("Avg latency"));
 
     // without it: null, and the CSV keeps its usual columns
-    let (_, doc) = perf_json(&["-m", "m", "-u", &url, "--request-count", "5", "-f", csv.to_str().unwrap()]);
+    let (_, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &url,
+        "--request-count",
+        "5",
+        "-f",
+        csv.to_str().unwrap(),
+    ]);
     assert!(doc["percentile"].is_null());
     assert!(doc["levels"][0]["percentile_latency_us"].is_null());
     let text = std::fs::read_to_string(&csv).unwrap();
-    assert!(text.lines().next().unwrap().contains("p99 latency,Avg latency,request/response"));
+    assert!(text
+        .lines()
+        .next()
+        .unwrap()
+        .contains("p99 latency,Avg latency,request/response"));
 }
 
 /// The mean and max of values over reads `first..=last` of `/metrics`.
@@ -265,7 +293,10 @@ fn collect_metrics_reports_gpu_gauges_per_level() {
     for (i, l) in doc["levels"].as_array().unwrap().iter().enumerate() {
         let m = &l["metrics"];
         let n = u(&m["scrapes"]);
-        assert!((3..=12).contains(&n), "level {i}: {n} reads in 0.6 s every 100 ms");
+        assert!(
+            (3..=12).contains(&n),
+            "level {i}: {n} reads in 0.6 s every 100 ms"
+        );
         assert_eq!(u(&m["failed_scrapes"]), 0);
         let last = first + n - 1;
         let close = |got: &Value, want: f64| {
@@ -281,7 +312,10 @@ fn collect_metrics_reports_gpu_gauges_per_level() {
         close(&m["gpu_power_usage"]["GPU-aaaa"]["mean"], power);
         close(&m["gpu_power_usage"]["GPU-aaaa"]["max"], power_max);
         close(&m["gpu_power_usage"]["GPU-bbbb"]["mean"], 50.0);
-        close(&m["gpu_memory_used_bytes"]["GPU-aaaa"]["max"], last as f64 * 1e6);
+        close(
+            &m["gpu_memory_used_bytes"]["GPU-aaaa"]["max"],
+            last as f64 * 1e6,
+        );
         assert!(m["gpu_memory_used_bytes"].get("GPU-bbbb").is_none());
         close(&m["gpu_memory_total_bytes"]["GPU-aaaa"]["max"], 1.6e10);
         close(&m["gpu_memory_total_bytes"]["GPU-bbbb"]["mean"], 8e9);
@@ -304,7 +338,10 @@ fn collect_metrics_reports_gpu_gauges_per_level() {
         assert_eq!(parts.len(), 2, "{util}");
         assert_eq!(parts[0].0, "GPU-aaaa");
         assert!((parts[0].1 - mean).abs() < 1e-9, "{util}");
-        assert_eq!(cell("Total GPU Memory"), "GPU-aaaa:16000000000;GPU-bbbb:8000000000;");
+        assert_eq!(
+            cell("Total GPU Memory"),
+            "GPU-aaaa:16000000000;GPU-bbbb:8000000000;"
+        );
         first = last + 1;
     }
     // after response wait, before tritonctl's own columns
@@ -330,7 +367,10 @@ fn collect_metrics_reports_gpu_gauges_per_level() {
     ]);
     assert_eq!(code, 0);
     assert!(out.contains("GPU metrics per level"), "{out}");
-    assert!(out.contains("GPU-aaaa") && out.contains("GPU-bbbb"), "{out}");
+    assert!(
+        out.contains("GPU-aaaa") && out.contains("GPU-bbbb"),
+        "{out}"
+    );
     assert!(out.contains("15258.8"), "16e9 bytes in MiB: {out}");
 }
 
@@ -386,7 +426,17 @@ fn collect_metrics_without_gpus_is_a_note_and_an_unreachable_endpoint_a_warning(
     assert_eq!(code, 0);
     assert_eq!(u(&doc["levels"][0]["metrics"]["scrapes"]), 0);
     assert!(u(&doc["levels"][0]["metrics"]["failed_scrapes"]) >= 1);
-    let (code, _, err) = perf_run(&["-m", "m", "-u", &url, "--duration", "0.2", "--collect-metrics", "--metrics-url", &closed]);
+    let (code, _, err) = perf_run(&[
+        "-m",
+        "m",
+        "-u",
+        &url,
+        "--duration",
+        "0.2",
+        "--collect-metrics",
+        "--metrics-url",
+        &closed,
+    ]);
     assert_eq!(code, 0);
     assert!(err.contains("could not read the metrics at"), "{err}");
 }
@@ -418,12 +468,17 @@ fn progress_on_a_pipe_is_plain_lines() {
     assert!(!err.contains('\r') && !err.contains('\u{1b}'), "{err:?}");
     let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("perf: ")).collect();
     assert!(
-        lines.iter().any(|l| l.starts_with("perf: level 1 concurrency=1 5.")
-            && l.contains(" requests, 0 errors, ")
-            && l.ends_with(" req/s")),
+        lines
+            .iter()
+            .any(|l| l.starts_with("perf: level 1 concurrency=1 5.")
+                && l.contains(" requests, 0 errors, ")
+                && l.ends_with(" req/s")),
         "{err}"
     );
-    for level in ["level 1 concurrency=1 done: ", "level 2 concurrency=2 done: "] {
+    for level in [
+        "level 1 concurrency=1 done: ",
+        "level 2 concurrency=2 done: ",
+    ] {
         assert_eq!(
             lines.iter().filter(|l| l.contains(level)).count(),
             1,
@@ -432,7 +487,10 @@ fn progress_on_a_pipe_is_plain_lines() {
     }
     // the finished lines come in order
     let done: Vec<&&str> = lines.iter().filter(|l| l.contains(" done: ")).collect();
-    assert!(done[0].contains("level 1") && done[1].contains("level 2"), "{err}");
+    assert!(
+        done[0].contains("level 1") && done[1].contains("level 2"),
+        "{err}"
+    );
     // auto: nothing on a pipe
     let (code, _, err) = perf_run(&["-m", "m", "-u", &url, "--duration", "0.2"]);
     assert_eq!(code, 0);
@@ -476,7 +534,18 @@ fn input_data_directory_sends_exactly_its_bytes() {
     assert!(sent.iter().all(|x| x == &values), "{sent:?}");
 
     // batch 2: the batch-1 values twice
-    let (code, _) = perf_json(&["-m", "m", "-u", &r.url(), "--request-count", "1", "-b", "2", "--input-data", data]);
+    let (code, _) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--request-count",
+        "1",
+        "-b",
+        "2",
+        "--input-data",
+        data,
+    ]);
     assert_eq!(code, 0);
     let last = r.counters.x_values.lock().unwrap().last().unwrap().clone();
     assert_eq!(last, [values, values].concat());
@@ -530,7 +599,10 @@ fn input_data_directory_errors_name_the_file() {
     std::fs::write(d.path().join("X"), [0u8; 15]).unwrap();
     let (code, _, err) = run(d.path());
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("/X: 15 bytes, but input 'X' (FP32 [4]) takes 16 for a batch of 1"), "{err}");
+    assert!(
+        err.contains("/X: 15 bytes, but input 'X' (FP32 [4]) takes 16 for a batch of 1"),
+        "{err}"
+    );
     // a file that is no input
     std::fs::write(d.path().join("X"), [0u8; 16]).unwrap();
     std::fs::write(d.path().join("Z"), [0u8; 16]).unwrap();
@@ -545,13 +617,25 @@ fn input_data_directory_errors_name_the_file() {
     // a file above --max-file-bytes is refused unread, naming it
     std::fs::write(e.path().join("X"), [0u8; 4096]).unwrap();
     let (code, _, err) = tritonctl()
-        .args(["--max-file-bytes", "1K", "perf", "-m", "m", "-u", &url, "--input-data"])
+        .args([
+            "--max-file-bytes",
+            "1K",
+            "perf",
+            "-m",
+            "m",
+            "-u",
+            &url,
+            "--input-data",
+        ])
         .arg(e.path())
         .timeout(HANG)
         .run()
         .parts();
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("/X") && err.contains("--max-file-bytes"), "{err}");
+    assert!(
+        err.contains("/X") && err.contains("--max-file-bytes"),
+        "{err}"
+    );
     // strings: the line count must be the element count
     let s = Responder::start(Behaviour {
         strings: true,
@@ -570,5 +654,8 @@ fn input_data_directory_errors_name_the_file() {
         d.path().to_str().unwrap(),
     ]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("/X: 2 lines, but input 'X' (BYTES [4]) takes 4 strings"), "{err}");
+    assert!(
+        err.contains("/X: 2 lines, but input 'X' (BYTES [4]) takes 4 strings"),
+        "{err}"
+    );
 }

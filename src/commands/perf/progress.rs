@@ -118,10 +118,8 @@ fn plain(p: &Progress, intervals: bool, stop: &AtomicBool) {
 /// The indicatif bar on a terminal.
 fn bar(p: &Progress, n: &[Level], intervals: bool, searching: bool, stop: &AtomicBool) {
     let new_bar = || {
-        let bar = indicatif::ProgressBar::with_draw_target(
-            None,
-            indicatif::ProgressDrawTarget::stderr(),
-        );
+        let bar =
+            indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
         if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {msg}") {
             bar.set_style(style);
         }
