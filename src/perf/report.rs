@@ -697,7 +697,7 @@ impl PerfReport {
         }
         head.push_str(",request/response,response wait");
         if with_gpus {
-            head.push_str(",");
+            head.push(',');
             head.push_str(&GPU_CSV_COLUMNS.join(","));
         }
         let mut out = format!("{head},{}\n", GENERATIVE_CSV_COLUMNS.join(","));
