@@ -27,14 +27,57 @@ pub struct LoadLevels {
 /// `--concurrency-range`; without either, `--request-intervals` (a file
 /// of gaps in seconds) gives one level at the file's mean rate and the
 /// gaps themselves; without any, concurrency 1.
+///
+/// With `-l` (`latency_threshold`), END 0 means no end, as perf_analyzer's:
+/// START, START + STEP, ... until a level does not meet the threshold, at
+/// most [`MAX_OPEN_LEVELS`] levels.
 pub fn levels(
     concurrency_range: Option<&str>,
     request_rate_range: Option<&str>,
     request_intervals: Option<&Path>,
+    latency_threshold: bool,
 ) -> Result<LoadLevels, String> {
+    let open = |text: &str, rate: bool| -> Result<Option<Vec<Level>>, String> {
+        let parts: Vec<&str> = text.split(':').collect();
+        if parts.len() < 2 || parts.len() > 3 || parts[1].trim().parse::<f64>().ok() != Some(0.0) {
+            return Ok(None);
+        }
+        if !latency_threshold {
+            return Err(format!(
+                "range '{text}': END 0 (no end) needs -l/--latency-threshold, which ends the sweep"
+            ));
+        }
+        // START and STEP checked as in any range
+        let first = format!("{}:{}:{}", parts[0], parts[0], parts.get(2).unwrap_or(&"1"));
+        let checked = if rate {
+            schedule::rate_levels(&first)
+        } else {
+            schedule::concurrency_levels(&first)
+        };
+        checked.map_err(|e| e.replace(&first, text))?;
+        let (start, _, step) = schedule::parse_range(&first)?;
+        Ok(Some(
+            (0..MAX_OPEN_LEVELS)
+                .map(|i| {
+                    let v = start + step * i as f64;
+                    if rate {
+                        Level::Rate(v)
+                    } else {
+                        Level::Concurrency(v as u64)
+                    }
+                })
+                .collect(),
+        ))
+    };
     let (levels, intervals) = match (concurrency_range, request_rate_range) {
-        (_, Some(r)) => (schedule::rate_levels(r)?, None),
-        (Some(c), None) => (schedule::concurrency_levels(c)?, None),
+        (_, Some(r)) => match open(r, true)? {
+            Some(l) => (l, None),
+            None => (schedule::rate_levels(r)?, None),
+        },
+        (Some(c), None) => match open(c, false)? {
+            Some(l) => (l, None),
+            None => (schedule::concurrency_levels(c)?, None),
+        },
         (None, None) => match request_intervals {
             Some(path) => {
                 let name = path.display().to_string();
@@ -50,6 +93,9 @@ pub fn levels(
     };
     Ok(LoadLevels { levels, intervals })
 }
+
+/// The most levels of a range with END 0 (no end; with `-l`).
+pub const MAX_OPEN_LEVELS: usize = 1024;
 
 /// `-H Name:Value` headers, trimmed; each must be a valid HTTP header.
 pub fn headers(given: &[String]) -> Result<Vec<(String, String)>, String> {
@@ -454,6 +500,25 @@ pub fn sequence_ids(range: Option<&str>) -> Result<(u64, u64), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn end_0_means_no_end_with_a_latency_threshold() {
+        let l = levels(Some("2:0:3"), None, None, true).unwrap().levels;
+        assert_eq!(l.len(), MAX_OPEN_LEVELS);
+        assert_eq!(&l[..3], [2, 5, 8].map(Level::Concurrency));
+        let l = levels(None, Some("10:0"), None, true).unwrap().levels;
+        assert_eq!(&l[..2], [Level::Rate(10.0), Level::Rate(11.0)]);
+        // as perf_analyzer: END and the threshold cannot both be 0
+        let e = levels(Some("1:0:1"), None, None, false).unwrap_err();
+        assert!(e.contains("--latency-threshold"), "{e}");
+        let e = levels(Some("1.5:0"), None, None, true).unwrap_err();
+        assert!(e.contains("'1.5:0'") && e.contains("whole numbers"), "{e}");
+        // an END that is not 0 is a range as before
+        assert_eq!(
+            levels(Some("1:3"), None, None, true).unwrap().levels.len(),
+            3
+        );
+    }
 
     #[test]
     fn prompts_as_json_lines() {

@@ -2815,6 +2815,7 @@ fn perf_analyzer_command_lines_run_unchanged() {
         "-m m -u URL -i HTTP --concurrency-range 2 -p 300 -s 50 --async",
         "-m m -u URL -i http --request-rate-range 100 -p 300 -s 50 --sync --max-threads 16",
         "-m m -u URL --concurrency-range 1:8 -p 300 -s 50 --latency-threshold 1000 --binary-search",
+        "-m m -u URL --concurrency-range 1:0:2 -p 300 -s 50 -l 6",
         "-m m -u URL --concurrency-range 1 -p 300 -s 50 --collect-metrics --metrics-url URL/metrics --metrics-interval 100",
     ] {
         let metrics_url = format!("{url}/metrics");
@@ -2843,7 +2844,8 @@ fn perf_analyzer_command_lines_run_unchanged() {
             .lines()
             .filter(|l| l.trim_start_matches(['│', ' ']).starts_with(|c: char| c.is_ascii_digit()))
             .collect();
-        let levels = if line.contains("1:2") || line.contains("1:8") {
+        // 1:0:2 with -l 6: concurrency 1 takes about 3 ms, 3 about 9 ms
+        let levels = if line.contains("1:2") || line.contains("1:8") || line.contains("1:0:2") {
             2
         } else {
             1

@@ -88,6 +88,7 @@ pub fn run(
         args.concurrency_range.as_deref(),
         args.request_rate_range.as_deref(),
         args.request_intervals.as_deref(),
+        args.latency_threshold.is_some(),
     )
     .map_err(usage)?;
     let headers = check::headers(&args.headers).map_err(usage)?;
