@@ -544,7 +544,9 @@ impl PerfReport {
                 Some(l) => format!(
                     "the sweep stopped at {}, {}",
                     load_of(l),
-                    if l.stable == Some(false) && l.latency_us.is_some() {
+                    if l.latency_us.is_none() {
+                        "where no request succeeded"
+                    } else if l.stable == Some(false) {
                         "which did not stabilize"
                     } else {
                         "which is above it"

@@ -21,12 +21,12 @@ fn loads(doc: &Value) -> Vec<u64> {
         .collect()
 }
 
-/// Every request holds the responder's one model lock for 10 ms, so at
-/// concurrency c a request's mean latency is c × 10 ms or a little more
-/// (Little's law: 100 requests per second with c in flight).
-fn ten_ms_per_request() -> Responder {
+/// Every request holds the responder's one model lock for 20 ms, so at
+/// concurrency c a request's mean latency is c × 20 ms or a little more
+/// (Little's law: 50 requests per second with c in flight).
+fn twenty_ms_per_request() -> Responder {
     Responder::start(Behaviour {
-        delay: Some(Duration::from_millis(10)),
+        delay: Some(Duration::from_millis(20)),
         ..triton_like()
     })
 }
@@ -36,9 +36,10 @@ const STEADY: [&str; 4] = ["--warmup", "0.3", "--request-count", "20"];
 
 #[test]
 fn binary_search_finds_the_highest_concurrency_under_the_threshold() {
-    let r = ten_ms_per_request();
+    let r = twenty_ms_per_request();
     let url = r.url();
-    // concurrency 3 takes about 30 ms, 4 about 40 ms: 37 ms lies between
+    // concurrency 3 takes about 60 ms, 4 about 80 ms: 75 ms lies between
+    // (with room for the sleeps of a busy machine to overshoot)
     let mut args = vec![
         "-m",
         "m",
@@ -47,7 +48,7 @@ fn binary_search_finds_the_highest_concurrency_under_the_threshold() {
         "--concurrency-range",
         "1:32",
         "-l",
-        "37",
+        "75",
         "--binary-search",
     ];
     args.extend(STEADY);
@@ -66,11 +67,11 @@ fn binary_search_finds_the_highest_concurrency_under_the_threshold() {
     assert_eq!(met, [true, false, false, false, false, true, true]);
     assert_eq!(doc["binary_search"]["highest_passing"], 3);
     assert_eq!(doc["binary_search"]["levels_measured"], 7);
-    assert_eq!(doc["latency_threshold_ms"], 37.0);
+    assert_eq!(doc["latency_threshold_ms"], 75.0);
     // each verdict follows from the level's own mean latency
     for l in doc["levels"].as_array().unwrap() {
         let mean = l["latency_us"]["mean"].as_f64().unwrap();
-        assert_eq!(l["latency_threshold_met"], mean < 37_000.0, "{l:#}");
+        assert_eq!(l["latency_threshold_met"], mean < 75_000.0, "{l:#}");
     }
     assert!(r.bad().is_empty(), "{:?}", r.bad());
 
@@ -79,7 +80,7 @@ fn binary_search_finds_the_highest_concurrency_under_the_threshold() {
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains(
-            "latency threshold 37 ms (mean latency): binary search over 7 levels: the highest within it is concurrency 3"
+            "latency threshold 75 ms (mean latency): binary search over 7 levels: the highest within it is concurrency 3"
         ),
         "{out}"
     );
@@ -87,7 +88,7 @@ fn binary_search_finds_the_highest_concurrency_under_the_threshold() {
 
 #[test]
 fn latency_threshold_stops_the_sweep_and_no_passing_level_is_exit_1() {
-    let r = ten_ms_per_request();
+    let r = twenty_ms_per_request();
     let url = r.url();
     let mut args = vec![
         "-m",
@@ -97,7 +98,7 @@ fn latency_threshold_stops_the_sweep_and_no_passing_level_is_exit_1() {
         "--concurrency-range",
         "1:8",
         "-l",
-        "37",
+        "75",
     ];
     args.extend(STEADY);
     let (code, doc) = perf_json(&args);
@@ -106,6 +107,14 @@ fn latency_threshold_stops_the_sweep_and_no_passing_level_is_exit_1() {
     assert_eq!(loads(&doc), [1, 2, 3, 4], "{doc:#}");
     assert_eq!(doc["levels"][3]["latency_threshold_met"], false);
     assert!(doc["binary_search"].is_null());
+    let (code, out, _) = perf_run(&args);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains(
+            "latency threshold 75 ms (mean latency): the sweep stopped at concurrency 4, which is above it"
+        ),
+        "{out}"
+    );
 
     // even the lowest load is above it: no answer, exit 1
     let mut args = vec![
