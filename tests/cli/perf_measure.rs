@@ -668,3 +668,44 @@ fn input_data_directory_errors_name_the_file() {
         "{err}"
     );
 }
+
+#[test]
+fn perf_analyzer_measurement_command_lines_run_unchanged() {
+    // perf_analyzer's command lines with the flags of this module, as users
+    // paste them (the loopback responder serves /metrics too)
+    let r = Responder::start(Behaviour {
+        delay: Some(Duration::from_millis(3)),
+        metrics_gpus: Some(true),
+        ..triton_like()
+    });
+    let url = r.url();
+    let metrics_url = format!("{url}/metrics");
+    for (line, levels) in [
+        // concurrency 1 and 8 are both far under 1 s: the answer is 8
+        ("-m m -u URL --concurrency-range 1:8 -p 300 -s 50 --latency-threshold 1000 --binary-search", 2),
+        // no END: concurrency 1 takes about 3 ms, 3 about 9 ms
+        ("-m m -u URL --concurrency-range 1:0:2 -p 300 -s 50 -l 6", 2),
+        ("-m m -u URL --concurrency-range 1 -p 300 -s 50 --collect-metrics --metrics-url URL/metrics --metrics-interval 100", 1),
+    ] {
+        let args: Vec<&str> = line
+            .split(' ')
+            .map(|a| match a {
+                "URL" => url.as_str(),
+                "URL/metrics" => metrics_url.as_str(),
+                a => a,
+            })
+            .collect();
+        let (code, doc) = perf_json(&args);
+        assert_eq!(code, 0, "{line}: {doc:#}");
+        let ls = doc["levels"].as_array().unwrap();
+        assert_eq!(ls.len(), levels, "{line}: {doc:#}");
+        assert!(ls.iter().all(|l| u(&l["requests"]) > 0 && u(&l["errors"]) == 0), "{line}: {doc:#}");
+        if line.contains("--binary-search") {
+            assert_eq!(doc["binary_search"]["highest_passing"], 8, "{doc:#}");
+        }
+        if line.contains("--collect-metrics") {
+            assert!(u(&ls[0]["metrics"]["scrapes"]) >= 1, "{doc:#}");
+            assert!(ls[0]["metrics"]["gpu_utilization"].get("GPU-aaaa").is_some(), "{doc:#}");
+        }
+    }
+}
