@@ -549,7 +549,7 @@ pub enum PerfFormat {
 pub enum PerfProgress {
     /// When standard error is a terminal (and not --quiet).
     Auto,
-    /// Always, also when standard error is a file or pipe.
+    /// Always: a bar on a terminal, plain lines on a file or pipe.
     Always,
     /// Never.
     Never,
@@ -833,6 +833,33 @@ pub struct PerfArgs {
         value_parser = clap::value_parser!(u32).range(1..)
     )]
     pub max_threads: Option<u32>,
+    /// The latency limit in milliseconds (perf_analyzer's `-l`): the sweep
+    /// stops at the first level whose latency (pP with `--percentile`,
+    /// else the mean) is not below it; exit 1 when no level is.
+    #[arg(short = 'l', long = "latency-threshold", value_name = "MS")]
+    pub latency_threshold: Option<f64>,
+    /// With `-l`: binary search between the range's START and END for the
+    /// highest concurrency or request rate under the threshold, to within
+    /// STEP (perf_analyzer's meaning).
+    #[arg(long = "binary-search", requires = "latency_threshold")]
+    pub binary_search: bool,
+    /// Read Triton's Prometheus metrics during each level and report GPU
+    /// utilization, power and memory per GPU (table, JSON, CSV).
+    #[arg(long = "collect-metrics")]
+    pub collect_metrics: bool,
+    /// The metrics endpoint, `[http://]HOST[:PORT][/PATH]` (default: the
+    /// first server's host, port 8002, path /metrics).
+    #[arg(long = "metrics-url", value_name = "URL", requires = "collect_metrics")]
+    pub metrics_url: Option<String>,
+    /// How often the metrics are read during a level, in milliseconds
+    /// (default 1000).
+    #[arg(
+        long = "metrics-interval",
+        value_name = "MS",
+        requires = "collect_metrics",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub metrics_interval: Option<u64>,
     /// Length of the measurement window in seconds (overrides
     /// `--measurement-interval`).
     #[arg(long, value_name = "S", conflicts_with = "request_count")]
@@ -862,11 +889,13 @@ pub struct PerfArgs {
     /// perf_analyzer's format (`{"data": [{"INPUT": [..]}, ...]}`, values
     /// also as `{"content": [..], "shape": [..]}` or `{"b64": ".."}`; for
     /// sequence models `data` may be a list of streams, one per sequence);
-    /// for the generative endpoints a file of prompts as JSON Lines (one
+    /// a directory with one file per input, named after it (raw bytes, or
+    /// for BYTES inputs one string per line, as perf_analyzer); for the
+    /// generative endpoints a file of prompts as JSON Lines (one
     /// `{"text": ".."}`, `{"prompt": ".."}` or JSON string per line).
     #[arg(
         long = "input-data",
-        value_name = "random|zero|FILE",
+        value_name = "random|zero|FILE|DIR",
         default_value = "random"
     )]
     pub input_data: String,
@@ -941,8 +970,9 @@ pub struct PerfArgs {
     /// most one request in flight).
     #[arg(long = "num-of-sequences", value_name = "N", default_value_t = 4)]
     pub num_of_sequences: usize,
-    /// Live progress bar on standard error: `auto` when it is a terminal,
-    /// `always`, or `never`.
+    /// Live progress on standard error: `auto` (a bar when it is a
+    /// terminal), `always` (also on a file or pipe, as plain lines every
+    /// 5 s and one per finished level), or `never`.
     #[arg(long, value_enum, default_value_t = PerfProgress::Auto)]
     pub progress: PerfProgress,
 }

@@ -19,8 +19,16 @@ const MAX_INPUT_BYTES: u64 = 1 << 20;
 /// (JSON, and binary with the `Inference-Header-Content-Length` taken from
 /// the first two bytes), the metadata and config documents (split at the
 /// first NUL byte) as JSON and as gRPC messages, turned into the model's
-/// inputs and request bodies, the statistics, and gRPC inference answers.
+/// inputs and request bodies, the statistics, gRPC inference answers, and
+/// Triton's metrics page (`--collect-metrics`).
 pub fn responses(data: &[u8]) {
+    // the `--collect-metrics` page
+    let page = super::metrics::parse(&String::from_utf8_lossy(data));
+    assert!(page
+        .values
+        .iter()
+        .all(|m| m.len() <= super::metrics::MAX_GPUS && m.values().all(|v| v.is_finite())));
+
     // HTTP inference answers
     let _ = check_infer_body(None, data);
     if let [a, b, rest @ ..] = data {

@@ -340,6 +340,9 @@ pub struct DataFile {
     pub name: String,
     /// Per stream, its entries with their JSON paths (`data[1][0]`).
     streams: Vec<Vec<(String, Map<String, Value>)>>,
+    /// `--input-data DIR`: the directory's files (name, bytes), which make
+    /// one entry once the model's inputs are known.
+    dir: Option<Vec<(String, Vec<u8>)>>,
 }
 
 impl DataFile {
@@ -357,12 +360,121 @@ impl DataFile {
         Ok(DataFile {
             name: name.to_string(),
             streams,
+            dir: None,
         })
+    }
+
+    /// perf_analyzer's directory form (`--input-data DIR`): the files of
+    /// DIR by name, read by the caller. One entry: each input's file holds
+    /// its values for a batch of 1, the raw little-endian bytes in
+    /// row-major order, or for a BYTES input one element per line.
+    pub fn from_dir(name: &str, files: Vec<(String, Vec<u8>)>) -> Self {
+        DataFile {
+            name: name.to_string(),
+            streams: Vec::new(),
+            dir: Some(files),
+        }
     }
 
     /// The number of entries per stream.
     pub fn stream_lengths(&self) -> Vec<usize> {
+        if self.dir.is_some() {
+            return vec![1];
+        }
         self.streams.iter().map(Vec::len).collect()
+    }
+
+    /// The directory's files as one entry for `info`'s inputs, as
+    /// perf_analyzer reads them: each input needs its file; a numeric
+    /// input's file holds exactly its bytes for a batch of 1, a BYTES
+    /// input's file one element per line (a final newline ends the last
+    /// line); a file named after an output is left alone (perf_analyzer
+    /// reads those as expected outputs), any other file is an error.
+    fn dir_entry(
+        &self,
+        info: &ModelInfo,
+        files: &[(String, Vec<u8>)],
+    ) -> Result<Map<String, Value>, String> {
+        let names: Vec<&str> = info.inputs.iter().map(|i| i.name.as_str()).collect();
+        let shown = |file: &str| {
+            format!(
+                "{}/{}",
+                self.name.trim_end_matches('/'),
+                crate::text::display::Untrusted(file)
+            )
+        };
+        if let Some((f, _)) = files
+            .iter()
+            .find(|(f, _)| !names.contains(&f.as_str()) && !info.outputs.contains(f))
+        {
+            return Err(format!(
+                "{}: not an input of the model (one file per input, named after it; inputs: {})",
+                shown(f),
+                names.join(", ")
+            ));
+        }
+        let mut entry = Map::new();
+        for input in &info.inputs {
+            let Some((file, bytes)) = files.iter().find(|(f, _)| *f == input.name) else {
+                return Err(format!(
+                    "{}: no file for input '{}' (one file per input, named after it)",
+                    self.name, input.name
+                ));
+            };
+            let at = shown(file);
+            if input.dims.iter().any(|d| *d < 0) {
+                return Err(format!(
+                    "{at}: input '{}' has a variable dimension ({:?}): give its shape with --shape",
+                    input.name, input.dims
+                ));
+            }
+            let count = crate::tensor::element_count(&input.dims)
+                .ok_or_else(|| format!("{at}: shape {:?} is too large", input.dims))?;
+            let raw = match input.datatype.element_size() {
+                Some(size) => {
+                    let want = count.saturating_mul(size);
+                    if bytes.len() != want {
+                        return Err(format!(
+                            "{at}: {} bytes, but input '{}' ({} {:?}) takes {want} for a batch of 1",
+                            bytes.len(),
+                            input.name,
+                            input.datatype.wire_name(),
+                            input.dims
+                        ));
+                    }
+                    bytes.clone()
+                }
+                None => {
+                    let text = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+                    let lines: Vec<&[u8]> = if bytes.is_empty() {
+                        Vec::new()
+                    } else {
+                        text.split(|b| *b == b'\n').collect()
+                    };
+                    if lines.len() != count {
+                        return Err(format!(
+                            "{at}: {} lines, but input '{}' (BYTES {:?}) takes {count} strings for a batch of 1, one per line",
+                            lines.len(),
+                            input.name,
+                            input.dims
+                        ));
+                    }
+                    let mut raw = Vec::with_capacity(bytes.len() + 4 * count);
+                    for l in lines {
+                        let n = u32::try_from(l.len())
+                            .map_err(|_| format!("{at}: a line is longer than 4 GiB"))?;
+                        raw.extend_from_slice(&n.to_le_bytes());
+                        raw.extend_from_slice(l);
+                    }
+                    raw
+                }
+            };
+            entry.insert(
+                input.name.clone(),
+                json!({"b64": crate::inputs::codec::b64_encode(&raw)}),
+            );
+        }
+        Ok(entry)
     }
 
     /// One request body per entry (streams one after the other), and per
@@ -377,6 +489,19 @@ impl DataFile {
     ) -> Result<(Vec<Body>, Vec<Vec<usize>>), String> {
         let mut bodies = Vec::new();
         let mut index = Vec::new();
+        if let Some(files) = &self.dir {
+            let e = self.dir_entry(info, files)?;
+            let body = entry_body(
+                info,
+                &e,
+                batch,
+                binary_inputs,
+                binary_outputs,
+                max_input_bytes,
+            )
+            .map_err(|m| format!("{}: {m}", self.name))?;
+            return Ok((vec![body], vec![vec![0]]));
+        }
         for stream in &self.streams {
             let mut ids = Vec::new();
             for (path, e) in stream {

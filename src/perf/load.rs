@@ -9,7 +9,9 @@ use super::exchange::{Cancel, Canceller, Exchange};
 use super::generative::{self, Api};
 use super::inputs::{self, Body, BodyOptions, DataFile, InputData};
 use super::model::ModelInfo;
-use super::report::{ClientStats, Latency, LevelResult, PerRequest, PerfReport, TargetCount};
+use super::report::{
+    BinarySearch, ClientStats, Latency, LevelResult, LoadValue, PerRequest, PerfReport, TargetCount,
+};
 use super::rng::Rng;
 use super::schedule::{Distribution, Level, Schedule};
 use super::stats::{self, ComposingStats, ServerStats, Snapshot};
@@ -107,6 +109,25 @@ pub struct PerfOptions {
     pub max_tokens: Option<u64>,
     /// `--ssl-https-*` and `--ssl-grpc-*`.
     pub tls: super::tls::TlsOptions,
+    /// `-l`/`--latency-threshold`, in milliseconds: the sweep stops at the
+    /// first level above it (see [`meets_threshold`]).
+    pub latency_threshold_ms: Option<f64>,
+    /// `--binary-search`: search this range instead of sweeping `levels`.
+    pub binary_search: Option<BinaryRange>,
+    /// `--collect-metrics`: where the metrics are (`--metrics-url`; the
+    /// first server's host, port 8002, by default) and how often they are
+    /// read.
+    pub metrics: Option<(Option<String>, Duration)>,
+}
+
+/// `--binary-search` over a range: the range's start and end, and the step
+/// (the precision: the search ends when the passing and failing loads are
+/// at most this far apart), as perf_analyzer's (docs/spec/cli.md, `-l`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BinaryRange {
+    pub start: Level,
+    pub end: Level,
+    pub step: f64,
 }
 
 /// Why a run could not start (exit status 2).
@@ -130,6 +151,22 @@ pub struct Progress {
     pub done: AtomicU64,
     /// Of those, failed.
     pub errors: AtomicU64,
+    /// The load of the level being run (none before the first).
+    pub current: Mutex<Option<Level>>,
+    /// Levels finished so far, in order (for progress lines).
+    pub finished: Mutex<Vec<Finished>>,
+}
+
+/// A finished level, as progress lines show it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    pub level: Level,
+    pub requests: u64,
+    pub errors: u64,
+    pub throughput_per_s: f64,
+    /// Mean latency (null when no request succeeded).
+    pub mean_latency_us: Option<f64>,
+    pub duration_s: f64,
 }
 
 /// The shortest count window, as perf_analyzer's (docs/spec/perf-anchors.md,
@@ -893,8 +930,9 @@ async fn run_async(
         sequence: info.sequence,
         watched,
     };
-    let levels = run_levels(opts, &clients, plan, &progress, export).await;
+    let (levels, binary_search) = run_levels(opts, &clients, plan, &progress, export).await;
     warnings.extend(too_large_warning(&levels, infer_limit));
+    metrics_notes(opts, &levels, &mut notes, &mut warnings);
     Ok(PerfReport {
         model: opts.model.clone(),
         protocol: client.protocol_name().into(),
@@ -913,10 +951,72 @@ async fn run_async(
         endpoint: opts.api.name().into(),
         decoupled: info.decoupled,
         output_tokens: output_tokens(&levels),
+        percentile: opts.percentile,
+        latency_threshold_ms: opts.latency_threshold_ms,
+        binary_search,
+        metrics_url: metrics_url_of(opts),
         levels,
         notes,
         warnings,
     })
+}
+
+/// `--collect-metrics`: the endpoint read and its path (`--metrics-url`,
+/// else the first server's host).
+fn metrics_target(opts: &PerfOptions) -> Option<(super::client::Endpoint, String)> {
+    let (given, _) = opts.metrics.as_ref()?;
+    let server = opts.url.as_str();
+    let authority = super::client::Endpoint::parse(server)
+        .map(|e| e.authority)
+        .unwrap_or_else(|_| server.to_string());
+    super::metrics::metrics_url(given.as_deref(), &authority).ok()
+}
+
+/// `--collect-metrics`: the endpoint read, as reports show it.
+fn metrics_url_of(opts: &PerfOptions) -> Option<String> {
+    metrics_target(opts).map(|(e, p)| format!("{}{p}", e.authority))
+}
+
+/// `--collect-metrics`: a warning when the endpoint never answered, a note
+/// (once) when it answered without GPU metrics (a server without GPUs).
+fn metrics_notes(
+    opts: &PerfOptions,
+    levels: &[LevelResult],
+    notes: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) {
+    let Some(url) = metrics_url_of(opts) else {
+        return;
+    };
+    let all: Vec<&super::report::GpuMetrics> =
+        levels.iter().filter_map(|l| l.metrics.as_ref()).collect();
+    if all.is_empty() {
+        return;
+    }
+    if all.iter().all(|m| m.scrapes == 0) {
+        let why = all
+            .iter()
+            .find_map(|m| m.error.clone())
+            .unwrap_or_else(|| "no answer".into());
+        warnings.push(format!(
+            "--collect-metrics: could not read the metrics at {url}: {why}"
+        ));
+    } else if !all.iter().any(|m| m.has_gpus()) {
+        notes.push(format!(
+            "the metrics at {url} have no GPU metrics ({}): the server has no GPUs it reports, so there are no GPU numbers",
+            super::metrics::GAUGES.join(", ")
+        ));
+    } else if let Some(failed) = all
+        .iter()
+        .map(|m| m.failed_scrapes)
+        .reduce(|a, b| a + b)
+        .filter(|n| *n > 0)
+    {
+        warnings.push(format!(
+            "--collect-metrics: {failed} reads of the metrics at {url} failed ({})",
+            all.iter().find_map(|m| m.error.clone()).unwrap_or_default()
+        ));
+    }
 }
 
 /// The warning when answers (or events) above `--max-response-bytes`
@@ -1000,8 +1100,10 @@ async fn run_openai(
         sequence: false,
         watched: StatsPlan::default(),
     };
-    let levels = run_levels(opts, &clients, plan, &progress, export).await;
+    let (levels, binary_search) = run_levels(opts, &clients, plan, &progress, export).await;
     let mut notes = Vec::new();
+    let mut warnings: Vec<String> = too_large_warning(&levels, limit).into_iter().collect();
+    metrics_notes(opts, &levels, &mut notes, &mut warnings);
     if levels
         .iter()
         .any(|l| l.output_tokens_source.as_deref() == Some("responses"))
@@ -1024,7 +1126,11 @@ async fn run_openai(
         endpoint: opts.api.name().into(),
         decoupled: false,
         output_tokens: output_tokens(&levels),
-        warnings: too_large_warning(&levels, limit).into_iter().collect(),
+        percentile: opts.percentile,
+        latency_threshold_ms: opts.latency_threshold_ms,
+        binary_search,
+        metrics_url: metrics_url_of(opts),
+        warnings,
         levels,
         notes,
     })
@@ -1052,14 +1158,151 @@ struct LevelPlan {
     watched: StatsPlan,
 }
 
-/// Runs the levels one after the other.
+/// The loads to measure next: the levels in turn (stopping at the first
+/// one above `-l`), or a binary search (docs/spec/cli.md, `-l`).
+enum Planner<'a> {
+    Linear {
+        levels: &'a [Level],
+        next: usize,
+    },
+    Binary {
+        range: BinaryRange,
+        /// 0: the start is next, 1: the end, 2: midpoints.
+        phase: u8,
+        low: Level,
+        high: Level,
+        found: Option<Level>,
+    },
+}
+
+impl Planner<'_> {
+    fn new(opts: &PerfOptions) -> Planner<'_> {
+        match opts.binary_search {
+            Some(range) => Planner::Binary {
+                range,
+                phase: 0,
+                low: range.start,
+                high: range.end,
+                found: None,
+            },
+            None => Planner::Linear {
+                levels: &opts.levels,
+                next: 0,
+            },
+        }
+    }
+
+    /// The first load to measure.
+    fn first(&self) -> Option<Level> {
+        match self {
+            Planner::Linear { levels, .. } => levels.first().copied(),
+            Planner::Binary { range, .. } => Some(range.start),
+        }
+    }
+
+    /// The next load after `level` was measured; `met`: whether it met
+    /// `-l` (`None` without `-l`).
+    fn next(&mut self, level: Level, met: Option<bool>) -> Option<Level> {
+        match self {
+            Planner::Linear { levels, next } => {
+                *next += 1;
+                if met == Some(false) {
+                    return None;
+                }
+                levels.get(*next).copied()
+            }
+            Planner::Binary {
+                range,
+                phase,
+                low,
+                high,
+                found,
+            } => {
+                let met = met.unwrap_or(true);
+                match *phase {
+                    0 => {
+                        if !met {
+                            return None;
+                        }
+                        *found = Some(level);
+                        *phase = 1;
+                        (range.end != range.start).then_some(range.end)
+                    }
+                    _ => {
+                        if *phase == 1 && met {
+                            *found = Some(level);
+                            return None;
+                        }
+                        if *phase == 2 {
+                            if met {
+                                *low = level;
+                                *found = Some(level);
+                            } else {
+                                *high = level;
+                            }
+                        }
+                        *phase = 2;
+                        midpoint(*low, *high, range.step)
+                    }
+                }
+            }
+        }
+    }
+
+    /// What a binary search found (`None` for a sweep).
+    fn answer(&self, measured: usize) -> Option<BinarySearch> {
+        match self {
+            Planner::Linear { .. } => None,
+            Planner::Binary { found, .. } => Some(BinarySearch {
+                highest_passing: found.map(load_value),
+                levels_measured: measured as u64,
+            }),
+        }
+    }
+}
+
+/// The load halfway between `low` (passed) and `high` (failed), while they
+/// are more than `step` apart (perf_analyzer's binary search; concurrency
+/// rounds down).
+fn midpoint(low: Level, high: Level, step: f64) -> Option<Level> {
+    match (low, high) {
+        (Level::Concurrency(l), Level::Concurrency(h)) => {
+            ((h - l) as f64 > step).then(|| Level::Concurrency(l + (h - l) / 2))
+        }
+        (Level::Rate(l), Level::Rate(h)) => (h - l > step).then(|| Level::Rate((l + h) / 2.0)),
+        _ => None,
+    }
+}
+
+fn load_value(level: Level) -> LoadValue {
+    match level {
+        Level::Concurrency(c) => LoadValue::Concurrency(c),
+        Level::Rate(r) => LoadValue::Rate(r),
+    }
+}
+
+/// Whether a level meets `-l` as perf_analyzer decides it: its latency
+/// (the `--percentile` one, else the mean) is below the threshold, and a
+/// level measured in stability windows was stable. A level without a
+/// successful request does not.
+pub fn meets_threshold(l: &LevelResult, threshold_ms: f64) -> bool {
+    let latency = match (&l.latency_us, l.percentile_latency_us) {
+        (None, _) => return false,
+        (Some(_), Some(p)) => p as f64,
+        (Some(lat), None) => lat.mean,
+    };
+    latency < threshold_ms * 1000.0 && l.stable != Some(false)
+}
+
+/// Runs the levels one after the other (a sweep, or the loads a binary
+/// search picks); with what a binary search found.
 async fn run_levels(
     opts: &PerfOptions,
     clients: &[(String, PerfClient)],
     plan: LevelPlan,
     progress: &Arc<Progress>,
     export: Option<Arc<Export>>,
-) -> Vec<LevelResult> {
+) -> (Vec<LevelResult>, Option<BinarySearch>) {
     let ids = Arc::new(SequenceIds::new(
         opts.sequence_ids,
         opts.sequence_length,
@@ -1069,11 +1312,27 @@ async fn run_levels(
     ));
     let next_data = Arc::new(AtomicU64::new(0));
     let id_prefix: Option<Arc<str>> = opts.sequence_id_prefix.as_deref().map(Arc::from);
+    let scraper = opts.metrics.as_ref().and_then(|(_, interval)| {
+        let (endpoint, path) = metrics_target(opts)?;
+        Some(super::metrics::Scraper::new(
+            endpoint,
+            path,
+            *interval,
+            opts.timeout
+                .min((*interval).max(Duration::from_secs(1)) * 5),
+            opts.max_response_bytes
+                .unwrap_or(super::client::DEFAULT_DISCOVERY_RESPONSE_BYTES),
+        ))
+    });
+    let mut planner = Planner::new(opts);
     let mut levels = Vec::new();
-    for (i, level) in opts.levels.iter().enumerate() {
+    let mut next = planner.first();
+    while let Some(level) = next {
+        let i = levels.len();
         progress.level.store(i as u64, Ordering::Relaxed);
         progress.done.store(0, Ordering::Relaxed);
         progress.errors.store(0, Ordering::Relaxed);
+        *progress.current.lock().expect("progress lock") = Some(level);
         let meter = Arc::new(Meter::new(opts, clients.len(), progress.clone()));
         let (canceller, cancel) = Canceller::new();
         let targets: Vec<Arc<Shared>> = clients
@@ -1098,20 +1357,39 @@ async fn run_levels(
                 })
             })
             .collect();
-        let result = run_level(
+        let mut result = run_level(
             opts,
-            *level,
+            level,
             targets,
             meter,
             canceller,
             &plan.watched,
+            scraper.as_ref(),
             i as u64,
             plan.sequence.then_some(&ids),
         )
         .await;
+        let met = opts
+            .latency_threshold_ms
+            .map(|t| meets_threshold(&result, t));
+        result.latency_threshold_met = met;
+        progress
+            .finished
+            .lock()
+            .expect("progress lock")
+            .push(Finished {
+                level,
+                requests: result.requests,
+                errors: result.errors,
+                throughput_per_s: result.throughput_per_s,
+                mean_latency_us: result.latency_us.as_ref().map(|l| l.mean),
+                duration_s: result.duration_s,
+            });
         levels.push(result);
+        next = planner.next(level, met);
     }
-    levels
+    let search = planner.answer(levels.len());
+    (levels, search)
 }
 
 async fn snapshot(client: &PerfClient, path: &str, model: &str) -> Option<Snapshot> {
@@ -1261,11 +1539,15 @@ async fn run_level(
     meter: Arc<Meter>,
     canceller: Canceller,
     watched: &StatsPlan,
+    scraper: Option<&super::metrics::Scraper>,
     index: u64,
     sequences: Option<&Arc<SequenceIds>>,
 ) -> LevelResult {
     let start = meter.start;
     let t0 = meter.t0;
+    // the server's metrics are read during the measurement, after the
+    // warm-up
+    let scraping = scraper.map(|s| s.start(t0));
     // the end of the measurement cancels requests still streaming: at the
     // end of a time window, or when stability windows have decided (a
     // count window waits for its requests)
@@ -1384,6 +1666,10 @@ async fn run_level(
     if let Some(t) = timer {
         t.abort();
     }
+    let metrics = match scraping {
+        Some(r) => Some(r.finish().await),
+        None => None,
+    };
     let (stable, windows) = match monitor {
         Some(h) => match h.await {
             Ok((s, k)) => (Some(s), k),
@@ -1485,6 +1771,12 @@ async fn run_level(
                 requests: *n,
             })
             .collect(),
+        percentile_latency_us: match (&chosen, rec.ok > 0) {
+            (Some(p), true) => Some(rec.hist.value_at_quantile(f64::from(*p) / 100.0)),
+            _ => None,
+        },
+        latency_threshold_met: None,
+        metrics,
     }
 }
 
@@ -1892,6 +2184,140 @@ async fn open_loop_sequences(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The loads a binary search over `range` measures when a load passes
+    /// the threshold exactly when `passes` says so, and what it finds.
+    fn search(range: BinaryRange, passes: impl Fn(Level) -> bool) -> (Vec<Level>, Option<Level>) {
+        let mut opts_levels = Vec::new();
+        let mut p = Planner::Binary {
+            range,
+            phase: 0,
+            low: range.start,
+            high: range.end,
+            found: None,
+        };
+        let mut next = p.first();
+        while let Some(l) = next {
+            opts_levels.push(l);
+            assert!(opts_levels.len() < 100, "{opts_levels:?}");
+            next = p.next(l, Some(passes(l)));
+        }
+        let found = match &p {
+            Planner::Binary { found, .. } => *found,
+            _ => None,
+        };
+        (opts_levels, found)
+    }
+
+    #[test]
+    fn binary_search_halves_the_range_as_perf_analyzer() {
+        let c = |n: u64| Level::Concurrency(n);
+        let range = |s: u64, e: u64, step: f64| BinaryRange {
+            start: c(s),
+            end: c(e),
+            step,
+        };
+        let under = |max: u64| move |l: Level| matches!(l, Level::Concurrency(n) if n <= max);
+        for max in 1..=100u64 {
+            let (path, found) = search(range(1, 100, 1.0), under(max));
+            let want = if max >= 100 { c(100) } else { c(max) };
+            assert_eq!(found, Some(want), "{max}: {path:?}");
+            // the start, the end, and at most ceil(log2(99)) = 7 midpoints
+            assert!(path.len() <= 9, "{max}: {path:?}");
+        }
+        assert_eq!(
+            search(range(1, 32, 1.0), under(3)).0,
+            [1, 32, 16, 8, 4, 2, 3].map(c)
+        );
+        // the start fails: no answer, one level
+        assert_eq!(search(range(4, 32, 1.0), under(3)), (vec![c(4)], None));
+        // the end passes: two levels
+        assert_eq!(
+            search(range(4, 32, 1.0), under(50)),
+            (vec![c(4), c(32)], Some(c(32)))
+        );
+        // a coarser step is the precision: within 4 of the answer
+        let (path, found) = search(range(1, 64, 4.0), under(21));
+        let Some(Level::Concurrency(f)) = found else {
+            panic!()
+        };
+        assert!((18..=21).contains(&f), "{path:?}");
+        // start == end: measured once
+        assert_eq!(search(range(5, 5, 1.0), under(9)), (vec![c(5)], Some(c(5))));
+    }
+
+    #[test]
+    fn binary_search_over_request_rates() {
+        let range = BinaryRange {
+            start: Level::Rate(10.0),
+            end: Level::Rate(1000.0),
+            step: 5.0,
+        };
+        let (path, found) = search(range, |l| matches!(l, Level::Rate(r) if r <= 333.0));
+        let Some(Level::Rate(f)) = found else {
+            panic!("{path:?}")
+        };
+        assert!(f <= 333.0 && 333.0 - f <= 5.0, "{f} {path:?}");
+        // log2(990 / 5) < 8 midpoints
+        assert!(path.len() <= 10, "{path:?}");
+    }
+
+    #[test]
+    fn threshold_uses_the_percentile_else_the_mean_and_stability() {
+        let lat = Latency {
+            p50: 1000,
+            p90: 9000,
+            p95: 9500,
+            p99: 9900,
+            max: 10_000,
+            mean: 2000.0,
+            chosen: None,
+        };
+        let mut l = LevelResult {
+            concurrency: Some(1),
+            request_rate: None,
+            duration_s: 1.0,
+            requests: 10,
+            errors: 0,
+            errors_by_kind: BTreeMap::new(),
+            throughput_per_s: 10.0,
+            requests_per_s: 10.0,
+            latency_us: Some(lat),
+            cancelled: 0,
+            responses: 10,
+            first_response_us: None,
+            inter_response_us: None,
+            responses_per_request: None,
+            output_tokens_per_s: None,
+            output_tokens_source: None,
+            sequence_latency_us: None,
+            late_sends: 0,
+            client: None,
+            server: None,
+            stable: None,
+            windows: 1,
+            targets: Vec::new(),
+            percentile_latency_us: None,
+            latency_cdf: Vec::new(),
+            latency_threshold_met: None,
+            metrics: None,
+        };
+        // the mean: 2 ms
+        assert!(meets_threshold(&l, 2.5));
+        assert!(!meets_threshold(&l, 2.0), "below, not at, the threshold");
+        // --percentile 90: 9 ms
+        l.percentile_latency_us = Some(9000);
+        assert!(!meets_threshold(&l, 2.5));
+        assert!(meets_threshold(&l, 9.5));
+        // an unstable level does not pass, as perf_analyzer's
+        l.stable = Some(false);
+        assert!(!meets_threshold(&l, 9.5));
+        l.stable = Some(true);
+        assert!(meets_threshold(&l, 9.5));
+        // no successful request: no latency to pass with
+        l.latency_us = None;
+        assert!(!meets_threshold(&l, 1e9));
+    }
 
     /// A window of requests with these latencies (µs, count).
     fn window_of(latencies: &[(u64, u64)]) -> Recorder {

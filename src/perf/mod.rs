@@ -22,6 +22,8 @@
 //! - [`exchange`]: what one request brought back (every response's
 //!   arrival), and the signal that cancels streams at the end of a level;
 //! - [`stats`]: the statistics extension, diffed around a level;
+//! - [`metrics`]: Triton's Prometheus endpoint (GPU gauges) read during
+//!   each level;
 //! - [`load`]: closed and open loops, measured into HDR histograms;
 //! - [`report`]: results as a table, JSON and perf_analyzer's CSV;
 //! - [`plot`]: results as an SVG picture (`--plot`).
@@ -37,6 +39,7 @@ pub mod generative;
 pub mod grpc;
 pub mod inputs;
 pub mod load;
+pub mod metrics;
 pub mod model;
 pub mod options;
 pub mod plot;

@@ -27,14 +27,57 @@ pub struct LoadLevels {
 /// `--concurrency-range`; without either, `--request-intervals` (a file
 /// of gaps in seconds) gives one level at the file's mean rate and the
 /// gaps themselves; without any, concurrency 1.
+///
+/// With `-l` (`latency_threshold`), END 0 means no end, as perf_analyzer's:
+/// START, START + STEP, ... until a level does not meet the threshold, at
+/// most [`MAX_OPEN_LEVELS`] levels.
 pub fn levels(
     concurrency_range: Option<&str>,
     request_rate_range: Option<&str>,
     request_intervals: Option<&Path>,
+    latency_threshold: bool,
 ) -> Result<LoadLevels, String> {
+    let open = |text: &str, rate: bool| -> Result<Option<Vec<Level>>, String> {
+        let parts: Vec<&str> = text.split(':').collect();
+        if parts.len() < 2 || parts.len() > 3 || parts[1].trim().parse::<f64>().ok() != Some(0.0) {
+            return Ok(None);
+        }
+        if !latency_threshold {
+            return Err(format!(
+                "range '{text}': END 0 (no end) needs -l/--latency-threshold, which ends the sweep"
+            ));
+        }
+        // START and STEP checked as in any range
+        let first = format!("{}:{}:{}", parts[0], parts[0], parts.get(2).unwrap_or(&"1"));
+        let checked = if rate {
+            schedule::rate_levels(&first)
+        } else {
+            schedule::concurrency_levels(&first)
+        };
+        checked.map_err(|e| e.replace(&first, text))?;
+        let (start, _, step) = schedule::parse_range(&first)?;
+        Ok(Some(
+            (0..MAX_OPEN_LEVELS)
+                .map(|i| {
+                    let v = start + step * i as f64;
+                    if rate {
+                        Level::Rate(v)
+                    } else {
+                        Level::Concurrency(v as u64)
+                    }
+                })
+                .collect(),
+        ))
+    };
     let (levels, intervals) = match (concurrency_range, request_rate_range) {
-        (_, Some(r)) => (schedule::rate_levels(r)?, None),
-        (Some(c), None) => (schedule::concurrency_levels(c)?, None),
+        (_, Some(r)) => match open(r, true)? {
+            Some(l) => (l, None),
+            None => (schedule::rate_levels(r)?, None),
+        },
+        (Some(c), None) => match open(c, false)? {
+            Some(l) => (l, None),
+            None => (schedule::concurrency_levels(c)?, None),
+        },
         (None, None) => match request_intervals {
             Some(path) => {
                 let name = path.display().to_string();
@@ -50,6 +93,9 @@ pub fn levels(
     };
     Ok(LoadLevels { levels, intervals })
 }
+
+/// The most levels of a range with END 0 (no end; with `-l`).
+pub const MAX_OPEN_LEVELS: usize = 1024;
 
 /// `-H Name:Value` headers, trimmed; each must be a valid HTTP header.
 pub fn headers(given: &[String]) -> Result<Vec<(String, String)>, String> {
@@ -173,6 +219,16 @@ pub fn input_data(
     if let Ok(d) = InputData::parse(spec) {
         return Ok((d, None, None));
     }
+    let path = std::path::Path::new(spec);
+    if path.is_dir() {
+        if api != Api::Infer {
+            return Err(format!(
+                "--input-data '{spec}' is a directory of tensors; --endpoint {} takes prompts as JSON Lines (one {{\"text\": \"...\"}} per line)",
+                api.name()
+            ));
+        }
+        return Ok((InputData::Random, Some(read_data_dir(path)?), None));
+    }
     let text = crate::files::read_file_to_string(std::path::Path::new(spec)).map_err(|e| {
         format!("--input-data '{spec}' is not 'random', 'zero' or a readable JSON file: {e}")
     })?;
@@ -191,6 +247,94 @@ pub fn input_data(
         ));
     }
     Ok((InputData::Random, Some(DataFile::parse(spec, &text)?), None))
+}
+
+/// The most files `--input-data DIR` may hold.
+pub const MAX_DATA_DIR_FILES: usize = 4096;
+
+/// `--input-data DIR`, perf_analyzer's directory form: one file per input
+/// named after it (checked against the model by
+/// [`DataFile::bodies`](super::inputs::DataFile::bodies)). Each file is
+/// read through [`crate::files::read_in`] (a regular file inside DIR, at
+/// most `--max-file-bytes`); subdirectories and hidden files are skipped.
+pub fn read_data_dir(dir: &Path) -> Result<DataFile, String> {
+    let shown = crate::text::display::path(dir).to_string();
+    let listing = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read {shown}: {}", crate::files::io_message(&e)))?;
+    let mut files = Vec::new();
+    for entry in listing {
+        let entry =
+            entry.map_err(|e| format!("cannot read {shown}: {}", crate::files::io_message(&e)))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        if name.starts_with('.') || path.is_dir() {
+            continue;
+        }
+        if files.len() >= MAX_DATA_DIR_FILES {
+            return Err(format!(
+                "--input-data {shown}: more than {MAX_DATA_DIR_FILES} files (one per input is expected)"
+            ));
+        }
+        let bytes = crate::files::read_in(&path, dir).map_err(|e| {
+            format!(
+                "cannot read {}: {}",
+                crate::text::display::path(&path),
+                crate::files::io_message(&e)
+            )
+        })?;
+        files.push((name, bytes));
+    }
+    files.sort();
+    Ok(DataFile::from_dir(&shown, files))
+}
+
+/// `--binary-search`: the range of `--concurrency-range` or
+/// `--request-rate-range` as START, END and STEP (both given explicitly,
+/// as perf_analyzer requires).
+pub fn binary_range(
+    concurrency_range: Option<&str>,
+    request_rate_range: Option<&str>,
+) -> Result<super::load::BinaryRange, String> {
+    let (text, rate) = match (request_rate_range, concurrency_range) {
+        (Some(r), _) => (r, true),
+        (None, Some(c)) => (c, false),
+        (None, None) => {
+            return Err(
+                "--binary-search needs --concurrency-range START:END[:STEP] or --request-rate-range START:END[:STEP]".into(),
+            )
+        }
+    };
+    if text.split(':').count() < 2 {
+        return Err(format!(
+            "--binary-search searches between START and END: give both ('{text}' has no END)"
+        ));
+    }
+    let (start, end, step) = schedule::parse_range(text)?;
+    if rate {
+        Ok(super::load::BinaryRange {
+            start: Level::Rate(start),
+            end: Level::Rate(end),
+            step,
+        })
+    } else {
+        // checks that the numbers are whole
+        schedule::concurrency_levels(text)?;
+        Ok(super::load::BinaryRange {
+            start: Level::Concurrency(start as u64),
+            end: Level::Concurrency(end as u64),
+            step,
+        })
+    }
+}
+
+/// `-l`: above 0 milliseconds.
+pub fn check_latency_threshold(ms: Option<f64>) -> Result<(), String> {
+    match ms {
+        Some(v) if !(v > 0.0 && v.is_finite()) => {
+            Err("--latency-threshold must be above 0 milliseconds".into())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Whether a file's text is prompts as JSON Lines rather than
@@ -356,6 +500,25 @@ pub fn sequence_ids(range: Option<&str>) -> Result<(u64, u64), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn end_0_means_no_end_with_a_latency_threshold() {
+        let l = levels(Some("2:0:3"), None, None, true).unwrap().levels;
+        assert_eq!(l.len(), MAX_OPEN_LEVELS);
+        assert_eq!(&l[..3], [2, 5, 8].map(Level::Concurrency));
+        let l = levels(None, Some("10:0"), None, true).unwrap().levels;
+        assert_eq!(&l[..2], [Level::Rate(10.0), Level::Rate(11.0)]);
+        // as perf_analyzer: END and the threshold cannot both be 0
+        let e = levels(Some("1:0:1"), None, None, false).unwrap_err();
+        assert!(e.contains("--latency-threshold"), "{e}");
+        let e = levels(Some("1.5:0"), None, None, true).unwrap_err();
+        assert!(e.contains("'1.5:0'") && e.contains("whole numbers"), "{e}");
+        // an END that is not 0 is a range as before
+        assert_eq!(
+            levels(Some("1:3"), None, None, true).unwrap().levels.len(),
+            3
+        );
+    }
 
     #[test]
     fn prompts_as_json_lines() {

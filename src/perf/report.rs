@@ -15,8 +15,9 @@ pub struct Latency {
     pub max: u64,
     pub mean: f64,
     /// `--percentile P`: P and the pP latency, for the table's `pP µs`
-    /// column (not in the JSON document, whose fields docs/spec/cli.md
-    /// lists).
+    /// column (in the JSON document as the level's
+    /// `percentile_latency_us`, not inside `latency_us`, whose fields
+    /// docs/spec/cli.md lists).
     #[serde(skip)]
     pub chosen: Option<(u8, u64)>,
 }
@@ -82,6 +83,82 @@ pub struct LevelResult {
     pub windows: u32,
     /// Measured requests per server, in `-u` order.
     pub targets: Vec<TargetCount>,
+    /// `--percentile P`: the pP latency (null without the flag or when no
+    /// request succeeded).
+    pub percentile_latency_us: Option<u64>,
+    /// `-l`: whether the level's latency (pP with `--percentile`, else the
+    /// mean) is below the threshold and the level is usable (stable, when
+    /// measured in stability windows); null without `-l`.
+    pub latency_threshold_met: Option<bool>,
+    /// `--collect-metrics`: the server's GPU metrics during the level
+    /// (null without the flag).
+    pub metrics: Option<GpuMetrics>,
+}
+
+/// A gauge sampled during a level: its mean and maximum over the scrapes.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Gauge {
+    pub mean: f64,
+    pub max: f64,
+}
+
+/// Triton's GPU metrics during a level, per GPU (keyed by the `gpu_uuid`
+/// label), from `--collect-metrics` (docs/spec/cli.md names the fields).
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct GpuMetrics {
+    /// Scrapes of the metrics endpoint that answered during the level.
+    pub scrapes: u64,
+    /// `nv_gpu_utilization`: 0 to 1.
+    pub gpu_utilization: BTreeMap<String, Gauge>,
+    /// `nv_gpu_power_usage`: watts.
+    pub gpu_power_usage: BTreeMap<String, Gauge>,
+    /// `nv_gpu_memory_used_bytes`.
+    pub gpu_memory_used_bytes: BTreeMap<String, Gauge>,
+    /// `nv_gpu_memory_total_bytes`.
+    pub gpu_memory_total_bytes: BTreeMap<String, Gauge>,
+    /// Scrapes that failed (no answer, an HTTP error, a body above the
+    /// limit).
+    pub failed_scrapes: u64,
+    /// The first failure's message (not in the JSON document).
+    #[serde(skip)]
+    pub error: Option<String>,
+}
+
+impl GpuMetrics {
+    /// Whether any GPU series was seen.
+    pub fn has_gpus(&self) -> bool {
+        !(self.gpu_utilization.is_empty()
+            && self.gpu_power_usage.is_empty()
+            && self.gpu_memory_used_bytes.is_empty()
+            && self.gpu_memory_total_bytes.is_empty())
+    }
+}
+
+/// A level's load: a concurrency or a request rate.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum LoadValue {
+    Concurrency(u64),
+    Rate(f64),
+}
+
+impl std::fmt::Display for LoadValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadValue::Concurrency(c) => write!(f, "concurrency {c}"),
+            LoadValue::Rate(r) => write!(f, "request rate {r}/s"),
+        }
+    }
+}
+
+/// `--binary-search`: what the search found.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BinarySearch {
+    /// The highest concurrency or request rate measured that met `-l`
+    /// (null when even the range's start did not).
+    pub highest_passing: Option<LoadValue>,
+    /// Levels measured (the range's start and end, then the midpoints).
+    pub levels_measured: u64,
 }
 
 /// The quantiles a level keeps of its latency histogram for `--plot`:
@@ -154,6 +231,16 @@ pub struct PerfReport {
     /// every request), "responses" (streamed chunks counted), or null
     /// when unknown.
     pub output_tokens: Option<String>,
+    /// `--percentile`: the latency percentile stability windows and `-l`
+    /// use (null: the mean).
+    pub percentile: Option<u8>,
+    /// `-l`/`--latency-threshold` in milliseconds (null without it).
+    pub latency_threshold_ms: Option<f64>,
+    /// `--binary-search` (null without it).
+    pub binary_search: Option<BinarySearch>,
+    /// `--collect-metrics`: the Prometheus endpoint scraped (null without
+    /// it).
+    pub metrics_url: Option<String>,
     pub levels: Vec<LevelResult>,
     /// Notes about the setup for the user (not in the JSON document).
     #[serde(skip)]
@@ -212,6 +299,44 @@ pub const GENERATIVE_CSV_COLUMNS: [&str; 15] = [
     "Output Tokens/Second",
     "Cancelled",
 ];
+
+/// `--collect-metrics`: perf_analyzer's GPU columns of `--verbose-csv`,
+/// after `response wait`.
+pub const GPU_CSV_COLUMNS: [&str; 4] = [
+    "Avg GPU Utilization",
+    "Avg GPU Power Usage",
+    "Max GPU Memory Usage",
+    "Total GPU Memory",
+];
+
+/// The GPU cells of a CSV row, as perf_analyzer writes them: per column
+/// `uuid:value;` for each GPU (utilization 0 to 1, power in W, memory in
+/// bytes); empty cells without metrics.
+fn gpu_cells(m: Option<&GpuMetrics>) -> String {
+    let Some(m) = m else {
+        return ",,,".into();
+    };
+    // a uuid holding the CSV's or the cell's separators would break the
+    // row: those characters are left out
+    let cell = |g: &BTreeMap<String, Gauge>, f: fn(&Gauge) -> f64| -> String {
+        g.iter()
+            .map(|(k, v)| {
+                let k: String = k
+                    .chars()
+                    .filter(|c| !matches!(c, ',' | ';' | ':' | '"' | '\n' | '\r'))
+                    .collect();
+                format!("{k}:{};", f(v))
+            })
+            .collect()
+    };
+    format!(
+        "{},{},{},{}",
+        cell(&m.gpu_utilization, |g| g.mean),
+        cell(&m.gpu_power_usage, |g| g.mean),
+        cell(&m.gpu_memory_used_bytes, |g| g.max),
+        cell(&m.gpu_memory_total_bytes, |g| g.max),
+    )
+}
 
 impl PerfReport {
     /// The highest error rate of any level (0 without levels).
@@ -352,6 +477,8 @@ impl PerfReport {
             ""
         };
         let composing = self.composing_table(load);
+        let gpus = self.gpu_table(load);
+        let threshold = self.threshold_line();
         let what = match self.endpoint.as_str() {
             "infer" => format!(
                 "inputs {}, outputs {}, batch {}{}",
@@ -371,7 +498,7 @@ impl PerfReport {
             ),
         };
         format!(
-            "model {} at {} ({} over {}, {what})\n{source}{t}\n{composing}",
+            "model {} at {} ({} over {}, {what})\n{source}{t}\n{threshold}{composing}{gpus}",
             crate::text::display::Untrusted(&self.model),
             crate::text::display::Untrusted(&self.url),
             self.mode.replace('_', " "),
@@ -393,6 +520,116 @@ impl PerfReport {
                 .levels
                 .iter()
                 .any(|l| l.responses_per_request.as_ref().is_some_and(|r| r.max > 1))
+    }
+
+    /// `-l`: the line under the table that says which levels met the
+    /// threshold (empty without `-l`).
+    fn threshold_line(&self) -> String {
+        let Some(ms) = self.latency_threshold_ms else {
+            return String::new();
+        };
+        let which = match self.percentile {
+            Some(p) => format!("p{p} latency"),
+            None => "mean latency".into(),
+        };
+        let load_of = |l: &LevelResult| match (l.concurrency, l.request_rate) {
+            (Some(c), _) => LoadValue::Concurrency(c).to_string(),
+            (_, Some(r)) => LoadValue::Rate(r).to_string(),
+            _ => String::new(),
+        };
+        let what = match &self.binary_search {
+            Some(b) => format!(
+                "binary search over {} levels: {}",
+                b.levels_measured,
+                match b.highest_passing {
+                    Some(v) => format!("the highest within it is {v}"),
+                    None => match self.levels.first() {
+                        Some(l) => format!("none is within it ({} is not)", load_of(l)),
+                        None => "none is within it".into(),
+                    },
+                }
+            ),
+            None => match self
+                .levels
+                .iter()
+                .find(|l| l.latency_threshold_met == Some(false))
+            {
+                Some(l) => format!(
+                    "the sweep stopped at {}, {}",
+                    load_of(l),
+                    if l.latency_us.is_none() {
+                        "where no request succeeded"
+                    } else if l.stable == Some(false) {
+                        "which did not stabilize"
+                    } else {
+                        "which is above it"
+                    }
+                ),
+                None => "every level measured is within it".into(),
+            },
+        };
+        format!("latency threshold {ms} ms ({which}): {what}\n")
+    }
+
+    /// `--collect-metrics`: the GPU metrics per level and GPU (empty when
+    /// no level has any).
+    fn gpu_table(&self, load: &str) -> String {
+        let rows: Vec<(&LevelResult, &String)> = self
+            .levels
+            .iter()
+            .flat_map(|l| {
+                l.metrics.iter().flat_map(move |m| {
+                    let mut gpus: Vec<&String> = m
+                        .gpu_utilization
+                        .keys()
+                        .chain(m.gpu_power_usage.keys())
+                        .chain(m.gpu_memory_used_bytes.keys())
+                        .chain(m.gpu_memory_total_bytes.keys())
+                        .collect();
+                    gpus.sort();
+                    gpus.dedup();
+                    gpus.into_iter().map(move |g| (l, g))
+                })
+            })
+            .collect();
+        if rows.is_empty() {
+            return String::new();
+        }
+        let mut t = comfy_table::Table::new();
+        t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
+        t.set_header(vec![
+            load,
+            "GPU",
+            "util mean %",
+            "util max %",
+            "power mean W",
+            "power max W",
+            "memory max MiB",
+            "memory total MiB",
+        ]);
+        for (l, gpu) in rows {
+            let m = l.metrics.as_ref().expect("rows have metrics");
+            let get = |g: &BTreeMap<String, Gauge>, f: fn(&Gauge) -> f64, scale: f64| {
+                g.get(gpu)
+                    .map_or("-".to_string(), |v| format!("{:.1}", f(v) * scale))
+            };
+            let mib = 1.0 / f64::from(1 << 20);
+            t.add_row(vec![
+                match (l.concurrency, l.request_rate) {
+                    (Some(c), _) => c.to_string(),
+                    (_, Some(r)) => format!("{r}"),
+                    _ => String::new(),
+                },
+                crate::text::display::Untrusted(gpu).to_string(),
+                get(&m.gpu_utilization, |g| g.mean, 100.0),
+                get(&m.gpu_utilization, |g| g.max, 100.0),
+                get(&m.gpu_power_usage, |g| g.mean, 1.0),
+                get(&m.gpu_power_usage, |g| g.max, 1.0),
+                get(&m.gpu_memory_used_bytes, |g| g.max, mib),
+                get(&m.gpu_memory_total_bytes, |g| g.max, mib),
+            ]);
+        }
+        format!("GPU metrics per level (--collect-metrics):\n{t}\n")
     }
 
     /// Ensembles: the server's time per composing model and level (empty
@@ -454,10 +691,31 @@ impl PerfReport {
         } else {
             "Request Rate"
         };
-        let mut out = format!(
-            "{first},Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,request/response,response wait,{}\n",
-            GENERATIVE_CSV_COLUMNS.join(",")
+        // As perf_analyzer's: `--percentile P` adds its column among the
+        // others in increasing order (when it is not one of them) and drops
+        // Avg latency; `--collect-metrics` adds the GPU columns after
+        // response wait (docs/spec/cli.md, CSV).
+        let extra = self.percentile.filter(|p| ![50, 90, 95, 99].contains(p));
+        let mut percentiles: Vec<u8> = vec![50, 90, 95, 99];
+        percentiles.extend(extra);
+        percentiles.sort_unstable();
+        let with_avg = self.percentile.is_none();
+        let with_gpus = self.metrics_url.is_some();
+        let mut head = format!(
+            "{first},Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv"
         );
+        for p in &percentiles {
+            head.push_str(&format!(",p{p} latency"));
+        }
+        if with_avg {
+            head.push_str(",Avg latency");
+        }
+        head.push_str(",request/response,response wait");
+        if with_gpus {
+            head.push(',');
+            head.push_str(&GPU_CSV_COLUMNS.join(","));
+        }
+        let mut out = format!("{head},{}\n", GENERATIVE_CSV_COLUMNS.join(","));
         let mut rows: Vec<&LevelResult> = self.levels.iter().collect();
         rows.sort_by(|a, b| a.throughput_per_s.total_cmp(&b.throughput_per_s));
         for l in rows {
@@ -466,9 +724,27 @@ impl PerfReport {
                 (_, Some(r)) => format!("{r}"),
                 _ => String::new(),
             };
-            let (p50, p90, p95, p99, mean) = match &l.latency_us {
-                Some(p) => (p.p50, p.p90, p.p95, p.p99, p.mean),
-                None => (0, 0, 0, 0, 0.0),
+            let mean = l.latency_us.as_ref().map_or(0.0, |p| p.mean);
+            let at = |p: u8| match (&l.latency_us, p) {
+                (None, _) => 0,
+                (Some(lat), 50) => lat.p50,
+                (Some(lat), 90) => lat.p90,
+                (Some(lat), 95) => lat.p95,
+                (Some(lat), 99) => lat.p99,
+                (Some(_), _) => l.percentile_latency_us.unwrap_or(0),
+            };
+            let mut latencies: String = percentiles
+                .iter()
+                .map(|p| at(*p).to_string())
+                .collect::<Vec<_>>()
+                .join(",");
+            if with_avg {
+                latencies.push_str(&format!(",{}", us(mean)));
+            }
+            let gpus = if with_gpus {
+                format!(",{}", gpu_cells(l.metrics.as_ref()))
+            } else {
+                String::new()
             };
             let (q, ci, cf, co) = l.server.as_ref().map_or((0.0, 0.0, 0.0, 0.0), breakdown);
             let (send, recv) = l
@@ -502,7 +778,7 @@ impl PerfReport {
                 l.cancelled,
             );
             out.push_str(&format!(
-                "{load},{:.2},{},{},{},{},{},{},{},{p50},{p90},{p95},{p99},{},{},{},{generative}\n",
+                "{load},{:.2},{},{},{},{},{},{},{},{latencies},{},{}{gpus},{generative}\n",
                 l.throughput_per_s,
                 us(send),
                 us(network),
@@ -511,7 +787,6 @@ impl PerfReport {
                 us(cf),
                 us(co),
                 us(recv),
-                us(mean),
                 us(send + recv),
                 us(wait),
             ));

@@ -64,6 +64,10 @@ pub(crate) struct Behaviour {
     strings: bool,
     /// The model answers under this name too (as "m" otherwise).
     alias: Option<&'static str>,
+    /// Serve Triton's Prometheus page at `/metrics`: with GPU series that
+    /// change with every read (true, see [`metrics_page`]), or without
+    /// any, as Triton on a machine without GPUs (false).
+    metrics_gpus: Option<bool>,
 }
 
 /// The ensemble "m" of the responder, with composing models "pre"
@@ -184,6 +188,8 @@ struct Counters {
     with_sequence_id: AtomicU64,
     /// The config and statistics paths asked for, in order.
     discovery: Mutex<Vec<String>>,
+    /// Reads of `/metrics` answered.
+    scrapes: AtomicU64,
 }
 
 impl Counters {
@@ -447,6 +453,11 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
                     )
                 }
             }
+            ("GET", "/metrics") if b.metrics_gpus.is_some() => {
+                let k = c.scrapes.fetch_add(1, Ordering::SeqCst) + 1;
+                let page = metrics_page(k, b.metrics_gpus == Some(true));
+                respond(&mut out, 200, &[], page.as_bytes())
+            }
             ("GET", "/v2") if b.extensions.is_some() => {
                 let doc = json!({"name": "test", "version": "1", "extensions": b.extensions});
                 respond(&mut out, 200, &[], doc.to_string().as_bytes())
@@ -461,6 +472,42 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
             return;
         }
     }
+}
+
+/// GPU utilization of the two GPUs at the k-th read of `/metrics`.
+fn gpu_utilization(k: u64) -> (f64, f64) {
+    let a = (k % 4) as f64 * 0.25;
+    (a, 1.0 - a)
+}
+
+/// Triton's metrics page at the k-th read (from 1): counters of its own,
+/// and with `gpus` two GPUs whose utilization, power and memory change
+/// with k (`gpu_utilization`, power 100 + k W and 50 W, memory used
+/// k MB on the first GPU, totals 16 GB and 8 GB).
+fn metrics_page(k: u64, gpus: bool) -> String {
+    let mut page = format!(
+        "# HELP nv_inference_count Number of inferences performed\n\
+# TYPE nv_inference_count counter\n\
+nv_inference_count{{model=\"m\",version=\"1\"}} {k}\n\
+nv_cpu_utilization 0.5\n"
+    );
+    if gpus {
+        let (a, b) = gpu_utilization(k);
+        page.push_str(&format!(
+            "# HELP nv_gpu_utilization GPU utilization rate [0.0 - 1.0)\n\
+# TYPE nv_gpu_utilization gauge\n\
+nv_gpu_utilization{{gpu_uuid=\"GPU-aaaa\"}} {a}\n\
+nv_gpu_utilization{{gpu_uuid=\"GPU-bbbb\"}} {b}\n\
+nv_gpu_power_usage{{gpu_uuid=\"GPU-aaaa\"}} {}\n\
+nv_gpu_power_usage{{gpu_uuid=\"GPU-bbbb\"}} 50\n\
+nv_gpu_memory_used_bytes{{gpu_uuid=\"GPU-aaaa\"}} {}\n\
+nv_gpu_memory_total_bytes{{gpu_uuid=\"GPU-aaaa\"}} 1.6e+10\n\
+nv_gpu_memory_total_bytes{{gpu_uuid=\"GPU-bbbb\"}} 8e9\n",
+            100 + k,
+            k * 1_000_000
+        ));
+    }
+    page
 }
 
 /// Checks one inference request and answers it (the output echoes the
@@ -1917,7 +1964,7 @@ fn stability_windows() {
 }
 
 #[test]
-fn progress_bar_only_on_a_terminal_or_when_forced() {
+fn progress_only_on_a_terminal_or_when_forced() {
     let r = Responder::start(triton_like());
     let url = r.url();
     let args = [
@@ -1938,7 +1985,7 @@ fn progress_bar_only_on_a_terminal_or_when_forced() {
         .run()
         .parts();
     assert_eq!(code, 0);
-    assert!(!err.contains("level 1/2"), "{err}");
+    assert!(!err.contains("level 1"), "{err}");
     let mut a = args.to_vec();
     a.extend(["--progress", "always"]);
     let (code, doc) = perf_json(&a);
@@ -1954,9 +2001,10 @@ fn progress_bar_only_on_a_terminal_or_when_forced() {
         out.trim_start().starts_with('{') && !out.contains("level 1/2"),
         "{out}"
     );
-    // a bar per level
-    assert!(err.contains("level 1/2 (concurrency 1)"), "{err}");
-    assert!(err.contains("level 2/2 (concurrency 2)"), "{err}");
+    // on a pipe: a plain line per finished level, no escape sequences
+    assert!(err.contains("perf: level 1 concurrency=1 done: "), "{err}");
+    assert!(err.contains("perf: level 2 concurrency=2 done: "), "{err}");
+    assert!(!err.contains('\r') && !err.contains('\u{1b}'), "{err:?}");
 }
 
 fn ensemble(p: Pipeline) -> Behaviour {
@@ -3235,3 +3283,6 @@ fn plot_into_a_missing_directory_is_refused_before_the_load() {
     assert_eq!(code, 2, "{err}");
     assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0, "no load ran");
 }
+
+#[path = "perf_measure.rs"]
+mod measure;

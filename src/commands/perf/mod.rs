@@ -2,7 +2,9 @@
 //! running KServe v2 / Triton server (see `crate::perf`).
 //!
 //! Exit status: 0 when every level's error rate is at most
-//! `--max-error-rate`, 1 when a level's is above it, 2 for usage errors and
+//! `--max-error-rate` (and with `-l` some level is within the latency
+//! threshold), 1 when a level's is above it (or no level is within `-l`),
+//! 2 for usage errors and
 //! when the server or model cannot be reached before the load starts.
 //! Without the `perf` feature the command only says so (exit 2).
 
@@ -86,6 +88,7 @@ pub fn run(
         args.concurrency_range.as_deref(),
         args.request_rate_range.as_deref(),
         args.request_intervals.as_deref(),
+        args.latency_threshold.is_some(),
     )
     .map_err(usage)?;
     let headers = check::headers(&args.headers).map_err(usage)?;
@@ -121,6 +124,26 @@ pub fn run(
     .map_err(usage)?;
     if let Some(path) = &args.plot {
         check_plot_path(path).map_err(usage)?;
+    }
+    check::check_latency_threshold(args.latency_threshold).map_err(usage)?;
+    let binary_search = if args.binary_search {
+        if intervals_mode {
+            return Err(usage(
+                "--binary-search searches a --concurrency-range or --request-rate-range, not --request-intervals".into(),
+            ));
+        }
+        Some(
+            check::binary_range(
+                args.concurrency_range.as_deref(),
+                args.request_rate_range.as_deref(),
+            )
+            .map_err(usage)?,
+        )
+    } else {
+        None
+    };
+    if let Some(url) = &args.metrics_url {
+        crate::perf::metrics::metrics_url(Some(url), "localhost:8000").map_err(usage)?;
     }
     let urls = check::urls(&args.url, args.protocol == PerfProtocol::Grpc);
     let sequence_ids = check::sequence_ids(args.sequence_id_range.as_deref()).map_err(usage)?;
@@ -177,6 +200,14 @@ pub fn run(
         prompt_words,
         max_tokens: args.max_tokens,
         tls: tls_options(args),
+        latency_threshold_ms: args.latency_threshold,
+        binary_search,
+        metrics: args.collect_metrics.then(|| {
+            (
+                args.metrics_url.clone(),
+                Duration::from_millis(args.metrics_interval.unwrap_or(1000)),
+            )
+        }),
     };
 
     // perf_analyzer's flags of its client threads: accepted, and said what
@@ -209,7 +240,14 @@ pub fn run(
         PerfProgress::Always => true,
         PerfProgress::Auto => !ctx.global.quiet && crate::term::stderr_is_terminal(),
     };
-    let ticker = show.then(|| progress::Ticker::start(progress.clone(), levels, intervals_mode));
+    let ticker = show.then(|| {
+        progress::Ticker::start(
+            progress.clone(),
+            levels,
+            intervals_mode,
+            binary_search.is_some(),
+        )
+    });
     let result = match &args.export_requests {
         None => load::run(&opts, progress, None),
         // the lines go to a temporary file that replaces FILE when the run
@@ -314,6 +352,22 @@ pub fn run(
             );
         }
     }
+    // -l: no level within the threshold is a failure (the lowest load
+    // measured is already too slow)
+    let none_within = args.latency_threshold.is_some()
+        && !report
+            .levels
+            .iter()
+            .any(|l| l.latency_threshold_met == Some(true));
+    if none_within {
+        crate::term::warning(
+            ctx.global.color,
+            &format!(
+                "no level measured is within the latency threshold of {} ms",
+                args.latency_threshold.unwrap_or_default()
+            ),
+        );
+    }
     let worst = report.worst_error_rate();
     if worst > args.max_error_rate {
         crate::term::warning(
@@ -324,6 +378,9 @@ pub fn run(
                 args.max_error_rate * 100.0
             ),
         );
+        return Ok(ExitStatus::Failure);
+    }
+    if none_within {
         return Ok(ExitStatus::Failure);
     }
     Ok(ExitStatus::Success)
