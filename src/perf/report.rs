@@ -141,6 +141,10 @@ pub struct PerfReport {
     /// every request), "responses" (streamed chunks counted), or null
     /// when unknown.
     pub output_tokens: Option<String>,
+    /// `--shared-memory`: where the tensors were and how much went
+    /// through them (left out without the flag).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_memory: Option<super::shm::ShmReport>,
     pub levels: Vec<LevelResult>,
     /// Notes about the setup for the user (not in the JSON document).
     #[serde(skip)]

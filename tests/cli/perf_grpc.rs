@@ -491,6 +491,41 @@ impl GrpcInferenceService for Svc {
         self.handle(r, n).await.map(Response::new)
     }
 
+    async fn system_shared_memory_status(
+        &self,
+        _: Request<pb::SystemSharedMemoryStatusRequest>,
+    ) -> Result<Response<pb::SystemSharedMemoryStatusResponse>, Status> {
+        Err(Status::unimplemented("no shared memory here"))
+    }
+
+    async fn system_shared_memory_register(
+        &self,
+        _: Request<pb::SystemSharedMemoryRegisterRequest>,
+    ) -> Result<Response<pb::SystemSharedMemoryRegisterResponse>, Status> {
+        Err(Status::unimplemented("no shared memory here"))
+    }
+
+    async fn system_shared_memory_unregister(
+        &self,
+        _: Request<pb::SystemSharedMemoryUnregisterRequest>,
+    ) -> Result<Response<pb::SystemSharedMemoryUnregisterResponse>, Status> {
+        Err(Status::unimplemented("no shared memory here"))
+    }
+
+    async fn cuda_shared_memory_register(
+        &self,
+        _: Request<pb::CudaSharedMemoryRegisterRequest>,
+    ) -> Result<Response<pb::CudaSharedMemoryRegisterResponse>, Status> {
+        Err(Status::unimplemented("no shared memory here"))
+    }
+
+    async fn cuda_shared_memory_unregister(
+        &self,
+        _: Request<pb::CudaSharedMemoryUnregisterRequest>,
+    ) -> Result<Response<pb::CudaSharedMemoryUnregisterResponse>, Status> {
+        Err(Status::unimplemented("no shared memory here"))
+    }
+
     type ModelStreamInferStream = std::pin::Pin<
         Box<dyn tokio_stream::Stream<Item = Result<pb::ModelStreamInferResponse, Status>> + Send>,
     >;
