@@ -690,6 +690,17 @@ async fn run_async(
                 )));
             }
         }
+        let remote: Vec<&str> = clients
+            .iter()
+            .map(|(u, _)| u.as_str())
+            .filter(|u| !is_loopback(u))
+            .collect();
+        if !remote.is_empty() {
+            notes.push(format!(
+                "--shared-memory system: the server at {} must run on this host and share its /dev/shm",
+                remote.join(", ")
+            ));
+        }
         // the tensors are placed from binary bodies; JSON is never sent
         binary_inputs = true;
         binary_outputs = true;
@@ -1046,6 +1057,19 @@ async fn run_async(
         notes,
         warnings,
     })
+}
+
+/// Whether `host:port` names this machine by a loopback name or address.
+fn is_loopback(authority: &str) -> bool {
+    let host = authority
+        .rsplit_once(':')
+        .map_or(authority, |(h, _)| h)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Output slots made before the load: the highest concurrency of the
@@ -2059,6 +2083,16 @@ mod tests {
         let l = latency(&tail[2].hist, Some(50));
         assert_eq!(l.chosen, Some((50, 1000)));
         assert_eq!(latency(&tail[2].hist, None).chosen, None);
+    }
+
+    #[test]
+    fn loopback_hosts() {
+        for a in ["localhost:8000", "127.0.0.1:1", "127.9.9.9:1", "[::1]:8001"] {
+            assert!(is_loopback(a), "{a}");
+        }
+        for a in ["10.0.0.1:8000", "triton:8000", "[2001:db8::1]:1"] {
+            assert!(!is_loopback(a), "{a}");
+        }
     }
 
     #[test]

@@ -222,9 +222,12 @@ fn prefix() -> String {
     format!("tritonctl_{}_{:08x}", std::process::id(), r.below(1 << 32))
 }
 
+/// One input of a request body: its JSON object and its bytes.
+type Chunk = (Map<String, Value>, Bytes);
+
 /// The input tensors of `body` (binary, built with binary inputs): the
 /// JSON of each input and its bytes.
-fn input_chunks(body: &Body) -> Result<Vec<(Map<String, Value>, Bytes)>, String> {
+fn input_chunks(body: &Body) -> Result<Vec<Chunk>, String> {
     let n = body
         .header_len
         .ok_or("shared memory needs binary input tensors")?;
