@@ -1691,3 +1691,38 @@ fn shared_memory_system_over_grpc_unary_and_streams() {
         }
     }
 }
+
+#[test]
+#[cfg(unix)]
+fn shared_memory_is_unregistered_over_grpc_when_perf_is_interrupted() {
+    let s = Server::start(Behaviour::default());
+    let mut child = tritonctl()
+        .args(["perf", "-m", "m", "-u", &s.url(), "-i", "grpc"])
+        .args(["--shared-memory", "system", "--concurrency-range", "2"])
+        .args(["--duration", "60", "--progress", "never"])
+        .command()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while s.state.shm_inputs.load(Ordering::SeqCst) < 10 {
+        assert!(start.elapsed() < HANG, "no load");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(s.state.regions.lock().unwrap().len(), 3);
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15), "{status:?}");
+    assert!(s.state.regions.lock().unwrap().is_empty());
+    for k in s.state.shm_keys.lock().unwrap().iter() {
+        assert!(
+            !std::path::Path::new(&format!("/dev/shm{k}")).exists(),
+            "{k} left"
+        );
+    }
+}
