@@ -3258,3 +3258,33 @@ fn shared_memory_is_released_when_perf_is_interrupted() {
     assert_eq!(status.code(), Some(130), "{status:?}");
     assert_no_shm_left(&r);
 }
+
+#[test]
+fn shared_memory_with_a_sequence_model() {
+    // no request before the load (it would be a sequence step); every
+    // step's input in shared memory, the flags as Triton accepts them
+    let r = Responder::start(with_shm(sequence_model()));
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--shared-memory",
+        "system",
+        "--concurrency-range",
+        "2",
+        "--request-count",
+        "20",
+        "--sequence-length",
+        "4",
+    ]);
+    assert_eq!(code, 0, "{doc:#} {:?}", r.bad());
+    let c = &r.counters;
+    let n = c.infer.load(Ordering::SeqCst);
+    assert!(n >= 20, "{n}");
+    assert_eq!(c.shm_inputs.load(Ordering::SeqCst), n);
+    assert_eq!(c.binary.load(Ordering::SeqCst), 0);
+    assert_eq!(c.with_sequence_id.load(Ordering::SeqCst), n);
+    assert_eq!(u(&doc["shared_memory"]["output_bytes_read"]), n * 16);
+    assert_no_shm_left(&r);
+}
