@@ -223,6 +223,18 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l prompt-word
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l max-tokens -d 'Generative endpoints: the most tokens to generate per request, sent as `max_tokens`' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l export-requests -l profile-export-file -d 'Write one JSON line per measured request to FILE: its level, its scheduled and actual send times, the arrival of each response (in microseconds since the Unix epoch) and its error kind or null. `--profile-export-file` is another name for it (perf_analyzer\'s)' -r -F
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s H -l header -d 'Extra HTTP header `Name:Value` on every request (repeatable)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l ssl-grpc-root-certifications-file -d 'gRPC over TLS: PEM file of CA certificates to trust besides the system\'s' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l ssl-grpc-private-key-file -d 'gRPC over TLS: PEM file of the client\'s private key (with `--ssl-grpc-certificate-chain-file`, for servers that require a client certificate)' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l ssl-grpc-certificate-chain-file -d 'gRPC over TLS: PEM file of the client\'s certificate chain' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l ssl-https-verify-peer -d '`https://` URLs: check the server\'s certificate chain (1, default), or accept any certificate (0, with a warning)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l ssl-https-verify-host -d '`https://` URLs: check that the certificate names the host of the URL (2, default; 1 is the same, as in libcurl), or not (0)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l ssl-https-ca-certificates-file -d '`https://` URLs: PEM file of CA certificates to trust besides the system\'s' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l ssl-https-client-certificate-file -d '`https://` URLs: the client certificate, for servers that require one (its key from `--ssl-https-private-key-file`, or from this file when that is not given and the file is PEM)' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l ssl-https-client-certificate-type -d 'Encoding of `--ssl-https-client-certificate-file` (any case)' -r -f -a "PEM\t'Base64 between `-----BEGIN ...-----` lines'
+DER\t'Binary ASN.1 (one certificate or key)'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l ssl-https-private-key-file -d '`https://` URLs: the private key of the client certificate' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l ssl-https-private-key-type -d 'Encoding of `--ssl-https-private-key-file` (any case)' -r -f -a "PEM\t'Base64 between `-----BEGIN ...-----` lines'
+DER\t'Binary ASN.1 (one certificate or key)'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l concurrency-range -d 'Closed loop: keep N requests outstanding, for N from START to END by STEP (`START[:END[:STEP]]`). The default load is concurrency 1' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l request-rate-range -d 'Open loop: send at R requests per second, for R from START to END by STEP; latency counts from the scheduled send time' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l request-intervals -d 'Open loop with the gaps of FILE (perf_analyzer\'s format: one gap in microseconds per line, replayed cyclically)' -r -F
@@ -274,6 +286,7 @@ always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l streaming -d 'gRPC only: send requests over bidirectional `ModelStreamInfer` streams (one per request in flight) instead of unary calls'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l ssl-grpc-use-ssl -d 'gRPC over TLS (an `https://` URL in `-u` does the same for that server). The server\'s certificate is checked against the system\'s CAs and `--ssl-grpc-root-certifications-file`'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -s a -l async -d 'Accepted for perf_analyzer\'s command lines: tritonctl always sends asynchronously (a note says so)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l sync -d 'Accepted for perf_analyzer\'s command lines: tritonctl sends asynchronously all the same (a note says so); the load is the same closed or open loop'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf" -l batched -d 'Model without the config endpoint (plain KServe v2 servers): the first metadata dim is a batch dim'

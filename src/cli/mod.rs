@@ -586,6 +586,18 @@ pub enum RequestDistribution {
     Poisson,
 }
 
+/// How a certificate or key file of `perf`'s `--ssl-https-*` flags is
+/// encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CertEncoding {
+    /// Base64 between `-----BEGIN ...-----` lines.
+    #[value(name = "PEM")]
+    Pem,
+    /// Binary ASN.1 (one certificate or key).
+    #[value(name = "DER")]
+    Der,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct PerfArgs {
     /// Model name.
@@ -639,6 +651,69 @@ pub struct PerfArgs {
     /// Extra HTTP header `Name:Value` on every request (repeatable).
     #[arg(short = 'H', long = "header", value_name = "NAME:VALUE")]
     pub headers: Vec<String>,
+    /// gRPC over TLS (an `https://` URL in `-u` does the same for that
+    /// server). The server's certificate is checked against the system's
+    /// CAs and `--ssl-grpc-root-certifications-file`.
+    #[arg(long = "ssl-grpc-use-ssl")]
+    pub ssl_grpc_use_ssl: bool,
+    /// gRPC over TLS: PEM file of CA certificates to trust besides the
+    /// system's.
+    #[arg(long = "ssl-grpc-root-certifications-file", value_name = "FILE")]
+    pub ssl_grpc_root_certifications_file: Option<PathBuf>,
+    /// gRPC over TLS: PEM file of the client's private key (with
+    /// `--ssl-grpc-certificate-chain-file`, for servers that require a
+    /// client certificate).
+    #[arg(long = "ssl-grpc-private-key-file", value_name = "FILE")]
+    pub ssl_grpc_private_key_file: Option<PathBuf>,
+    /// gRPC over TLS: PEM file of the client's certificate chain.
+    #[arg(long = "ssl-grpc-certificate-chain-file", value_name = "FILE")]
+    pub ssl_grpc_certificate_chain_file: Option<PathBuf>,
+    /// `https://` URLs: check the server's certificate chain (1, default),
+    /// or accept any certificate (0, with a warning).
+    #[arg(
+        long = "ssl-https-verify-peer",
+        value_name = "0|1",
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u8).range(0..=1)
+    )]
+    pub ssl_https_verify_peer: u8,
+    /// `https://` URLs: check that the certificate names the host of the
+    /// URL (2, default; 1 is the same, as in libcurl), or not (0).
+    #[arg(
+        long = "ssl-https-verify-host",
+        value_name = "0|1|2",
+        default_value_t = 2,
+        value_parser = clap::value_parser!(u8).range(0..=2)
+    )]
+    pub ssl_https_verify_host: u8,
+    /// `https://` URLs: PEM file of CA certificates to trust besides the
+    /// system's.
+    #[arg(long = "ssl-https-ca-certificates-file", value_name = "FILE")]
+    pub ssl_https_ca_certificates_file: Option<PathBuf>,
+    /// `https://` URLs: the client certificate, for servers that require
+    /// one (its key from `--ssl-https-private-key-file`, or from this file
+    /// when that is not given and the file is PEM).
+    #[arg(long = "ssl-https-client-certificate-file", value_name = "FILE")]
+    pub ssl_https_client_certificate_file: Option<PathBuf>,
+    /// Encoding of `--ssl-https-client-certificate-file` (any case).
+    #[arg(
+        long = "ssl-https-client-certificate-type",
+        value_enum,
+        ignore_case = true,
+        default_value_t = CertEncoding::Pem
+    )]
+    pub ssl_https_client_certificate_type: CertEncoding,
+    /// `https://` URLs: the private key of the client certificate.
+    #[arg(long = "ssl-https-private-key-file", value_name = "FILE")]
+    pub ssl_https_private_key_file: Option<PathBuf>,
+    /// Encoding of `--ssl-https-private-key-file` (any case).
+    #[arg(
+        long = "ssl-https-private-key-type",
+        value_enum,
+        ignore_case = true,
+        default_value_t = CertEncoding::Pem
+    )]
+    pub ssl_https_private_key_type: CertEncoding,
     /// Closed loop: keep N requests outstanding, for N from START to END by
     /// STEP (`START[:END[:STEP]]`). The default load is concurrency 1.
     #[arg(

@@ -3,6 +3,7 @@
 
 use super::grpc::GrpcClient;
 use super::inputs::Body;
+use super::tls::Connector;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::{Frame, SizeHint};
@@ -14,7 +15,6 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-use tokio::net::TcpStream;
 
 /// The client's own share of one request's latency, as perf_analyzer's
 /// CSV columns "Client Send" and "Client Recv" report it.
@@ -102,6 +102,9 @@ pub enum ErrorKind {
     /// `--shared-memory`: no output region could be made or registered
     /// for the request.
     SharedMemory,
+    /// A TLS handshake or certificate check failed (the sentence says
+    /// why and which flag helps).
+    Tls(String),
 }
 
 impl ErrorKind {
@@ -120,6 +123,7 @@ impl ErrorKind {
             ErrorKind::StreamFailed => "stream_error".into(),
             ErrorKind::Cancelled => "cancelled".into(),
             ErrorKind::SharedMemory => "shared_memory".into(),
+            ErrorKind::Tls(_) => "tls".into(),
         }
     }
 }
@@ -129,24 +133,29 @@ impl ErrorKind {
 pub struct Endpoint {
     /// `host:port` for connecting and for the Host header.
     pub authority: String,
+    /// An `https://` URL: connections are TLS.
+    pub tls: bool,
 }
 
 impl Endpoint {
-    /// `HOST:PORT`, `http://HOST:PORT[/]` or `HOST` (port 8000).
+    /// `HOST:PORT`, `http://HOST:PORT[/]`, `https://HOST[:PORT][/]` (port
+    /// 443) or `HOST` (port 8000).
     pub fn parse(url: &str) -> Result<Self, String> {
         Self::parse_with_port(url, 8000)
     }
 
     /// As [`Endpoint::parse`], with `port` when the URL has none.
     pub fn parse_with_port(url: &str, port: u16) -> Result<Self, String> {
-        let rest = if let Some(r) = url.strip_prefix("http://") {
-            r
-        } else if url.starts_with("https://") {
-            return Err(format!("-u {url}: HTTPS is not supported yet"));
+        let (rest, tls, port) = if let Some(r) = url.strip_prefix("http://") {
+            (r, false, port)
+        } else if super::tls::is_https(url) {
+            (&url[8..], true, 443)
         } else if url.contains("://") {
-            return Err(format!("-u {url}: only http:// URLs are supported"));
+            return Err(format!(
+                "-u {url}: only http:// and https:// URLs are supported"
+            ));
         } else {
-            url
+            (url, false, port)
         };
         let rest = rest.trim_end_matches('/');
         if rest.is_empty() || rest.contains('/') {
@@ -162,7 +171,16 @@ impl Endpoint {
         } else {
             format!("{rest}:{port}")
         };
-        Ok(Endpoint { authority })
+        Ok(Endpoint { authority, tls })
+    }
+
+    /// `http` or `https`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls {
+            "https"
+        } else {
+            "http"
+        }
     }
 }
 
@@ -179,6 +197,8 @@ pub struct ClientConfig {
     /// The largest answer read from the discovery endpoints (metadata,
     /// config, statistics).
     pub max_response_bytes: u64,
+    /// TLS, for an `https://` endpoint.
+    pub tls: Option<Connector>,
 }
 
 /// The largest answer read from the metadata, config and statistics
@@ -229,10 +249,8 @@ impl Client {
     }
 
     async fn connect(&self) -> Result<Conn, ErrorKind> {
-        let stream = TcpStream::connect(&self.cfg.endpoint.authority)
-            .await
-            .map_err(|_| ErrorKind::Connect)?;
-        let _ = stream.set_nodelay(true);
+        let stream =
+            super::tls::connect(&self.cfg.endpoint.authority, self.cfg.tls.as_ref()).await?;
         let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|_| ErrorKind::Connect)?;
@@ -355,12 +373,19 @@ impl Client {
                 sent: sent.clone(),
             })
             .map_err(|_| ErrorKind::Connection)?;
-        conn.ready().await.map_err(|_| ErrorKind::Connection)?;
-        let resp = conn
-            .send_request(req)
-            .await
-            .map_err(|_| ErrorKind::Connection)?;
+        conn.ready().await.map_err(|e| self.broken(&e))?;
+        let resp = conn.send_request(req).await.map_err(|e| self.broken(&e))?;
         Ok((resp, Instant::now(), sent.get().copied()))
+    }
+
+    /// The kind of a broken connection: a TLS failure after the handshake
+    /// (a server refusing the client certificate) says so.
+    fn broken(&self, e: &hyper::Error) -> ErrorKind {
+        self.cfg
+            .tls
+            .as_ref()
+            .and_then(|t| t.kind_after_handshake(&self.cfg.endpoint.authority, e))
+            .unwrap_or(ErrorKind::Connection)
     }
 
     /// GET `path`, bounded by the response limit of discovery answers.
@@ -386,7 +411,8 @@ impl Client {
         serde_json::from_slice(&a.body).map(Some).map_err(|e| {
             let shown: String = String::from_utf8_lossy(&a.body).chars().take(200).collect();
             format!(
-                "GET http://{}{path}: the answer is not JSON ({e}): {shown:?}",
+                "GET {}://{}{path}: the answer is not JSON ({e}): {shown:?}",
+                self.cfg.endpoint.scheme(),
                 self.cfg.endpoint.authority
             )
         })
@@ -438,6 +464,9 @@ impl Client {
                 "the server at {at} did not answer within {} ms",
                 self.cfg.timeout.as_millis()
             ),
+            ErrorKind::Connection if self.cfg.tls.is_some() => format!(
+                "the TLS connection to {at} broke (a server that requires a client certificate closes it so: --ssl-https-client-certificate-file)"
+            ),
             ErrorKind::Connection => format!("the connection to {at} broke"),
             ErrorKind::Http(s) => format!("the server at {at} answered HTTP {s}"),
             ErrorKind::Malformed => format!("the server at {at} sent a malformed answer"),
@@ -454,6 +483,7 @@ impl Client {
             ErrorKind::SharedMemory => {
                 "no shared-memory output region could be made or registered".into()
             }
+            ErrorKind::Tls(m) => m.clone(),
         }
     }
 }
@@ -587,12 +617,14 @@ impl PerfClient {
     /// called inside a tokio runtime.
     /// `max_response_bytes` bounds every answer until
     /// [`PerfClient::with_infer_limit`] sets the one for inference.
+    /// `tls` (from [`super::tls::Tls::for_url`]) makes the connections TLS.
     pub fn new(
         protocol: Protocol,
         url: &str,
         headers: &[(String, String)],
         timeout: Duration,
         max_response_bytes: u64,
+        tls: Option<&Connector>,
     ) -> Result<Self, String> {
         match protocol {
             Protocol::Http => Ok(PerfClient::Http(Client::new(ClientConfig {
@@ -600,9 +632,10 @@ impl PerfClient {
                 headers: headers.to_vec(),
                 timeout,
                 max_response_bytes,
+                tls: tls.cloned(),
             }))),
             Protocol::Grpc { streaming } => {
-                GrpcClient::new(url, headers, timeout, streaming, max_response_bytes)
+                GrpcClient::new(url, headers, timeout, streaming, max_response_bytes, tls)
                     .map(|g| PerfClient::Grpc(Box::new(g)))
             }
         }
@@ -900,7 +933,11 @@ mod tests {
         );
         assert_eq!(Endpoint::parse("http://h:1/").unwrap().authority, "h:1");
         assert_eq!(Endpoint::parse("h").unwrap().authority, "h:8000");
-        assert!(Endpoint::parse("https://h:1").is_err());
+        let e = Endpoint::parse("https://h:1").unwrap();
+        assert_eq!((e.authority.as_str(), e.tls), ("h:1", true));
+        assert_eq!(Endpoint::parse("https://h/").unwrap().authority, "h:443");
+        assert!(!Endpoint::parse("h:1").unwrap().tls);
+        assert!(Endpoint::parse("ftp://h:1").is_err());
         assert!(Endpoint::parse("h:x").is_err());
         assert!(Endpoint::parse("h:1/v2").is_err());
     }

@@ -385,6 +385,8 @@ pub struct GrpcClient {
     timeout: Duration,
     /// Idle streams, with `--streaming`.
     streams: Option<Arc<Mutex<Vec<Arc<InferStream>>>>>,
+    /// Connections are TLS.
+    tls: bool,
 }
 
 /// `grpc_` and the status code in snake case, e.g. `grpc_unavailable`.
@@ -425,6 +427,17 @@ pub fn kind_of(s: &Status) -> ErrorKind {
     };
     // a failure on this side: find out whether a connection was made
     loop {
+        if let Some(f) = src.downcast_ref::<super::tls::ConnectFailure>() {
+            return f.0.clone();
+        }
+        // after the handshake: a server refusing the client certificate
+        if let Some(r) = super::tls::rustls_error(src) {
+            return ErrorKind::Tls(super::tls::explain_grpc(r));
+        }
+        // h2 keeps only the text of an I/O error's cause: rustls's alert
+        if let Some(alert) = src.to_string().split("received fatal alert: ").nth(1) {
+            return ErrorKind::Tls(super::tls::explain_grpc_alert(alert));
+        }
         if let Some(io) = src.downcast_ref::<std::io::Error>() {
             use std::io::ErrorKind as Io;
             if matches!(
@@ -689,17 +702,24 @@ fn raw_client(channel: &Channel, limit: u64) -> tonic::client::Grpc<Channel> {
 }
 
 impl GrpcClient {
-    /// A client for `url` (`HOST:PORT`, `grpc://` or `http://HOST:PORT`,
-    /// port 8001 by default). Connects lazily: a refused connection shows
-    /// on the first call. Must be called inside a tokio runtime.
+    /// A client for `url` (`HOST:PORT`, `grpc://`, `http://` or
+    /// `https://HOST:PORT`, port 8001 by default; TLS with `tls`).
+    /// Connects lazily: a refused connection shows on the first call. Must
+    /// be called inside a tokio runtime.
     pub fn new(
         url: &str,
         headers: &[(String, String)],
         timeout: Duration,
         streaming: bool,
         max_response_bytes: u64,
+        tls: Option<&super::tls::Connector>,
     ) -> Result<Self, String> {
         let url = url.strip_prefix("grpc://").unwrap_or(url);
+        let url = if super::tls::is_https(url) {
+            &url[8..]
+        } else {
+            url
+        };
         let authority = Endpoint::parse_with_port(url, 8001)?.authority;
         let mut meta = Vec::new();
         for (k, v) in headers {
@@ -709,12 +729,17 @@ impl GrpcClient {
                 .map_err(|_| format!("-H '{k}: {v}' is not a valid gRPC metadata value"))?;
             meta.push((key, value));
         }
-        let channel = tonic::transport::Endpoint::from_shared(format!("http://{authority}"))
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        // every connection through the one connector of `perf` (plain or
+        // TLS, src/perf/tls.rs); tonic's own TLS stays off
+        let channel = tonic::transport::Endpoint::from_shared(format!("{scheme}://{authority}"))
             .map_err(|e| format!("-u {url}: {e}"))?
             .connect_timeout(timeout)
-            .tcp_nodelay(true)
             .http2_adaptive_window(true)
-            .connect_lazy();
+            .connect_with_connector_lazy(super::tls::grpc_connector(
+                authority.clone(),
+                tls.cloned(),
+            ));
         // tonic refuses a message whose length prefix is above the limit
         // before reading it
         let client = GrpcInferenceServiceClient::new(channel.clone())
@@ -728,6 +753,7 @@ impl GrpcClient {
             headers: Arc::new(meta),
             timeout,
             streams: streaming.then(|| Arc::new(Mutex::new(Vec::new()))),
+            tls: tls.is_some(),
         })
     }
 
@@ -756,11 +782,20 @@ impl GrpcClient {
     pub fn describe(&self, s: &Status) -> String {
         let at = &self.authority;
         match kind_of(s) {
+            ErrorKind::Tls(m) if m.contains(at.as_str()) => m,
+            ErrorKind::Tls(m) => format!("{at}: {m}"),
             ErrorKind::Connect => {
                 format!(
                     "cannot connect to the gRPC server at {at} (connection refused or unreachable)"
                 )
             }
+            // over TLS the handshake went through: a server that requires
+            // a client certificate breaks the connection after it (TLS 1.3),
+            // and the alert's cause does not reach this error
+            ErrorKind::Connection if self.tls => format!(
+                "the TLS connection to the gRPC server at {at} broke: {}; a server that requires a client certificate ends it so (--ssl-grpc-certificate-chain-file and --ssl-grpc-private-key-file)",
+                s.message()
+            ),
             // before the load, the first calls: a server that takes the
             // connection but breaks the call is not speaking gRPC (an
             // HTTP/1.1 port, another protocol, or a crash)

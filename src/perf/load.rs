@@ -111,6 +111,8 @@ pub struct PerfOptions {
     /// `--output-shared-memory-size`: bytes per output and request in
     /// flight.
     pub output_shm_size: u64,
+    /// `--ssl-https-*` and `--ssl-grpc-*`.
+    pub tls: super::tls::TlsOptions,
 }
 
 /// Why a run could not start (exit status 2).
@@ -632,12 +634,19 @@ async fn run_async(
     let discovery_limit = opts
         .max_response_bytes
         .unwrap_or(super::client::DEFAULT_DISCOVERY_RESPONSE_BYTES);
+    let tls = super::tls::Tls::new(
+        &opts.tls,
+        matches!(opts.protocol, Protocol::Grpc { .. }),
+        &opts.urls,
+    )
+    .map_err(StartError::Usage)?;
     let client = PerfClient::new(
         opts.protocol,
         &opts.url,
         &opts.headers,
         opts.timeout,
         discovery_limit,
+        tls.for_url(&opts.url),
     )
     .map_err(StartError::Usage)?;
     let base = model_path(&opts.model, &opts.version);
@@ -650,6 +659,7 @@ async fn run_async(
             &opts.headers,
             opts.timeout,
             discovery_limit,
+            tls.for_url(url),
         )
         .map_err(StartError::Usage)?;
         if !opts.api.is_openai() {

@@ -13,6 +13,8 @@
 //!   the load's options;
 //! - [`client`]: a keep-alive HTTP/1.1 connection pool, error kinds, and
 //!   the client of either protocol the load uses;
+//! - [`tls`]: the one place connections are opened, plain or TLS
+//!   (rustls, `https://` and `--ssl-*`);
 //! - [`grpc`]: the gRPC client (unary and streaming, decoupled models);
 //! - [`generative`]: Triton's generate extension and OpenAI-compatible
 //!   servers over HTTP;
@@ -45,3 +47,4 @@ pub mod schedule;
 pub mod shm;
 pub mod sse;
 pub mod stats;
+pub mod tls;

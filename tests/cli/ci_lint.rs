@@ -181,10 +181,97 @@ fn hook(id: &str) -> Hook {
         .unwrap_or_else(|| panic!("hook {id} in .pre-commit-hooks.yaml"))
 }
 
+/// A package index (a `--find-links` directory for pip) holding a wheel of
+/// the freshly built binary, named and versioned as the release wheel of
+/// this checkout (`tritonctl==CARGO_PKG_VERSION`, the version the release
+/// hook and the Action install). Built once per test process; `None` when
+/// python3 with pip is missing (outside CI: the caller says so and skips).
+fn release_index() -> Option<&'static Path> {
+    static INDEX: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    INDEX
+        .get_or_init(|| {
+            let pip = Command::new("python3")
+                .args(["-m", "pip", "--version"])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if !pip {
+                assert_ne!(
+                    std::env::var("CI").as_deref(),
+                    Ok("true"),
+                    "python3 with pip is needed for the release hook and Action tests"
+                );
+                return None;
+            }
+            let dir = tritonctl_path()
+                .parent()
+                .unwrap()
+                .join("ci-lint-release-index");
+            let _ = std::fs::remove_dir_all(&dir);
+            let st = Command::new("python3")
+                .args(["-c", FAKE_WHEEL])
+                .arg(tritonctl_path())
+                .arg(&dir)
+                .arg(env!("CARGO_PKG_VERSION"))
+                .status()
+                .expect("python3 runs");
+            assert!(st.success(), "building the test wheel failed");
+            Some(dir)
+        })
+        .as_deref()
+}
+
+/// A wheel as maturin's `bindings = "bin"` lays it out: the binary under
+/// `<name>.data/scripts/` (pip installs it as `bin/tritonctl`), with a
+/// RECORD of SHA-256 digests, which pip checks.
+const FAKE_WHEEL: &str = r#"
+import base64, hashlib, os, sys, zipfile
+binary, out, version = sys.argv[1:4]
+name = f"tritonctl-{version}"
+with open(binary, "rb") as f:
+    files = {f"{name}.data/scripts/tritonctl": f.read()}
+files[f"{name}.dist-info/METADATA"] = f"Metadata-Version: 2.1\nName: tritonctl\nVersion: {version}\n".encode()
+files[f"{name}.dist-info/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: false\nTag: py3-none-any\n"
+record = f"{name}.dist-info/RECORD"
+lines = []
+for path, data in files.items():
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    lines.append(f"{path},sha256={digest},{len(data)}")
+lines.append(f"{record},,")
+files[record] = ("\n".join(lines) + "\n").encode()
+os.makedirs(out, exist_ok=True)
+with zipfile.ZipFile(os.path.join(out, f"{name}-py3-none-any.whl"), "w", zipfile.ZIP_STORED) as z:
+    for path, data in files.items():
+        info = zipfile.ZipInfo(path)
+        info.external_attr = (0o100755 if path.endswith("/scripts/tritonctl") else 0o100644) << 16
+        z.writestr(info, data)
+"#;
+
+/// pip's settings that make it install from `index` only.
+fn local_index_env(index: &Path) -> [(&'static str, std::ffi::OsString); 4] {
+    [
+        ("PIP_NO_INDEX", "1".into()),
+        ("PIP_FIND_LINKS", index.as_os_str().to_owned()),
+        ("PIP_DISABLE_PIP_VERSION_CHECK", "1".into()),
+        ("PIP_ROOT_USER_ACTION", "ignore".into()),
+    ]
+}
+
 /// Runs `hook` as pre-commit does: its entry, its args, then the files of
-/// the repository its `files` pattern selects. The entry's program is the
-/// built binary.
-fn run_hook(hook: &Hook, repo: &Path, only: Option<&[&str]>) -> (i32, String, Vec<String>) {
+/// the repository its `files` pattern selects. A `system` or `rust` hook's
+/// program is the built binary; a `script` hook's is the script in this
+/// repository, which installs the release wheel from [`release_index`]
+/// into `cache` (pre-commit's home). `None` when the hook cannot run here.
+fn run_hook(hook: &Hook, repo: &Path, only: Option<&[&str]>) -> Option<(i32, String, Vec<String>)> {
+    let cache = tempfile::tempdir().unwrap();
+    run_hook_in(hook, repo, only, cache.path())
+}
+
+fn run_hook_in(
+    hook: &Hook,
+    repo: &Path,
+    only: Option<&[&str]>,
+    cache: &Path,
+) -> Option<(i32, String, Vec<String>)> {
     let re = regex::Regex::new(&hook.files).expect("files is a regex");
     let files: Vec<String> = repo_files(repo)
         .into_iter()
@@ -192,7 +279,27 @@ fn run_hook(hook: &Hook, repo: &Path, only: Option<&[&str]>) -> (i32, String, Ve
         .filter(|f| only.is_none_or(|o| o.contains(&f.as_str())))
         .collect();
     let mut words = hook.entry.split_whitespace();
-    assert_eq!(words.next(), Some("tritonctl"), "{}", hook.entry);
+    let program = words.next().unwrap();
+    if hook.language == "script" {
+        let Some(index) = release_index() else {
+            eprintln!("skipped: hook {} (python3 with pip is missing)", hook.id);
+            return None;
+        };
+        let out = Command::new(crate_root().join(program))
+            .args(words)
+            .args(&hook.args)
+            .args(&files)
+            .current_dir(repo)
+            .env("NO_COLOR", "1")
+            .env("PRE_COMMIT_HOME", cache)
+            .envs(local_index_env(index))
+            .output()
+            .expect("the hook's script runs");
+        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stderr));
+        return Some((out.status.code().unwrap_or(-1), text, files));
+    }
+    assert_eq!(program, "tritonctl", "{}", hook.entry);
     let out = tritonctl()
         .args(words)
         .args(&hook.args)
@@ -201,15 +308,25 @@ fn run_hook(hook: &Hook, repo: &Path, only: Option<&[&str]>) -> (i32, String, Ve
         .env("NO_COLOR", "1")
         .run();
     let (code, text) = out.combined();
-    (code, text, files)
+    Some((code, text, files))
 }
 
 #[test]
 fn pre_commit_hooks_are_declared() {
     let hooks = hooks();
     for (id, lang, entry) in [
-        ("tritonctl-validate", "rust", "tritonctl validate"),
-        ("tritonctl-fmt", "rust", "tritonctl fmt --check"),
+        (
+            "tritonctl-validate",
+            "script",
+            "scripts/pre-commit-tritonctl validate",
+        ),
+        (
+            "tritonctl-fmt",
+            "script",
+            "scripts/pre-commit-tritonctl fmt --check",
+        ),
+        ("tritonctl-validate-source", "rust", "tritonctl validate"),
+        ("tritonctl-fmt-source", "rust", "tritonctl fmt --check"),
         ("tritonctl-validate-system", "system", "tritonctl validate"),
         ("tritonctl-fmt-system", "system", "tritonctl fmt --check"),
     ] {
@@ -228,9 +345,15 @@ fn pre_commit_hooks_are_declared() {
 #[test]
 fn validate_hook_reports_each_file_with_positions() {
     let repo = git_repo();
-    for id in ["tritonctl-validate", "tritonctl-validate-system"] {
+    for id in [
+        "tritonctl-validate",
+        "tritonctl-validate-source",
+        "tritonctl-validate-system",
+    ] {
         let h = hook(id);
-        let (code, out, files) = run_hook(&h, repo.path(), None);
+        let Some((code, out, files)) = run_hook(&h, repo.path(), None) else {
+            continue;
+        };
         assert_eq!(
             files,
             ["models/bad/config.pbtxt", "models/good/config.pbtxt"],
@@ -250,9 +373,78 @@ fn validate_hook_reports_each_file_with_positions() {
         // Both files are reported on (one clean).
         assert!(out.contains("in 1 of 2 files"), "{out}");
 
-        let (code, out, _) = run_hook(&h, repo.path(), Some(&["models/good/config.pbtxt"]));
+        let (code, out, _) =
+            run_hook(&h, repo.path(), Some(&["models/good/config.pbtxt"])).unwrap();
         assert_eq!(code, 0, "{id}: {out}");
     }
+}
+
+/// The release hook installs the wheel of this checkout's version once
+/// (a second run finds it in pre-commit's cache and needs no index), and
+/// says which hooks to use instead when there is no such wheel.
+#[test]
+fn release_hook_installs_the_wheel_once_and_explains_a_missing_one() {
+    let repo = git_repo();
+    let h = hook("tritonctl-validate");
+    let cache = tempfile::tempdir().unwrap();
+    let only: &[&str] = &["models/good/config.pbtxt"];
+    let Some((code, out, _)) = run_hook_in(&h, repo.path(), Some(only), cache.path()) else {
+        return;
+    };
+    assert_eq!(code, 0, "{out}");
+    let installed = cache
+        .path()
+        .join("tritonctl-release")
+        .read_dir()
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect::<Vec<_>>();
+    assert_eq!(installed.len(), 1, "{installed:?}");
+    assert!(
+        installed[0].starts_with(&format!("{}-", env!("CARGO_PKG_VERSION"))),
+        "{installed:?}"
+    );
+
+    // Installed: the script runs it without asking pip (an index that does
+    // not exist would make pip fail).
+    let version = Command::new(crate_root().join("scripts/pre-commit-tritonctl"))
+        .arg("--version")
+        .env("PRE_COMMIT_HOME", cache.path())
+        .env("PIP_NO_INDEX", "1")
+        .env("PIP_FIND_LINKS", cache.path().join("no-such-index"))
+        .output()
+        .unwrap();
+    assert!(version.status.success(), "{version:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout).trim(),
+        format!("tritonctl {}", env!("CARGO_PKG_VERSION"))
+    );
+
+    // No wheel of that version: exit 2, and the way out.
+    let empty = tempfile::tempdir().unwrap();
+    let out = Command::new(crate_root().join("scripts/pre-commit-tritonctl"))
+        .arg("--version")
+        .env("PRE_COMMIT_HOME", empty.path())
+        .envs(local_index_env(empty.path()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "could not install the tritonctl=={} wheel",
+            env!("CARGO_PKG_VERSION")
+        )) && err.contains("tritonctl-validate-source"),
+        "{err}"
+    );
+    // Nothing half-installed is left to be mistaken for an installation.
+    let left: Vec<_> = empty
+        .path()
+        .join("tritonctl-release")
+        .read_dir()
+        .unwrap()
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]
@@ -265,24 +457,35 @@ fn fmt_hook_fails_on_unformatted_files_only() {
         .run();
     assert!(st.success());
     add_model(repo.path(), "messy", "name:\"messy\"   max_batch_size:4\n");
-    for id in ["tritonctl-fmt", "tritonctl-fmt-system"] {
+    for id in [
+        "tritonctl-fmt",
+        "tritonctl-fmt-source",
+        "tritonctl-fmt-system",
+    ] {
         let h = hook(id);
-        let (code, out, files) = run_hook(&h, repo.path(), None);
+        let Some((code, out, files)) = run_hook(&h, repo.path(), None) else {
+            continue;
+        };
         assert_eq!(files.len(), 3);
         assert_eq!(code, 1, "{id}: {out}");
         assert!(out.contains("models/messy/config.pbtxt"), "{out}");
         assert!(!out.contains("models/good/config.pbtxt"), "{out}");
-        let (code, out, _) = run_hook(&h, repo.path(), Some(&["models/good/config.pbtxt"]));
+        let (code, out, _) =
+            run_hook(&h, repo.path(), Some(&["models/good/config.pbtxt"])).unwrap();
         assert_eq!(code, 0, "{id}: {out}");
     }
 }
 
 // ------------------------------------------------------------------ action
 
-/// One `run:` step of action.yml with its `env:` mapping.
+/// One step of action.yml: a `run:` step with its `env:` mapping, or a
+/// `uses:` step (which this harness cannot run; the action's only one is
+/// the cache).
 #[derive(Debug, Default)]
 struct Step {
     name: String,
+    id: String,
+    uses: String,
     env: Vec<(String, String)>,
     run: String,
 }
@@ -322,6 +525,10 @@ fn action() -> (BTreeMap<String, String>, Vec<Step>) {
                         name: name.trim().to_string(),
                         ..Step::default()
                     });
+                } else if let Some(id) = t.strip_prefix("id:") {
+                    steps.last_mut().unwrap().id = id.trim().to_string();
+                } else if let Some(uses) = t.strip_prefix("uses:") {
+                    steps.last_mut().unwrap().uses = uses.trim().to_string();
                 } else if t == "env:" {
                     let base = indent(line);
                     while let Some(l) = lines.peek() {
@@ -356,57 +563,122 @@ fn action() -> (BTreeMap<String, String>, Vec<Step>) {
     (defaults, steps)
 }
 
+/// How [`run_action_with`] sets up the runner.
+struct Runner<'a> {
+    /// Put the built binary first on PATH (the install step then finds it).
+    binary_on_path: bool,
+    /// More environment for every step.
+    env: Vec<(&'static str, std::ffi::OsString)>,
+    /// Stop after the step with this id.
+    until: Option<&'a str>,
+}
+
 /// Runs the action's steps in order as the runner would (`bash -eo
 /// pipefail`), with `${{ inputs.x }}` in `env:` replaced by `inputs` or the
-/// default, and the built binary first on PATH (so the install step finds
-/// it and installs nothing). Returns the first failing step's exit code
-/// (0 when all pass) and the output.
-fn run_action(dir: &Path, inputs: &[(&str, &str)]) -> (i32, String) {
+/// default, `${{ steps.ID.outputs.KEY }}` by what that step wrote to
+/// `GITHUB_OUTPUT`, `${{ github.action_path }}` by this checkout, and the
+/// directories steps append to `GITHUB_PATH` put first on PATH for the
+/// steps after them. Returns the first failing step's exit code (0 when all
+/// pass), the output, and every step's outputs.
+fn run_action_with(
+    dir: &Path,
+    inputs: &[(&str, &str)],
+    runner: &Runner,
+) -> (i32, String, BTreeMap<String, BTreeMap<String, String>>) {
     let (defaults, steps) = action();
     assert!(steps.len() >= 2, "{steps:?}");
-    let bin_dir = tritonctl_path().parent().unwrap().to_path_buf();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    // Without the built binary, PATH has no tritonctl at all, as on a fresh
+    // runner.
+    let mut path = std::env::join_paths(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .filter(|d| !d.join("tritonctl").exists()),
+    )
+    .unwrap()
+    .to_string_lossy()
+    .into_owned();
+    if runner.binary_on_path {
+        let bin_dir = tritonctl_path().parent().unwrap().to_path_buf();
+        path = format!("{}:{path}", bin_dir.display());
+    }
     let output_file = dir.join(".github_output");
+    let path_file = dir.join(".github_path");
+    let mut outputs: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     let mut all = String::new();
     for step in &steps {
+        assert!(!step.name.is_empty());
+        if step.run.is_empty() {
+            assert!(!step.uses.is_empty(), "{step:?}");
+            continue;
+        }
+        std::fs::write(&output_file, "").unwrap();
+        std::fs::write(&path_file, "").unwrap();
         let mut cmd = Command::new("bash");
         cmd.args(["--noprofile", "--norc", "-eo", "pipefail", "-c", &step.run])
             .current_dir(dir)
             .env_clear()
             .env("PATH", &path)
             .env("HOME", dir)
-            .env("GITHUB_OUTPUT", &output_file);
+            .env("RUNNER_TOOL_CACHE", dir.join(".tool-cache"))
+            .env("GITHUB_OUTPUT", &output_file)
+            .env("GITHUB_PATH", &path_file)
+            .envs(runner.env.iter().map(|(k, v)| (k, v)));
         for (k, v) in &step.env {
-            let v = v.trim();
-            let value = match v
-                .strip_prefix("${{ inputs.")
+            let expr = v
+                .trim()
+                .strip_prefix("${{ ")
                 .and_then(|r| r.strip_suffix(" }}"))
-            {
-                Some(name) => inputs
+                .unwrap_or_else(|| panic!("{k}: {v}"));
+            let value = if let Some(name) = expr.strip_prefix("inputs.") {
+                inputs
                     .iter()
                     .find(|(n, _)| *n == name)
                     .map(|(_, v)| v.to_string())
                     .or_else(|| defaults.get(name).cloned())
-                    .unwrap_or_else(|| panic!("input {name} has no default")),
-                // `github.*` context: not needed when nothing is installed.
-                None => String::new(),
+                    .unwrap_or_else(|| panic!("input {name} has no default"))
+            } else if let Some(rest) = expr.strip_prefix("steps.") {
+                let (id, key) = rest.split_once(".outputs.").unwrap();
+                outputs
+                    .get(id)
+                    .and_then(|o| o.get(key))
+                    .cloned()
+                    .unwrap_or_default()
+            } else if expr == "github.action_path" {
+                crate_root().display().to_string()
+            } else {
+                // Other `github.*` context: only the source build needs it.
+                String::new()
             };
             cmd.env(k, value);
         }
         let out = cmd.output().unwrap();
         all.push_str(&String::from_utf8_lossy(&out.stdout));
         all.push_str(&String::from_utf8_lossy(&out.stderr));
-        let code = out.status.code().unwrap_or(-1);
-        if code != 0 {
-            return (code, all);
+        let written = std::fs::read_to_string(&output_file).unwrap();
+        let step_outputs = outputs.entry(step.id.clone()).or_default();
+        for line in written.lines() {
+            let (k, v) = line.split_once('=').expect("KEY=VALUE in GITHUB_OUTPUT");
+            step_outputs.insert(k.to_string(), v.to_string());
         }
-        assert!(!step.name.is_empty());
+        for added in std::fs::read_to_string(&path_file).unwrap().lines() {
+            path = format!("{added}:{path}");
+        }
+        let code = out.status.code().unwrap_or(-1);
+        if code != 0 || runner.until == Some(step.id.as_str()) {
+            return (code, all, outputs);
+        }
     }
-    (0, all)
+    (0, all, outputs)
+}
+
+/// [`run_action_with`] with the built binary on PATH (nothing installed).
+fn run_action(dir: &Path, inputs: &[(&str, &str)]) -> (i32, String) {
+    let runner = Runner {
+        binary_on_path: true,
+        env: Vec::new(),
+        until: None,
+    };
+    let (code, out, _) = run_action_with(dir, inputs, &runner);
+    (code, out)
 }
 
 fn sarif_validator() -> jsonschema::Validator {
@@ -492,6 +764,149 @@ fn action_inputs_reach_validate() {
     // A path that does not exist: exit 2 (from the SARIF step).
     let (code, _) = run_action(repo.path(), &[("paths", "nope")]);
     assert_eq!(code, 2);
+}
+
+/// How the action installs tritonctl: the one on PATH, the release wheel
+/// of the pinned version (a version number, with or without `v`; by
+/// default this checkout's Cargo.toml version, i.e. the tag `uses:` names),
+/// or a source build (`install: source`, or a `version` that is a commit
+/// or branch, which is what `version` meant before releases had wheels).
+#[test]
+fn action_resolves_how_to_install() {
+    let dir = tempfile::tempdir().unwrap();
+    let resolve = |inputs: &[(&str, &str)], binary_on_path: bool| {
+        let runner = Runner {
+            binary_on_path,
+            env: Vec::new(),
+            until: Some("resolve"),
+        };
+        let (code, out, outputs) = run_action_with(dir.path(), inputs, &runner);
+        assert_eq!(code, 0, "{inputs:?}: {out}");
+        outputs.get("resolve").cloned().unwrap_or_default()
+    };
+    let ours = env!("CARGO_PKG_VERSION");
+    for (inputs, on_path, mode, version) in [
+        (&[][..], true, "path", None),
+        (&[("install", "never")][..], false, "path", None),
+        (&[][..], false, "release", Some(ours)),
+        (&[("install", "always")][..], true, "release", Some(ours)),
+        // `auto` with tritonctl on PATH uses it, whatever the version.
+        (&[("version", "v1.2.3")][..], true, "path", None),
+        (
+            &[("version", "v1.2.3"), ("install", "always")][..],
+            true,
+            "release",
+            Some("1.2.3"),
+        ),
+        (
+            &[("version", "1.2.3-rc.1")][..],
+            false,
+            "release",
+            Some("1.2.3-rc.1"),
+        ),
+        (&[("version", "0a1b2c3")][..], false, "source", None),
+        (&[("version", "main")][..], false, "source", None),
+        (&[("install", "source")][..], true, "source", None),
+        (
+            &[("install", "source"), ("version", "v1.2.3")][..],
+            false,
+            "source",
+            None,
+        ),
+    ] {
+        let got = resolve(inputs, on_path);
+        assert_eq!(
+            got.get("mode").map(String::as_str),
+            Some(mode),
+            "{inputs:?}: {got:?}"
+        );
+        if let Some(v) = version {
+            assert_eq!(
+                got.get("version").map(String::as_str),
+                Some(v),
+                "{inputs:?}"
+            );
+            let d = got.get("dir").unwrap();
+            assert!(
+                d.starts_with(
+                    &dir.path()
+                        .join(".tool-cache")
+                        .join("tritonctl")
+                        .join(v)
+                        .display()
+                        .to_string()
+                ),
+                "{d}"
+            );
+        }
+    }
+    let runner = Runner {
+        binary_on_path: true,
+        env: Vec::new(),
+        until: Some("resolve"),
+    };
+    let (code, out, _) = run_action_with(dir.path(), &[("install", "sometimes")], &runner);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("install must be auto, always, never or source, not 'sometimes'"),
+        "{out}"
+    );
+}
+
+/// A fresh runner: the action installs the release wheel of its own version
+/// (from a local index standing in for PyPI), validates with it, and a
+/// second run takes it from the tool cache without pip. A version that has
+/// no release fails the step and says how to build instead.
+#[test]
+fn action_installs_the_release_and_reuses_it() {
+    let Some(index) = release_index() else {
+        eprintln!("skipped: action install (python3 with pip is missing)");
+        return;
+    };
+    let repo = git_repo();
+    let with_index = Runner {
+        binary_on_path: false,
+        env: local_index_env(index).into(),
+        until: None,
+    };
+    let (code, out, outputs) =
+        run_action_with(repo.path(), &[("paths", "models/good")], &with_index);
+    assert_eq!(code, 0, "{out}");
+    let installed = Path::new(&outputs["resolve"]["dir"])
+        .join("bin")
+        .join("tritonctl");
+    assert!(installed.is_file(), "{out}");
+    assert!(
+        out.contains(&format!("tritonctl {}", env!("CARGO_PKG_VERSION"))),
+        "{out}"
+    );
+
+    let no_index = Runner {
+        binary_on_path: false,
+        env: vec![
+            ("PIP_NO_INDEX", "1".into()),
+            ("PIP_FIND_LINKS", repo.path().join("no-such-index").into()),
+        ],
+        until: None,
+    };
+    let (code, out, _) = run_action_with(repo.path(), &[("paths", "models/bad")], &no_index);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("::error file=models/bad/config.pbtxt"),
+        "{out}"
+    );
+
+    let (code, out, _) = run_action_with(
+        repo.path(),
+        &[("paths", "models/good"), ("version", "v9.9.9")],
+        &with_index,
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("could not install tritonctl==9.9.9 from PyPI")
+            && out.contains("install: source"),
+        "{out}"
+    );
 }
 
 // ----------------------------------------------------------- suppressions
@@ -896,5 +1311,103 @@ fn unused_suppressions_are_reported_only_when_enabled() {
     assert!(
         out.contains(&format!("models/good/config.pbtxt:{l}:{c}")),
         "{out}"
+    );
+}
+
+// --------------------------------------------------------- container image
+
+/// `.dockerignore` lets only named paths into the image's build context:
+/// every file the build reads must be among them, or `docker build` fails
+/// far from here. The build reads Cargo's targets, the files `build.rs`
+/// names (every string literal that is a path in this checkout) and the
+/// files the sources include at compile time.
+#[test]
+fn dockerignore_keeps_what_the_build_reads() {
+    let root = crate_root();
+    let text = std::fs::read_to_string(root.join(".dockerignore")).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert_eq!(lines.first(), Some(&"*"), "an allowlist: '*' first");
+    let allowed: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| {
+            l.strip_prefix('!')
+                .unwrap_or_else(|| panic!("{l}"))
+                .trim_end_matches('/')
+        })
+        .collect();
+    let is_allowed = |p: &str| {
+        allowed
+            .iter()
+            .any(|a| p == *a || p.starts_with(&format!("{a}/")))
+    };
+
+    let mut read: Vec<String> = vec!["Cargo.toml".into(), "Cargo.lock".into()];
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let path_re = regex::Regex::new(r#"(?m)^(?:path|build)\s*=\s*"([^"]+)""#).unwrap();
+    read.extend(path_re.captures_iter(&manifest).map(|c| c[1].to_string()));
+    let bench_re = regex::Regex::new(r#"(?m)^\[\[bench\]\]\s*\nname\s*=\s*"([^"]+)""#).unwrap();
+    read.extend(
+        bench_re
+            .captures_iter(&manifest)
+            .map(|c| format!("benches/{}.rs", &c[1])),
+    );
+    let literal = regex::Regex::new(r#""([^"\s]+)""#).unwrap();
+    let build = std::fs::read_to_string(root.join("build.rs")).unwrap();
+    for c in literal.captures_iter(&build) {
+        let p = c[1].trim_start_matches("cargo:rerun-if-changed=");
+        // "." (the crate root, e.g. an include directory) says nothing.
+        if !p.is_empty() && p != "." && root.join(p).exists() {
+            read.push(p.to_string());
+        }
+    }
+    let include = regex::Regex::new(r#"(?:include_str!|include_bytes!)\(\s*"([^"]+)""#).unwrap();
+    let grammar = regex::Regex::new(r#"#\[grammar\s*=\s*"([^"]+)""#).unwrap();
+    fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                rust_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut sources = Vec::new();
+    rust_files(&root.join("src"), &mut sources);
+    let relative = |p: &Path| {
+        p.strip_prefix(&root)
+            .unwrap()
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    for file in &sources {
+        let text = std::fs::read_to_string(file).unwrap();
+        for c in include.captures_iter(&text) {
+            let target = file.parent().unwrap().join(&c[1]);
+            let target = target.canonicalize().unwrap_or(target);
+            read.push(relative(&target));
+        }
+        for c in grammar.captures_iter(&text) {
+            // pest_derive looks in src/ first, then in the crate root.
+            let target = [root.join("src").join(&c[1]), root.join(&c[1])]
+                .into_iter()
+                .find(|p| p.exists())
+                .unwrap_or_else(|| panic!("grammar {} not found", &c[1]));
+            read.push(relative(&target));
+        }
+    }
+    // The reading above finds what it should: the grammar, a proto file.
+    assert!(read.iter().any(|p| p.ends_with(".pest")), "{read:?}");
+    assert!(read.iter().any(|p| p.starts_with("proto/")), "{read:?}");
+    let missing: Vec<&String> = read.iter().filter(|p| !is_allowed(p)).collect();
+    assert!(
+        missing.is_empty(),
+        "the build reads these, which .dockerignore leaves out: {missing:?}"
     );
 }

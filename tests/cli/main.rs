@@ -29,6 +29,8 @@ mod perf_generative;
 mod perf_grpc;
 #[cfg(feature = "perf")]
 mod perf_hostile;
+#[cfg(feature = "perf")]
+mod perf_tls;
 mod properties;
 mod repository;
 mod rule_docs;

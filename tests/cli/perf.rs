@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 /// What the responder does.
 #[derive(Clone, Default)]
-struct Behaviour {
+pub(crate) struct Behaviour {
     /// Answer the config endpoint (as Triton does); otherwise 400, as a
     /// plain KServe v2 server without the extension.
     config: bool,
@@ -266,13 +266,13 @@ impl Counters {
     }
 }
 
-struct Responder {
+pub(crate) struct Responder {
     port: u16,
     counters: Arc<Counters>,
 }
 
 impl Responder {
-    fn start(b: Behaviour) -> Responder {
+    pub(crate) fn start(b: Behaviour) -> Responder {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let counters = Arc::new(Counters::default());
@@ -297,11 +297,11 @@ impl Responder {
         Responder { port, counters }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
-    fn bad(&self) -> Vec<String> {
+    pub(crate) fn bad(&self) -> Vec<String> {
         self.counters.bad.lock().unwrap().clone()
     }
 }
@@ -731,7 +731,7 @@ fn infer(
     }
 }
 
-fn triton_like() -> Behaviour {
+pub(crate) fn triton_like() -> Behaviour {
     Behaviour {
         config: true,
         stats: true,
@@ -2898,32 +2898,70 @@ fn profile_export_file_is_export_requests() {
         .all(|l| l["level"] == 0 && l["error"].is_null()));
 }
 
+/// The perf_analyzer command lines of
+/// `testdata/perf-analyzer-command-lines.txt` (shared with
+/// scripts/perf-harness/run, which runs them against real Triton).
+fn perf_analyzer_command_lines() -> Vec<String> {
+    let path = crate_root().join("testdata/perf-analyzer-command-lines.txt");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// How many levels `--concurrency-range START[:END[:STEP]]` has (1 without
+/// it).
+fn levels_of(line: &str) -> usize {
+    let words: Vec<&str> = line.split(' ').collect();
+    let Some(i) = words.iter().position(|w| *w == "--concurrency-range") else {
+        return 1;
+    };
+    let n: Vec<usize> = words[i + 1]
+        .split(':')
+        .map(|n| n.parse().unwrap())
+        .collect();
+    match n[..] {
+        [_] => 1,
+        [a, b] => b - a + 1,
+        [a, b, s] => (b - a) / s + 1,
+        _ => panic!("{line}"),
+    }
+}
+
 #[test]
 fn perf_analyzer_command_lines_run_unchanged() {
-    // perf_analyzer's quick-start style command lines (HTTP: the responder
-    // speaks HTTP only), with their own spellings
+    // perf_analyzer's command lines with their own spellings, over HTTP
+    // against the responder and over gRPC against the gRPC server
     let r = Responder::start(Behaviour {
         delay: Some(Duration::from_millis(3)),
         ..triton_like()
     });
-    let url = r.url();
-    for line in [
-        "-m m -u URL --concurrency-range 1:2 -p 300 -s 50 --percentile 95 -a --max-threads 4 --measurement-mode time_windows",
-        "-m m -u URL -i HTTP --concurrency-range 2 -p 300 -s 50 --async",
-        "-m m -u URL -i http --request-rate-range 100 -p 300 -s 50 --sync --max-threads 16",
-    ] {
+    let g = crate::perf_grpc::Server::start(Default::default());
+    let lines = perf_analyzer_command_lines();
+    assert!(lines.len() >= 4, "{lines:?}");
+    for line in &lines {
+        let grpc = line.to_ascii_lowercase().contains("-i grpc");
+        let url = if grpc { g.url() } else { r.url() };
         let args: Vec<&str> = line
             .split(' ')
-            .map(|a| if a == "URL" { url.as_str() } else { a })
+            .map(|a| match a {
+                "URL" => url.as_str(),
+                "MODEL" => "m",
+                a => a,
+            })
             .collect();
         let (code, out, err) = perf_run(&args);
         assert_eq!(code, 0, "{line}: {err}");
         let rows: Vec<&str> = out
             .lines()
-            .filter(|l| l.trim_start_matches(['│', ' ']).starts_with(|c: char| c.is_ascii_digit()))
+            .filter(|l| {
+                l.trim_start_matches(['│', ' '])
+                    .starts_with(|c: char| c.is_ascii_digit())
+            })
             .collect();
-        let levels = if line.contains("1:2") { 2 } else { 1 };
-        assert_eq!(rows.len(), levels, "{line}:\n{out}");
+        assert_eq!(rows.len(), levels_of(line), "{line}:\n{out}");
         // every row measured requests and no errors
         for row in rows {
             // the table has no inner borders: cells are separated by blanks
@@ -2941,6 +2979,8 @@ fn perf_analyzer_command_lines_run_unchanged() {
             assert_eq!(head.matches("p95 µs").count(), 1, "{out}");
         }
     }
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+    assert!(g.bad().is_empty(), "{:?}", g.bad());
 }
 
 #[test]

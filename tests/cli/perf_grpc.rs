@@ -27,7 +27,7 @@ use tritonctl::schema::inference as cfg;
 
 /// What the server does.
 #[derive(Clone, Default)]
-struct Behaviour {
+pub(crate) struct Behaviour {
     /// By request number modulo 10: these fail with INTERNAL (a stream
     /// reply with an error message on streams).
     fail: Vec<u64>,
@@ -740,13 +740,13 @@ impl GrpcInferenceService for Svc {
 }
 
 /// A server on a free loopback port, in its own thread and runtime.
-struct Server {
+pub(crate) struct Server {
     port: u16,
     state: Arc<State>,
 }
 
 impl Server {
-    fn start(b: Behaviour) -> Server {
+    pub(crate) fn start(b: Behaviour) -> Server {
         let state = Arc::new(State::default());
         let svc = Svc {
             b,
@@ -785,11 +785,11 @@ impl Server {
         Server { port, state }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
-    fn bad(&self) -> Vec<String> {
+    pub(crate) fn bad(&self) -> Vec<String> {
         self.state.bad.lock().unwrap().clone()
     }
 }

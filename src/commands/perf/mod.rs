@@ -235,6 +235,7 @@ pub fn run(
         max_tokens: args.max_tokens,
         shared_memory: shared_memory(args, api)?,
         output_shm_size: args.output_shared_memory_size,
+        tls: tls_options(args),
     };
 
     // perf_analyzer's flags of its client threads: accepted, and said what
@@ -251,6 +252,15 @@ pub fn run(
                 "note: --max-threads is accepted for perf_analyzer's command lines: tritonctl's asynchronous runtime needs no thread per request\n",
             );
         }
+    }
+    if args.ssl_https_verify_peer == 0
+        && args.protocol == PerfProtocol::Http
+        && opts.urls.iter().any(|u| crate::perf::tls::is_https(u))
+    {
+        crate::term::warning(
+            ctx.global.color,
+            "--ssl-https-verify-peer 0: the server's certificate is not checked; anyone on the path can pose as the server",
+        );
     }
     let progress = Arc::new(Progress::default());
     let show = match args.progress {
@@ -363,4 +373,36 @@ pub fn run(
         return Ok(ExitStatus::Failure);
     }
     Ok(ExitStatus::Success)
+}
+
+/// The `--ssl-https-*` and `--ssl-grpc-*` flags.
+#[cfg(feature = "perf")]
+fn tls_options(args: &PerfArgs) -> crate::perf::tls::TlsOptions {
+    use crate::cli::CertEncoding;
+    use crate::perf::tls::{Encoding, GrpcTlsOptions, HttpsOptions, TlsOptions};
+    let enc = |e: CertEncoding| match e {
+        CertEncoding::Pem => Encoding::Pem,
+        CertEncoding::Der => Encoding::Der,
+    };
+    TlsOptions {
+        https: HttpsOptions {
+            verify_peer: args.ssl_https_verify_peer != 0,
+            verify_host: args.ssl_https_verify_host,
+            ca_file: args.ssl_https_ca_certificates_file.clone(),
+            client_cert: args
+                .ssl_https_client_certificate_file
+                .clone()
+                .map(|p| (p, enc(args.ssl_https_client_certificate_type))),
+            private_key: args
+                .ssl_https_private_key_file
+                .clone()
+                .map(|p| (p, enc(args.ssl_https_private_key_type))),
+        },
+        grpc: GrpcTlsOptions {
+            use_ssl: args.ssl_grpc_use_ssl,
+            root_certs: args.ssl_grpc_root_certifications_file.clone(),
+            private_key: args.ssl_grpc_private_key_file.clone(),
+            cert_chain: args.ssl_grpc_certificate_chain_file.clone(),
+        },
+    }
 }
