@@ -87,6 +87,9 @@ fn remove_temporary_files_on_signals() {
         std::thread::spawn(move || {
             if let Some(signal) = signals.forever().next() {
                 tritonctl::files::remove_temporary_files();
+                // `perf --shared-memory`: its regions and memory objects
+                #[cfg(feature = "perf")]
+                tritonctl::perf::shm::release_on_signal();
                 // `_exit`, not `exit`: the other threads are still running
                 // (ONNX Runtime, tokio), and the C and C++ exit handlers
                 // `exit` runs could wait on them or free what they use.

@@ -600,6 +600,17 @@ pub enum TensorFormat {
     Json,
 }
 
+/// Where `perf` puts input and output tensors (`--shared-memory`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SharedMemoryKind {
+    /// In the requests and responses (default).
+    None,
+    /// POSIX shared memory (/dev/shm), registered with the server.
+    System,
+    /// CUDA device memory shared through CUDA IPC handles.
+    Cuda,
+}
+
 /// Gaps between open-loop sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RequestDistribution {
@@ -907,6 +918,21 @@ pub struct PerfArgs {
     /// (wins over `--string-length`).
     #[arg(long = "string-data", value_name = "S")]
     pub string_data: Option<String>,
+    /// Inputs and outputs in shared memory registered with the server
+    /// (Triton's shared-memory extensions, as perf_analyzer's flag):
+    /// `system` uses POSIX shared memory under /dev/shm, so the server must
+    /// run on this host and share its /dev/shm; `cuda` needs a CUDA GPU
+    /// and driver.
+    #[arg(long = "shared-memory", value_enum, value_name = "KIND", default_value_t = SharedMemoryKind::None, ignore_case = true)]
+    pub shared_memory: SharedMemoryKind,
+    /// With `--shared-memory`: bytes of shared memory per output and
+    /// request in flight (perf_analyzer's default 102400).
+    #[arg(
+        long = "output-shared-memory-size",
+        value_name = "BYTES",
+        default_value_t = 102_400
+    )]
+    pub output_shared_memory_size: u64,
     /// Shape of an input without the batch dimension, `NAME:D1,D2`
     /// (needed for variable dims; repeatable).
     #[arg(long, value_name = "NAME:DIMS")]

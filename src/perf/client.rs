@@ -99,6 +99,9 @@ pub enum ErrorKind {
     /// Still streaming when its level ended: cut off by the client,
     /// counted as `cancelled`, not as an error.
     Cancelled,
+    /// `--shared-memory`: no output region could be made or registered
+    /// for the request.
+    SharedMemory,
     /// A TLS handshake or certificate check failed (the sentence says
     /// why and which flag helps).
     Tls(String),
@@ -119,6 +122,7 @@ impl ErrorKind {
             ErrorKind::StreamIncomplete => "stream_incomplete".into(),
             ErrorKind::StreamFailed => "stream_error".into(),
             ErrorKind::Cancelled => "cancelled".into(),
+            ErrorKind::SharedMemory => "shared_memory".into(),
             ErrorKind::Tls(_) => "tls".into(),
         }
     }
@@ -424,6 +428,31 @@ impl Client {
         Ok((a.status.as_u16(), text))
     }
 
+    /// POST to a shared-memory endpoint; the error quotes the server's.
+    async fn post_shm(&self, path: &str, body: Bytes) -> Result<(), String> {
+        let ct = (!body.is_empty()).then_some("application/json");
+        let a = self
+            .send(
+                Method::POST,
+                path,
+                body,
+                ct,
+                None,
+                self.cfg.max_response_bytes,
+            )
+            .await
+            .map_err(|k| self.describe(&k))?;
+        if a.status != StatusCode::OK {
+            return Err(format!(
+                "the server at {} answered HTTP {}: {}",
+                self.cfg.endpoint.authority,
+                a.status.as_u16(),
+                error_text(&a.body)
+            ));
+        }
+        Ok(())
+    }
+
     /// A sentence for a failure before the load starts.
     pub fn describe(&self, k: &ErrorKind) -> String {
         let at = &self.cfg.endpoint.authority;
@@ -451,6 +480,9 @@ impl Client {
             }
             ErrorKind::StreamFailed => format!("the server at {at} sent an error on a stream"),
             ErrorKind::Cancelled => "the request was cancelled".into(),
+            ErrorKind::SharedMemory => {
+                "no shared-memory output region could be made or registered".into()
+            }
             ErrorKind::Tls(m) => m.clone(),
         }
     }
@@ -752,21 +784,24 @@ impl PerfClient {
     /// Sends one inference request to `path` (HTTP; gRPC names the model
     /// in the request), with request parameters added (sequence id and
     /// flags), and checks the answer.
+    /// With `outputs` (`--shared-memory`: the slot whose regions the
+    /// outputs go to), the request names them.
     pub async fn infer(
         &self,
         path: &str,
         req: &Prepared,
         params: Option<&serde_json::Map<String, Value>>,
+        outputs: Option<&super::shm::Slot>,
     ) -> Result<ClientTime, ErrorKind> {
         match self {
             PerfClient::Http(c) => {
                 let started = Instant::now();
-                let (bytes, header_len) = match params {
-                    Some(p) => {
-                        let (b, h) = req.body.with_parameters(p);
+                let (bytes, header_len) = match (params, outputs) {
+                    (None, None) => (req.bytes.clone(), req.body.header_len),
+                    (p, o) => {
+                        let (b, h) = req.body.with_extra(o.map(|s| &s.http_outputs), p);
                         (Bytes::from(b), h)
                     }
-                    None => (req.bytes.clone(), req.body.header_len),
                 };
                 let a = c
                     .send(
@@ -789,11 +824,101 @@ impl PerfClient {
                 })
             }
             PerfClient::Grpc(g) => match &req.grpc {
-                Some(r) => g.infer(r, params).await,
+                Some(r) => g.infer(r, params, outputs.map(|s| &s.grpc_outputs)).await,
                 None => Err(ErrorKind::Malformed),
             },
         }
     }
+
+    /// Registers a system shared-memory region (`key`: the `shm_open`
+    /// name, the region starting at offset 0); the error quotes the
+    /// server's.
+    pub async fn register_system_shm(
+        &self,
+        name: &str,
+        key: &str,
+        byte_size: u64,
+    ) -> Result<(), String> {
+        match self {
+            PerfClient::Http(c) => {
+                let body = serde_json::json!({"key": key, "offset": 0, "byte_size": byte_size});
+                c.post_shm(
+                    &format!("/v2/systemsharedmemory/region/{name}/register"),
+                    Bytes::from(body.to_string()),
+                )
+                .await
+                .map_err(|e| format!("cannot register shared-memory region '{name}': {e}"))
+            }
+            PerfClient::Grpc(g) => g
+                .register_system_shm(name, key, byte_size)
+                .await
+                .map_err(|e| format!("cannot register shared-memory region '{name}': {e}")),
+        }
+    }
+
+    /// Unregisters a system shared-memory region.
+    pub async fn unregister_system_shm(&self, name: &str) -> Result<(), String> {
+        match self {
+            PerfClient::Http(c) => c
+                .post_shm(
+                    &format!("/v2/systemsharedmemory/region/{name}/unregister"),
+                    Bytes::new(),
+                )
+                .await
+                .map_err(|e| format!("cannot unregister shared-memory region '{name}': {e}")),
+            PerfClient::Grpc(g) => g
+                .unregister_system_shm(name)
+                .await
+                .map_err(|e| format!("cannot unregister shared-memory region '{name}': {e}")),
+        }
+    }
+
+    /// Sends one inference request and returns the server's error text
+    /// when it fails (the request before a `--shared-memory` load, whose
+    /// refusal is the clearest account of what is wrong).
+    pub async fn try_infer(
+        &self,
+        path: &str,
+        req: &Prepared,
+        outputs: Option<&super::shm::Slot>,
+    ) -> Result<(), String> {
+        match self {
+            PerfClient::Http(c) => {
+                let (b, h) = req.body.with_extra(outputs.map(|s| &s.http_outputs), None);
+                let a = c
+                    .send(
+                        Method::POST,
+                        path,
+                        Bytes::from(b),
+                        Some(req.body.content_type()),
+                        h,
+                        c.infer_limit,
+                    )
+                    .await
+                    .map_err(|k| c.describe(&k))?;
+                if a.status != StatusCode::OK {
+                    return Err(format!(
+                        "HTTP {}: {}",
+                        a.status.as_u16(),
+                        error_text(&a.body)
+                    ));
+                }
+                check_infer_answer(&a).map_err(|k| c.describe(&k))
+            }
+            PerfClient::Grpc(g) => match &req.grpc {
+                Some(r) => g.try_infer(r, outputs.map(|s| &s.grpc_outputs)).await,
+                None => Err("no gRPC request".into()),
+            },
+        }
+    }
+}
+
+/// The `error` of a JSON error answer, else its first 200 characters.
+fn error_text(body: &[u8]) -> String {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v["error"].as_str().map(str::to_string))
+        .unwrap_or_else(|| String::from_utf8_lossy(body).chars().take(200).collect())
 }
 
 #[cfg(test)]

@@ -131,6 +131,20 @@ fn encode_extra(params: Option<&Map<String, Value>>, id: Option<&str>, empty_fin
     Bytes::from(m.encode_to_vec())
 }
 
+/// Request fields with encoded requested outputs appended (protobuf
+/// appends repeated fields of concatenated messages).
+fn with_outputs(extra: Bytes, outputs: Option<&Bytes>) -> Bytes {
+    match outputs {
+        None => extra,
+        Some(o) if extra.is_empty() => o.clone(),
+        Some(o) => {
+            let mut all = extra.to_vec();
+            all.extend_from_slice(o);
+            Bytes::from(all)
+        }
+    }
+}
+
 /// Decodes and checks an inference answer; with the time it took.
 fn decode_response(bytes: &[u8]) -> (Result<(), ErrorKind>, Duration) {
     let t = Instant::now();
@@ -551,6 +565,23 @@ pub fn request_from_body(
             .as_array()
             .map(|a| a.iter().filter_map(Value::as_i64).collect())
             .unwrap_or_default();
+        if let Some(p) = t["parameters"]
+            .as_object()
+            .filter(|p| p.contains_key("shared_memory_region"))
+        {
+            // in shared memory (`--shared-memory`): no contents
+            req.inputs.push(pb::model_infer_request::InferInputTensor {
+                name,
+                datatype,
+                shape,
+                parameters: p
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.clone(), parameter(v)?)))
+                    .collect(),
+                ..Default::default()
+            });
+            continue;
+        }
         let raw = match t["parameters"]["binary_data_size"].as_u64() {
             Some(n) => {
                 let n = n as usize;
@@ -854,17 +885,20 @@ impl GrpcClient {
     /// Sends one inference request (`base`, an encoded `ModelInferRequest`,
     /// with extra request parameters, e.g. the sequence id and flags) and
     /// waits for its answer.
+    /// `outputs`: encoded requested outputs appended to the message
+    /// (`--shared-memory`).
     pub async fn infer(
         &self,
         base: &Bytes,
         params: Option<&Map<String, Value>>,
+        outputs: Option<&Bytes>,
     ) -> Result<ClientTime, ErrorKind> {
         let started = Instant::now();
         match &self.streams {
             None => {
                 let msg = Encoded {
                     base: base.clone(),
-                    extra: encode_extra(params, None, false),
+                    extra: with_outputs(encode_extra(params, None, false), outputs),
                 };
                 let send = started.elapsed();
                 let mut g = self.raw.clone();
@@ -888,8 +922,65 @@ impl GrpcClient {
                     }
                 }
             }
-            Some(pool) => self.infer_streamed(pool, base, params, started).await,
+            Some(pool) => {
+                self.infer_streamed(pool, base, params, outputs, started)
+                    .await
+            }
         }
+    }
+
+    /// One unary request; the error is the server's status text.
+    pub async fn try_infer(&self, base: &Bytes, outputs: Option<&Bytes>) -> Result<(), String> {
+        use prost::Message;
+        let mut all = base.to_vec();
+        all.extend_from_slice(outputs.map_or(&[][..], |o| &o[..]));
+        let req = pb::ModelInferRequest::decode(&all[..]).map_err(|e| e.to_string())?;
+        let mut c = self.client.clone();
+        match self.within(c.model_infer(self.request(req))).await {
+            Ok(r) => check_response(r.get_ref())
+                .map_err(|_| format!("the server at {} sent a malformed answer", self.authority)),
+            Err(s) if from_server(&s) => Err(format!(
+                "gRPC {}: {}",
+                code_key(s.code() as i32)
+                    .trim_start_matches("grpc_")
+                    .to_uppercase(),
+                s.message()
+            )),
+            Err(s) => Err(self.describe(&s)),
+        }
+    }
+
+    /// Registers a system shared-memory region (offset 0 in the object
+    /// `key`).
+    pub async fn register_system_shm(
+        &self,
+        name: &str,
+        key: &str,
+        byte_size: u64,
+    ) -> Result<(), String> {
+        let req = self.request(pb::SystemSharedMemoryRegisterRequest {
+            name: name.to_string(),
+            key: key.to_string(),
+            offset: 0,
+            byte_size,
+        });
+        let mut c = self.client.clone();
+        self.within(c.system_shared_memory_register(req))
+            .await
+            .map(|_| ())
+            .map_err(|s| self.describe(&s))
+    }
+
+    /// Unregisters a system shared-memory region.
+    pub async fn unregister_system_shm(&self, name: &str) -> Result<(), String> {
+        let req = self.request(pb::SystemSharedMemoryUnregisterRequest {
+            name: name.to_string(),
+        });
+        let mut c = self.client.clone();
+        self.within(c.system_shared_memory_unregister(req))
+            .await
+            .map(|_| ())
+            .map_err(|s| self.describe(&s))
     }
 
     /// The same connection, sending requests over `ModelStreamInfer`
@@ -1010,13 +1101,14 @@ impl GrpcClient {
         pool: &Arc<Mutex<Vec<Arc<InferStream>>>>,
         base: &Bytes,
         params: Option<&Map<String, Value>>,
+        outputs: Option<&Bytes>,
         started: Instant,
     ) -> Result<ClientTime, ErrorKind> {
         let stream = self.idle_stream(pool);
         let id = stream.next_id.fetch_add(1, Ordering::Relaxed).to_string();
         let msg = Encoded {
             base: base.clone(),
-            extra: encode_extra(params, Some(&id), false),
+            extra: with_outputs(encode_extra(params, Some(&id), false), outputs),
         };
         let send = started.elapsed();
         let (tx, rx) = oneshot::channel();

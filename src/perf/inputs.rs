@@ -92,13 +92,28 @@ impl Body {
     /// The body with request-level `parameters` added (sequence id and
     /// flags), and its header length.
     pub fn with_parameters(&self, params: &Map<String, Value>) -> (Vec<u8>, Option<usize>) {
+        self.with_extra(None, Some(params))
+    }
+
+    /// The body with `outputs` set (`--shared-memory`: the regions the
+    /// outputs go to) and request-level `parameters` added.
+    pub fn with_extra(
+        &self,
+        outputs: Option<&Value>,
+        params: Option<&Map<String, Value>>,
+    ) -> (Vec<u8>, Option<usize>) {
         let mut header = self.header.clone();
-        let p = header
-            .entry("parameters")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(p) = p {
-            for (k, v) in params {
-                p.insert(k.clone(), v.clone());
+        if let Some(o) = outputs {
+            header.insert("outputs".into(), o.clone());
+        }
+        if let Some(params) = params {
+            let p = header
+                .entry("parameters")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(p) = p {
+                for (k, v) in params {
+                    p.insert(k.clone(), v.clone());
+                }
             }
         }
         let mut bytes = serde_json::to_vec(&header).expect("JSON serialises");

@@ -14,6 +14,7 @@ use super::report::{
 };
 use super::rng::Rng;
 use super::schedule::{Distribution, Level, Schedule};
+use super::shm::{self, SharedMemory};
 use super::stats::{self, ComposingStats, ServerStats, Snapshot};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -107,6 +108,11 @@ pub struct PerfOptions {
     pub prompt_words: Option<(f64, f64)>,
     /// `--max-tokens`: passed where the endpoint takes it.
     pub max_tokens: Option<u64>,
+    /// `--shared-memory`.
+    pub shared_memory: SharedMemory,
+    /// `--output-shared-memory-size`: bytes per output and request in
+    /// flight.
+    pub output_shm_size: u64,
     /// `--ssl-https-*` and `--ssl-grpc-*`.
     pub tls: super::tls::TlsOptions,
     /// `-l`/`--latency-threshold`, in milliseconds: the sweep stops at the
@@ -432,6 +438,8 @@ struct Shared {
     next_data: Arc<AtomicU64>,
     /// String sequence ids: this prefix and the number.
     id_prefix: Option<Arc<str>>,
+    /// `--shared-memory`: the output slots.
+    shm: Option<Arc<shm::Session>>,
 }
 
 impl Shared {
@@ -478,10 +486,25 @@ impl Shared {
                 g.infer_decoupled(base, params, &self.cancel).await
             }
             (Mode::Decoupled, ..) => Exchange::failed(ErrorKind::Malformed, Vec::new()),
-            _ => {
-                let r = self.client.infer(&self.path, template, params).await;
-                Exchange::single(r, Instant::now())
-            }
+            _ => match &self.shm {
+                None => {
+                    let r = self.client.infer(&self.path, template, params, None).await;
+                    Exchange::single(r, Instant::now())
+                }
+                Some(session) => {
+                    let slot = match session.take().await {
+                        Ok(s) => s,
+                        Err(k) => return Exchange::single(Err(k), Instant::now()),
+                    };
+                    let r = self
+                        .client
+                        .infer(&self.path, template, params, Some(&slot))
+                        .await;
+                    let at = Instant::now();
+                    session.give_back(slot, r.is_ok());
+                    Exchange::single(r, at)
+                }
+            },
         }
     }
 
@@ -703,8 +726,33 @@ async fn run_async(
             if opts.batched { " (--batched: its first dim is the batch dim)" } else { "" }
         ));
     }
+    let use_shm = opts.shared_memory == SharedMemory::System;
     let (mut binary_inputs, mut binary_outputs) = (opts.binary_inputs, opts.binary_outputs);
-    if binary_inputs || binary_outputs {
+    if use_shm {
+        if let Some(ext) = client.server_extensions().await {
+            if !ext.iter().any(|e| e == "system_shared_memory") {
+                return Err(StartError::Usage(format!(
+                    "the server at {} does not list the system_shared_memory extension: leave out --shared-memory",
+                    client.authority()
+                )));
+            }
+        }
+        let remote: Vec<&str> = clients
+            .iter()
+            .map(|(u, _)| u.as_str())
+            .filter(|u| !is_loopback(u))
+            .collect();
+        if !remote.is_empty() {
+            notes.push(format!(
+                "--shared-memory system: the server at {} must run on this host and share its /dev/shm",
+                remote.join(", ")
+            ));
+        }
+        // the tensors are placed from binary bodies; JSON is never sent
+        binary_inputs = true;
+        binary_outputs = true;
+    }
+    if (binary_inputs || binary_outputs) && !use_shm {
         if let Some(ext) = client.server_extensions().await {
             if !ext.iter().any(|e| e == "binary_tensor_data") {
                 let at = client.authority().to_string();
@@ -791,6 +839,12 @@ async fn run_async(
         Api::Infer => Mode::Unary,
         api => Mode::Http(api),
     };
+    if use_shm && mode != Mode::Unary {
+        return Err(StartError::Usage(format!(
+            "model '{}' is decoupled: --shared-memory is for models with one response per request (a decoupled model's responses would share its output regions)",
+            opts.model
+        )));
+    }
     if info.sequence && opts.batch != 1 {
         return Err(StartError::Usage(if stateful_steps.is_empty() {
             format!(
@@ -835,6 +889,51 @@ async fn run_async(
             .map_err(StartError::Usage)?,
         None => (Vec::new(), Vec::new()),
     };
+    // --shared-memory: the inputs go to a region, the bodies name them
+    let (body, data, session) = if use_shm {
+        let batch = if info.max_batch_size > 0 {
+            opts.batch
+        } else {
+            1
+        };
+        let outputs: Vec<(String, Option<u64>)> = info
+            .outputs
+            .iter()
+            .zip(
+                info.output_sizes
+                    .iter()
+                    .copied()
+                    .chain(std::iter::repeat(None)),
+            )
+            .map(|(name, size)| {
+                let bytes = size.and_then(|(n, e)| n.checked_mul(e)?.checked_mul(batch));
+                (name.clone(), bytes)
+            })
+            .collect();
+        if let Some((name, bytes)) = outputs
+            .iter()
+            .find_map(|(n, b)| b.filter(|b| *b > opts.output_shm_size).map(|b| (n, b)))
+        {
+            return Err(StartError::Usage(format!(
+                "output '{name}' takes {bytes} bytes at batch size {}, more than --output-shared-memory-size {}: raise it",
+                opts.batch, opts.output_shm_size
+            )));
+        }
+        // the data entries when given (the generated body is then never
+        // sent: it stands for the first entry), else the generated body
+        let all: Vec<&Body> = if data.is_empty() {
+            vec![&body]
+        } else {
+            data.iter().collect()
+        };
+        let (session, placed) =
+            shm::Session::new(&all, outputs, opts.output_shm_size).map_err(StartError::Usage)?;
+        let body = placed[0].clone();
+        let data = if data.is_empty() { Vec::new() } else { placed };
+        (body, data, Some(session))
+    } else {
+        (body, data, None)
+    };
     let data: Arc<Vec<Prepared>> = Arc::new(
         data.into_iter()
             .map(|b| client.prepare(b, &opts.model, version))
@@ -871,6 +970,46 @@ async fn run_async(
             .map_err(StartError::Usage)?
         }
         _ => Vec::new(),
+    };
+    // register the regions, and send one request through them: the
+    // server's refusal says best what is wrong (a region it cannot open,
+    // an output larger than its buffer)
+    let session = match session {
+        Some(mut session) => {
+            let path = format!("{base}/infer");
+            let started = session
+                .start(
+                    clients.iter().map(|(_, c)| c.clone()).collect(),
+                    initial_slots(opts, info.sequence),
+                )
+                .await
+                .map_err(|e| {
+                    StartError::Unreachable(format!(
+                        "{e}\n(--shared-memory system: the server must run on this host and share its /dev/shm)"
+                    ))
+                });
+            let probed = match started {
+                Err(e) => Err(e),
+                Ok(()) if info.sequence => Ok(()),
+                Ok(()) => {
+                    let slot = session.any_slot();
+                    clients[0]
+                        .1
+                        .try_infer(&path, &request, slot.as_deref())
+                        .await
+                        .map_err(|e| StartError::Usage(format!(
+                            "the server refused a request with its tensors in shared memory: {e} (each output has --output-shared-memory-size {} bytes)",
+                            opts.output_shm_size
+                        )))
+                }
+            };
+            if let Err(e) = probed {
+                let _ = session.close().await;
+                return Err(e);
+            }
+            Some(Arc::new(session))
+        }
+        None => None,
     };
     let stats_path = format!("{base}/stats");
     let mut has_stats = true;
@@ -929,10 +1068,20 @@ async fn run_async(
         streams,
         sequence: info.sequence,
         watched,
+        shm: session.clone(),
     };
     let (levels, binary_search) = run_levels(opts, &clients, plan, &progress, export).await;
     warnings.extend(too_large_warning(&levels, infer_limit));
     metrics_notes(opts, &levels, &mut notes, &mut warnings);
+    let shared_memory = match session {
+        Some(s) => {
+            if let Err(e) = s.close().await {
+                warnings.push(e);
+            }
+            Some(s.report())
+        }
+        None => None,
+    };
     Ok(PerfReport {
         model: opts.model.clone(),
         protocol: client.protocol_name().into(),
@@ -955,6 +1104,7 @@ async fn run_async(
         latency_threshold_ms: opts.latency_threshold_ms,
         binary_search,
         metrics_url: metrics_url_of(opts),
+        shared_memory,
         levels,
         notes,
         warnings,
@@ -1017,6 +1167,34 @@ fn metrics_notes(
             all.iter().find_map(|m| m.error.clone()).unwrap_or_default()
         ));
     }
+}
+
+/// Whether `host:port` names this machine by a loopback name or address.
+fn is_loopback(authority: &str) -> bool {
+    let host = authority
+        .rsplit_once(':')
+        .map_or(authority, |(h, _)| h)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Output slots made before the load: the highest concurrency of the
+/// levels, or in open loop the live sequences or up to 16 requests in
+/// flight (more are made when needed).
+fn initial_slots(opts: &PerfOptions, sequence: bool) -> usize {
+    opts.levels
+        .iter()
+        .map(|l| match l {
+            Level::Concurrency(n) => *n as usize,
+            Level::Rate(_) if sequence => opts.num_sequences,
+            Level::Rate(_) => opts.max_concurrency.min(16),
+        })
+        .max()
+        .unwrap_or(1)
 }
 
 /// The warning when answers (or events) above `--max-response-bytes`
@@ -1099,6 +1277,7 @@ async fn run_openai(
         streams: Vec::new(),
         sequence: false,
         watched: StatsPlan::default(),
+        shm: None,
     };
     let (levels, binary_search) = run_levels(opts, &clients, plan, &progress, export).await;
     let mut notes = Vec::new();
@@ -1130,6 +1309,7 @@ async fn run_openai(
         latency_threshold_ms: opts.latency_threshold_ms,
         binary_search,
         metrics_url: metrics_url_of(opts),
+        shared_memory: None,
         warnings,
         levels,
         notes,
@@ -1156,6 +1336,7 @@ struct LevelPlan {
     streams: Vec<Vec<usize>>,
     sequence: bool,
     watched: StatsPlan,
+    shm: Option<Arc<shm::Session>>,
 }
 
 /// The loads to measure next: the levels in turn (stopping at the first
@@ -1354,6 +1535,7 @@ async fn run_levels(
                     data: plan.data.clone(),
                     next_data: next_data.clone(),
                     id_prefix: id_prefix.clone(),
+                    shm: plan.shm.clone(),
                 })
             })
             .collect();
@@ -2351,6 +2533,16 @@ mod tests {
         let l = latency(&tail[2].hist, Some(50));
         assert_eq!(l.chosen, Some((50, 1000)));
         assert_eq!(latency(&tail[2].hist, None).chosen, None);
+    }
+
+    #[test]
+    fn loopback_hosts() {
+        for a in ["localhost:8000", "127.0.0.1:1", "127.9.9.9:1", "[::1]:8001"] {
+            assert!(is_loopback(a), "{a}");
+        }
+        for a in ["10.0.0.1:8000", "triton:8000", "[2001:db8::1]:1"] {
+            assert!(!is_loopback(a), "{a}");
+        }
     }
 
     #[test]

@@ -18,6 +18,8 @@
 //! - [`grpc`]: the gRPC client (unary and streaming, decoupled models);
 //! - [`generative`]: Triton's generate extension and OpenAI-compatible
 //!   servers over HTTP;
+//! - [`shm`]: `--shared-memory system`: tensors in registered POSIX
+//!   shared-memory regions;
 //! - [`sse`]: server-sent events, read with a bound on one event's size;
 //! - [`exchange`]: what one request brought back (every response's
 //!   arrival), and the signal that cancels streams at the end of a level;
@@ -47,6 +49,7 @@ pub mod prompts;
 pub mod report;
 pub mod rng;
 pub mod schedule;
+pub mod shm;
 pub mod sse;
 pub mod stats;
 pub mod tls;

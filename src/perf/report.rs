@@ -241,6 +241,10 @@ pub struct PerfReport {
     /// `--collect-metrics`: the Prometheus endpoint scraped (null without
     /// it).
     pub metrics_url: Option<String>,
+    /// `--shared-memory`: where the tensors were and how much went
+    /// through them (left out without the flag).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_memory: Option<super::shm::ShmReport>,
     pub levels: Vec<LevelResult>,
     /// Notes about the setup for the user (not in the JSON document).
     #[serde(skip)]

@@ -190,6 +190,77 @@ struct Counters {
     discovery: Mutex<Vec<String>>,
     /// Reads of `/metrics` answered.
     scrapes: AtomicU64,
+    /// System shared-memory regions registered: name -> (key, byte size).
+    regions: Mutex<BTreeMap<String, (String, u64)>>,
+    /// Every key ever registered, and the count of (un)registrations.
+    shm_keys: Mutex<Vec<String>>,
+    registered: AtomicU64,
+    unregistered: AtomicU64,
+    /// Infer requests whose input came from a shared-memory region, and
+    /// outputs written to one.
+    shm_inputs: AtomicU64,
+    shm_outputs: AtomicU64,
+}
+
+/// The memory object of a registered region, as Triton opens it
+/// (`shm_open` of the key: a file under /dev/shm on Linux).
+fn region_file(c: &Counters, name: &str) -> Result<(std::fs::File, u64), String> {
+    let (key, size) = c
+        .regions
+        .lock()
+        .unwrap()
+        .get(name)
+        .cloned()
+        .ok_or_else(|| format!("Unable to find system shared memory region: '{name}'"))?;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(format!("/dev/shm{key}"))
+        .map_err(|e| format!("cannot open {key}: {e}"))?;
+    Ok((f, size))
+}
+
+/// Triton's system shared-memory extension: register, unregister, status.
+fn shm_endpoint(method: &str, path: &str, body: &[u8], c: &Counters) -> Option<(u16, Vec<u8>)> {
+    let rest = path.strip_prefix("/v2/systemsharedmemory")?;
+    if method == "GET" && rest == "/status" {
+        let list: Vec<Value> = c
+            .regions
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(n, (k, b))| json!({"name": n, "key": k, "offset": 0, "byte_size": b}))
+            .collect();
+        return Some((200, Value::Array(list).to_string().into_bytes()));
+    }
+    let (name, action) = rest.strip_prefix("/region/")?.rsplit_once('/')?;
+    let err = |m: String| Some((400, json!({ "error": m }).to_string().into_bytes()));
+    match (method, action) {
+        ("POST", "register") => {
+            let v: Value = serde_json::from_slice(body).unwrap_or_default();
+            let (Some(key), Some(size)) = (v["key"].as_str(), v["byte_size"].as_u64()) else {
+                return err(format!("bad register request {v}"));
+            };
+            let on_disk = std::fs::metadata(format!("/dev/shm{key}")).map(|m| m.len());
+            if v["offset"] != 0 || on_disk.map_or(true, |n| n < size) {
+                return err(format!("Unable to open shared memory region: '{key}'"));
+            }
+            let mut regions = c.regions.lock().unwrap();
+            if regions.contains_key(name) {
+                return err(format!("shared memory region '{name}' already in manager"));
+            }
+            regions.insert(name.to_string(), (key.to_string(), size));
+            c.shm_keys.lock().unwrap().push(key.to_string());
+            c.registered.fetch_add(1, Ordering::SeqCst);
+            Some((200, Vec::new()))
+        }
+        ("POST", "unregister") => {
+            c.regions.lock().unwrap().remove(name);
+            c.unregistered.fetch_add(1, Ordering::SeqCst);
+            Some((200, Vec::new()))
+        }
+        _ => err(format!("unknown shared-memory request {method} {path}")),
+    }
 }
 
 impl Counters {
@@ -355,6 +426,12 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
                 None => respond(&mut out, 404, &[], br#"{"error":"not found"}"#),
             };
             if !ok || b.close_after_answer {
+                return;
+            }
+            continue;
+        }
+        if let Some((status, answer)) = shm_endpoint(&method, &path, &body, c) {
+            if !respond(&mut out, status, &[], &answer) || b.close_after_answer {
                 return;
             }
             continue;
@@ -536,11 +613,46 @@ fn infer(
         None => None,
     };
     let head = &body[..hlen.unwrap_or(body.len())];
-    let tail = &body[hlen.unwrap_or(body.len())..];
-    let req: Value = match serde_json::from_slice(head) {
+    let mut tail = &body[hlen.unwrap_or(body.len())..];
+    let mut req: Value = match serde_json::from_slice(head) {
         Ok(v) => v,
         Err(e) => return fail(out, format!("request JSON: {e}")),
     };
+    // an input in a shared-memory region: read from there, then checked
+    // as the same bytes sent binary would be
+    let from_shm;
+    let region_bytes;
+    if let Some(region) = req["inputs"][0]["parameters"]["shared_memory_region"].as_str() {
+        let p = &req["inputs"][0]["parameters"];
+        let (size, off) = (
+            p["shared_memory_byte_size"].as_u64().unwrap_or(0),
+            p["shared_memory_offset"].as_u64().unwrap_or(0),
+        );
+        if hlen.is_some() || req["inputs"][0].get("data").is_some() {
+            return fail(out, "tensor data sent besides shared memory".into());
+        }
+        let read = region_file(c, region).and_then(|(f, total)| {
+            if off + size > total {
+                return Err(format!(
+                    "{off} + {size} beyond region '{region}' of {total}"
+                ));
+            }
+            let mut buf = vec![0; size as usize];
+            use std::os::unix::fs::FileExt;
+            f.read_exact_at(&mut buf, off).map_err(|e| e.to_string())?;
+            Ok(buf)
+        });
+        region_bytes = match read {
+            Ok(b) => b,
+            Err(e) => return fail(out, e),
+        };
+        tail = &region_bytes;
+        req["inputs"][0]["parameters"] = json!({"binary_data_size": size});
+        c.shm_inputs.fetch_add(1, Ordering::SeqCst);
+        from_shm = true;
+    } else {
+        from_shm = false;
+    }
     let x = &req["inputs"][0];
     let shape: Vec<i64> = x["shape"]
         .as_array()
@@ -553,6 +665,7 @@ fn infer(
     {
         return fail(out, format!("bad input {x}"));
     }
+    let mut own_x: Vec<f32> = Vec::new();
     if x["datatype"] == "BYTES" {
         // binary: each element's 4-byte little-endian length, then its bytes
         let strings: Option<Vec<String>> = match x["parameters"]["binary_data_size"].as_u64() {
@@ -590,13 +703,16 @@ fn infer(
                 })
                 .unwrap_or_default(),
         };
+        own_x = values.clone();
         c.x_values.lock().unwrap().push(values);
         if req["parameters"].get("sequence_id").is_some() {
             c.with_sequence_id.fetch_add(1, Ordering::SeqCst);
         }
         match x["parameters"]["binary_data_size"].as_u64() {
             Some(size) => {
-                c.binary.fetch_add(1, Ordering::SeqCst);
+                if !from_shm {
+                    c.binary.fetch_add(1, Ordering::SeqCst);
+                }
                 if size != elems as u64 * 4 || tail.len() as u64 != size {
                     return fail(
                         out,
@@ -619,6 +735,36 @@ fn infer(
         if let Err(why) = sequence_step(&req["parameters"], c) {
             return fail(out, why);
         }
+    }
+    if let Some(region) = req["outputs"][0]["parameters"]["shared_memory_region"].as_str() {
+        // Y = 2 X, written to the output's region
+        let p = &req["outputs"][0]["parameters"];
+        let (size, off) = (
+            p["shared_memory_byte_size"].as_u64().unwrap_or(0),
+            p["shared_memory_offset"].as_u64().unwrap_or(0),
+        );
+        let y: Vec<u8> = own_x.iter().flat_map(|v| (2.0 * v).to_le_bytes()).collect();
+        if (y.len() as u64) > size {
+            return fail(
+                out,
+                format!(
+                    "shared memory size specified with the request for output 'Y' ({size} bytes) should be at least {} bytes to hold the results",
+                    y.len()
+                ),
+            );
+        }
+        let written = region_file(c, region).and_then(|(f, _)| {
+            use std::os::unix::fs::FileExt;
+            f.write_all_at(&y, off).map_err(|e| e.to_string())
+        });
+        if let Err(e) = written {
+            return fail(out, e);
+        }
+        c.shm_outputs.fetch_add(1, Ordering::SeqCst);
+        let doc = json!({"model_name": "m", "outputs": [{"name": "Y", "datatype": "FP32",
+            "shape": shape, "parameters": {"shared_memory_region": region,
+            "shared_memory_byte_size": y.len()}}]});
+        return respond(out, 200, &[], doc.to_string().as_bytes());
     }
     if req["parameters"]["binary_data_output"] == true {
         let bytes = vec![0u8; elems as usize * 4];
@@ -3286,3 +3432,291 @@ fn plot_into_a_missing_directory_is_refused_before_the_load() {
 
 #[path = "perf_measure.rs"]
 mod measure;
+
+/// A responder that lists the system shared-memory extension.
+fn with_shm(b: Behaviour) -> Behaviour {
+    Behaviour {
+        extensions: Some(vec!["binary_tensor_data", "system_shared_memory"]),
+        ..b
+    }
+}
+
+/// Every memory object the responder was given is gone and every region
+/// was unregistered.
+fn assert_no_shm_left(r: &Responder) {
+    let c = &r.counters;
+    assert!(
+        c.regions.lock().unwrap().is_empty(),
+        "still registered: {:?}",
+        c.regions
+    );
+    assert_eq!(
+        c.registered.load(Ordering::SeqCst),
+        c.unregistered.load(Ordering::SeqCst)
+    );
+    for key in c.shm_keys.lock().unwrap().iter() {
+        assert!(key.starts_with("/tritonctl_"), "{key}");
+        let path = format!("/dev/shm{key}");
+        assert!(!std::path::Path::new(&path).exists(), "{path} left behind");
+    }
+}
+
+#[test]
+fn shared_memory_system_carries_inputs_and_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.json");
+    std::fs::write(
+        &file,
+        r#"{"data": [{"X": [1, 2, 3, 4]}, {"X": [5, 6, 7, 8]}]}"#,
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    for (conc, batch) in [("1", "1"), ("3", "2")] {
+        let r = Responder::start(with_shm(triton_like()));
+        let (code, doc) = perf_json(&[
+            "-m",
+            "m",
+            "-u",
+            &r.url(),
+            "--input-data",
+            f,
+            "--shared-memory",
+            "system",
+            "--concurrency-range",
+            conc,
+            "-b",
+            batch,
+            "--request-count",
+            "20",
+        ]);
+        assert_eq!(code, 0, "{doc:#} {:?}", r.bad());
+        let c = &r.counters;
+        let n = c.infer.load(Ordering::SeqCst);
+        // every request (the one before the load included) took its input
+        // from shared memory and wrote its output there: no tensor bytes
+        // in any request or answer
+        assert!(n >= 21, "{n}");
+        assert_eq!(c.shm_inputs.load(Ordering::SeqCst), n);
+        assert_eq!(c.shm_outputs.load(Ordering::SeqCst), n);
+        assert_eq!(c.binary.load(Ordering::SeqCst), 0);
+        assert_eq!(c.json.load(Ordering::SeqCst), 0);
+        // the bytes of --input-data, entry after entry, each copied for
+        // the batch
+        let b: usize = batch.parse().unwrap();
+        let e = [vec![1.0, 2.0, 3.0, 4.0], vec![5.0, 6.0, 7.0, 8.0]];
+        for v in c.x_values.lock().unwrap().iter() {
+            assert!(
+                e.iter().any(|want| *v == want.repeat(b)),
+                "{v:?} is not an entry"
+            );
+        }
+        if conc == "1" {
+            // one request at a time: the one before the load (the first
+            // entry), then the entries in the file's order
+            let want: Vec<Vec<f32>> = std::iter::once(e[0].clone())
+                .chain((0..n as usize - 1).map(|i| e[i % 2].clone()))
+                .collect();
+            assert_eq!(*c.x_values.lock().unwrap(), want);
+        }
+        // one input region, one output region per request in flight
+        let conc_n: u64 = conc.parse().unwrap();
+        assert_eq!(c.registered.load(Ordering::SeqCst), 1 + conc_n);
+        let shm = &doc["shared_memory"];
+        assert_eq!(shm["kind"], "system");
+        assert_eq!(u(&shm["output_size"]), 102_400);
+        assert_eq!(u(&shm["output_regions"]), conc_n);
+        // two entries of 4 FP32 values per batch element, 64-byte aligned
+        assert_eq!(u(&shm["input_bytes"]), 64 + 16 * b as u64);
+        // each answered request's output (16 bytes per batch element, from
+        // the config) read back; the request before the load is not read
+        assert_eq!(u(&shm["output_bytes_read"]), (n - 1) * 16 * b as u64);
+        assert_no_shm_left(&r);
+    }
+}
+
+#[test]
+fn shared_memory_output_too_small_is_refused_clearly() {
+    // the config gives the output's size: refused before any region
+    let r = Responder::start(with_shm(triton_like()));
+    let (code, _, err) = perf_run(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--shared-memory",
+        "system",
+        "--output-shared-memory-size",
+        "20",
+        "-b",
+        "2",
+        "--request-count",
+        "5",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("output 'Y' takes 32 bytes at batch size 2")
+            && err.contains("--output-shared-memory-size 20"),
+        "{err}"
+    );
+    assert_eq!(r.counters.registered.load(Ordering::SeqCst), 0);
+    // no config (a variable output dim): the server's refusal of the
+    // first request is the error, and the regions are released
+    let r = Responder::start(with_shm(Behaviour {
+        x_shape: vec![-1],
+        ..Behaviour::default()
+    }));
+    let (code, _, err) = perf_run(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--shape",
+        "X:4",
+        "--shared-memory",
+        "system",
+        "--output-shared-memory-size",
+        "8",
+        "--request-count",
+        "5",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("refused a request with its tensors in shared memory")
+            && err.contains("should be at least 16 bytes")
+            && err.contains("--output-shared-memory-size 8"),
+        "{err}"
+    );
+    assert_eq!(r.counters.infer.load(Ordering::SeqCst), 1);
+    assert!(r.counters.registered.load(Ordering::SeqCst) >= 2);
+    assert_no_shm_left(&r);
+}
+
+#[test]
+fn shared_memory_combinations_that_cannot_work_are_exit_2() {
+    let r = Responder::start(triton_like());
+    let url = r.url();
+    // a server without the extension
+    let r2 = Responder::start(Behaviour {
+        extensions: Some(vec!["binary_tensor_data"]),
+        ..triton_like()
+    });
+    let url2 = r2.url();
+    let cases: [(&str, &[&str], &str); 5] = [
+        (
+            &url,
+            &["--shared-memory", "system", "--endpoint", "generate"],
+            "leave out --endpoint generate",
+        ),
+        (
+            &url,
+            &[
+                "--shared-memory",
+                "system",
+                "--output-shared-memory-size",
+                "0",
+            ],
+            "at least 1",
+        ),
+        (&url, &["--shared-memory", "gpu"], "invalid value 'gpu'"),
+        (
+            &url,
+            &["--shared-memory", "CUDA"],
+            "--shared-memory cuda needs a CUDA GPU and driver on this host",
+        ),
+        (
+            &url2,
+            &["--shared-memory", "system"],
+            "does not list the system_shared_memory extension",
+        ),
+    ];
+    for (at, extra, want) in cases {
+        let mut args = vec!["perf", "-m", "m", "-u", at, "--request-count", "2"];
+        args.extend_from_slice(extra);
+        let (code, _, err) = tritonctl()
+            .args(&args)
+            .env("TRITONCTL_NO_CUDA", "1")
+            .timeout(HANG)
+            .run()
+            .parts();
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0);
+    assert_eq!(r2.counters.registered.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+#[cfg(unix)]
+fn shared_memory_is_released_when_perf_is_interrupted() {
+    let r = Responder::start(with_shm(Behaviour {
+        delay: Some(Duration::from_millis(5)),
+        ..triton_like()
+    }));
+    let mut child = tritonctl()
+        .args([
+            "perf",
+            "-m",
+            "m",
+            "-u",
+            &r.url(),
+            "--shared-memory",
+            "system",
+        ])
+        .args([
+            "--concurrency-range",
+            "2",
+            "--duration",
+            "60",
+            "--progress",
+            "never",
+        ])
+        .command()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while r.counters.infer.load(Ordering::SeqCst) < 10 {
+        assert!(start.elapsed() < HANG, "no load");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(r.counters.registered.load(Ordering::SeqCst), 3);
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_no_shm_left(&r);
+}
+
+#[test]
+fn shared_memory_with_a_sequence_model() {
+    // no request before the load (it would be a sequence step); every
+    // step's input in shared memory, the flags as Triton accepts them
+    let r = Responder::start(with_shm(sequence_model()));
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--shared-memory",
+        "system",
+        "--concurrency-range",
+        "2",
+        "--request-count",
+        "20",
+        "--sequence-length",
+        "4",
+    ]);
+    assert_eq!(code, 0, "{doc:#} {:?}", r.bad());
+    let c = &r.counters;
+    let n = c.infer.load(Ordering::SeqCst);
+    assert!(n >= 20, "{n}");
+    assert_eq!(c.shm_inputs.load(Ordering::SeqCst), n);
+    assert_eq!(c.binary.load(Ordering::SeqCst), 0);
+    assert_eq!(c.with_sequence_id.load(Ordering::SeqCst), n);
+    assert_eq!(u(&doc["shared_memory"]["output_bytes_read"]), n * 16);
+    assert_no_shm_left(&r);
+}

@@ -95,6 +95,41 @@ struct State {
     cancelled: Mutex<Vec<Instant>>,
     /// Responses with outputs sent by model "dec".
     dec_responses: AtomicU64,
+    /// System shared-memory regions: name -> (key, byte size); every key
+    /// registered; requests whose input came from a region and whose
+    /// output went to one; requests with raw tensor bytes.
+    regions: Mutex<BTreeMap<String, (String, u64)>>,
+    shm_keys: Mutex<Vec<String>>,
+    shm_inputs: AtomicU64,
+    shm_outputs: AtomicU64,
+    raw_requests: AtomicU64,
+    /// The values of X of each request, in order.
+    x_values: Mutex<Vec<Vec<f32>>>,
+}
+
+/// An `int64_param`, as Triton requires for the shared-memory sizes.
+fn int_param(p: &std::collections::HashMap<String, pb::InferParameter>, k: &str) -> Option<i64> {
+    match p.get(k).and_then(param) {
+        Some(ParameterChoice::Int64Param(v)) => Some(*v),
+        _ => None,
+    }
+}
+
+/// The memory object of a registered region (a file under /dev/shm).
+fn region_file(s: &State, name: &str) -> Result<(std::fs::File, u64), String> {
+    let (key, size) = s
+        .regions
+        .lock()
+        .unwrap()
+        .get(name)
+        .cloned()
+        .ok_or_else(|| format!("Unable to find system shared memory region: '{name}'"))?;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(format!("/dev/shm{key}"))
+        .map_err(|e| format!("cannot open {key}: {e}"))?;
+    Ok((f, size))
 }
 
 #[derive(Clone)]
@@ -158,6 +193,49 @@ impl Svc {
         if !known(&r.model_name) {
             return Err(Status::not_found(format!("no model {}", r.model_name)));
         }
+        let mut r = r;
+        // an input in shared memory: read from its region, then checked as
+        // raw bytes would be
+        let region = match r
+            .inputs
+            .first()
+            .and_then(|x| x.parameters.get("shared_memory_region"))
+        {
+            Some(p) => match param(p) {
+                Some(ParameterChoice::StringParam(n)) => Some(n.clone()),
+                other => return Err(self.bad(format!("shared_memory_region {other:?}"))),
+            },
+            None => None,
+        };
+        if let Some(name) = &region {
+            let p = &r.inputs[0].parameters;
+            let (Some(size), off) = (
+                int_param(p, "shared_memory_byte_size"),
+                int_param(p, "shared_memory_offset").unwrap_or(0),
+            ) else {
+                return Err(self.bad("shared_memory_byte_size is not an int64_param".into()));
+            };
+            if !r.raw_input_contents.is_empty() {
+                return Err(self.bad("raw tensor data besides shared memory".into()));
+            }
+            let read = region_file(&self.s, name).and_then(|(f, total)| {
+                if (off + size) as u64 > total {
+                    return Err(format!("{off} + {size} beyond region '{name}'"));
+                }
+                let mut buf = vec![0; size as usize];
+                use std::os::unix::fs::FileExt;
+                f.read_exact_at(&mut buf, off as u64)
+                    .map_err(|e| e.to_string())?;
+                Ok(buf)
+            });
+            match read {
+                Ok(b) => r.raw_input_contents.push(b.into()),
+                Err(e) => return Err(self.bad(e)),
+            }
+            self.s.shm_inputs.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.s.raw_requests.fetch_add(1, Ordering::SeqCst);
+        }
         if r.inputs.len() != 1 || r.raw_input_contents.len() != 1 {
             return Err(self.bad(format!(
                 "{} inputs, {} raw buffers",
@@ -197,6 +275,50 @@ impl Svc {
             if let Some(e) = seqs.get_mut(&id) {
                 e.1 = false;
             }
+        }
+        self.s.x_values.lock().unwrap().push(
+            r.raw_input_contents[0]
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+                .collect(),
+        );
+        let out_region = r.outputs.first().and_then(|o| {
+            match o.parameters.get("shared_memory_region").and_then(param) {
+                Some(ParameterChoice::StringParam(n)) => Some((n.clone(), o.parameters.clone())),
+                _ => None,
+            }
+        });
+        if let Some((name, p)) = out_region {
+            // the output (the input echoed) written to its region
+            let y = r.raw_input_contents[0].clone();
+            let size = int_param(&p, "shared_memory_byte_size").unwrap_or(0);
+            let off = int_param(&p, "shared_memory_offset").unwrap_or(0);
+            if (y.len() as i64) > size {
+                return Err(Status::invalid_argument(format!(
+                    "shared memory size specified with the request for output 'Y' ({size} bytes) should be at least {} bytes to hold the results",
+                    y.len()
+                )));
+            }
+            let written = region_file(&self.s, &name).and_then(|(f, _)| {
+                use std::os::unix::fs::FileExt;
+                f.write_all_at(&y, off as u64).map_err(|e| e.to_string())
+            });
+            if let Err(e) = written {
+                return Err(self.bad(e));
+            }
+            self.s.shm_outputs.fetch_add(1, Ordering::SeqCst);
+            self.s.ok.fetch_add(1, Ordering::Relaxed);
+            return Ok(pb::ModelInferResponse {
+                model_name: r.model_name.clone(),
+                id: r.id.clone(),
+                outputs: vec![pb::model_infer_response::InferOutputTensor {
+                    name: "Y".into(),
+                    datatype: "FP32".into(),
+                    shape: x.shape.clone(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
         }
         self.s.ok.fetch_add(1, Ordering::Relaxed);
         Ok(pb::ModelInferResponse {
@@ -489,6 +611,77 @@ impl GrpcInferenceService for Svc {
             return Err(self.bad("a unary request to a decoupled model".into()));
         }
         self.handle(r, n).await.map(Response::new)
+    }
+
+    async fn system_shared_memory_status(
+        &self,
+        _: Request<pb::SystemSharedMemoryStatusRequest>,
+    ) -> Result<Response<pb::SystemSharedMemoryStatusResponse>, Status> {
+        let regions = self
+            .s
+            .regions
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(n, (k, b))| {
+                let status = pb::system_shared_memory_status_response::RegionStatus {
+                    name: n.clone(),
+                    key: k.clone(),
+                    offset: 0,
+                    byte_size: *b,
+                };
+                (n.clone(), status)
+            })
+            .collect();
+        Ok(Response::new(pb::SystemSharedMemoryStatusResponse {
+            regions,
+        }))
+    }
+
+    async fn system_shared_memory_register(
+        &self,
+        r: Request<pb::SystemSharedMemoryRegisterRequest>,
+    ) -> Result<Response<pb::SystemSharedMemoryRegisterResponse>, Status> {
+        let r = r.into_inner();
+        let on_disk = std::fs::metadata(format!("/dev/shm{}", r.key)).map(|m| m.len());
+        if r.offset != 0 || on_disk.map_or(true, |n| n < r.byte_size) {
+            return Err(Status::invalid_argument(format!(
+                "Unable to open shared memory region: '{}'",
+                r.key
+            )));
+        }
+        let mut regions = self.s.regions.lock().unwrap();
+        if regions.contains_key(&r.name) {
+            return Err(Status::already_exists(format!(
+                "shared memory region '{}' already in manager",
+                r.name
+            )));
+        }
+        regions.insert(r.name, (r.key.clone(), r.byte_size));
+        self.s.shm_keys.lock().unwrap().push(r.key);
+        Ok(Response::new(pb::SystemSharedMemoryRegisterResponse {}))
+    }
+
+    async fn system_shared_memory_unregister(
+        &self,
+        r: Request<pb::SystemSharedMemoryUnregisterRequest>,
+    ) -> Result<Response<pb::SystemSharedMemoryUnregisterResponse>, Status> {
+        self.s.regions.lock().unwrap().remove(&r.into_inner().name);
+        Ok(Response::new(pb::SystemSharedMemoryUnregisterResponse {}))
+    }
+
+    async fn cuda_shared_memory_register(
+        &self,
+        _: Request<pb::CudaSharedMemoryRegisterRequest>,
+    ) -> Result<Response<pb::CudaSharedMemoryRegisterResponse>, Status> {
+        Err(Status::unimplemented("no shared memory here"))
+    }
+
+    async fn cuda_shared_memory_unregister(
+        &self,
+        _: Request<pb::CudaSharedMemoryUnregisterRequest>,
+    ) -> Result<Response<pb::CudaSharedMemoryUnregisterResponse>, Status> {
+        Err(Status::unimplemented("no shared memory here"))
     }
 
     type ModelStreamInferStream = std::pin::Pin<
@@ -1435,4 +1628,101 @@ fn decoupled_over_http_infer_is_refused() {
         "{err}"
     );
     assert_eq!(infers.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn shared_memory_system_over_grpc_unary_and_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.json");
+    std::fs::write(
+        &file,
+        r#"{"data": [{"X": [1, 2, 3, 4]}, {"X": [5, 6, 7, 8]}]}"#,
+    )
+    .unwrap();
+    for streaming in [false, true] {
+        let s = Server::start(Behaviour::default());
+        let url = s.url();
+        let mut args = vec![
+            "-m",
+            "m",
+            "-u",
+            &url,
+            "-i",
+            "grpc",
+            "--input-data",
+            file.to_str().unwrap(),
+            "--shared-memory",
+            "system",
+            "--concurrency-range",
+            "3",
+            "--request-count",
+            "30",
+        ];
+        if streaming {
+            args.push("--streaming");
+        }
+        let (code, doc) = perf_json(&args);
+        assert_eq!(code, 0, "{doc:#} {:?}", s.bad());
+        let st = &s.state;
+        let n = st.unary.load(Ordering::SeqCst) + st.streamed.load(Ordering::SeqCst);
+        assert!(n >= 31, "{n}");
+        // every request named its tensors in shared memory; none carried
+        // raw bytes
+        assert_eq!(st.raw_requests.load(Ordering::SeqCst), 0);
+        assert_eq!(st.shm_inputs.load(Ordering::SeqCst), n);
+        assert_eq!(st.shm_outputs.load(Ordering::SeqCst), n);
+        for v in st.x_values.lock().unwrap().iter() {
+            assert!(
+                *v == [1.0, 2.0, 3.0, 4.0] || *v == [5.0, 6.0, 7.0, 8.0],
+                "{v:?} is not an entry"
+            );
+        }
+        assert_eq!(u(&doc["shared_memory"]["output_regions"]), 3);
+        assert_eq!(u(&doc["shared_memory"]["output_bytes_read"]), (n - 1) * 16);
+        // everything unregistered and unlinked
+        assert!(st.regions.lock().unwrap().is_empty());
+        let keys = st.shm_keys.lock().unwrap();
+        assert_eq!(keys.len(), 4);
+        for k in keys.iter() {
+            assert!(
+                !std::path::Path::new(&format!("/dev/shm{k}")).exists(),
+                "{k} left"
+            );
+        }
+    }
+}
+
+#[test]
+#[cfg(unix)]
+fn shared_memory_is_unregistered_over_grpc_when_perf_is_interrupted() {
+    let s = Server::start(Behaviour::default());
+    let mut child = tritonctl()
+        .args(["perf", "-m", "m", "-u", &s.url(), "-i", "grpc"])
+        .args(["--shared-memory", "system", "--concurrency-range", "2"])
+        .args(["--duration", "60", "--progress", "never"])
+        .command()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while s.state.shm_inputs.load(Ordering::SeqCst) < 10 {
+        assert!(start.elapsed() < HANG, "no load");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(s.state.regions.lock().unwrap().len(), 3);
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15), "{status:?}");
+    assert!(s.state.regions.lock().unwrap().is_empty());
+    for k in s.state.shm_keys.lock().unwrap().iter() {
+        assert!(
+            !std::path::Path::new(&format!("/dev/shm{k}")).exists(),
+            "{k} left"
+        );
+    }
 }

@@ -27,6 +27,66 @@ pub fn run(
     ))
 }
 
+/// `--shared-memory` and `--output-shared-memory-size`, checked: the
+/// combinations that cannot work are usage errors (exit 2).
+#[cfg(feature = "perf")]
+fn shared_memory(
+    args: &PerfArgs,
+    api: crate::perf::generative::Api,
+) -> Result<crate::perf::shm::SharedMemory, CommandError> {
+    use crate::cli::SharedMemoryKind;
+    use crate::perf::shm::SharedMemory;
+    let usage = CommandError::Usage;
+    let kind = match args.shared_memory {
+        SharedMemoryKind::None => return Ok(SharedMemory::None),
+        SharedMemoryKind::System => SharedMemory::System,
+        SharedMemoryKind::Cuda => SharedMemory::Cuda,
+    };
+    let flag = format!(
+        "--shared-memory {}",
+        if kind == SharedMemory::Cuda {
+            "cuda"
+        } else {
+            "system"
+        }
+    );
+    if api != crate::perf::generative::Api::Infer {
+        return Err(usage(format!(
+            "{flag} is for KServe v2 inference requests: leave out --endpoint {}",
+            api.name()
+        )));
+    }
+    if args.output_shared_memory_size == 0 {
+        return Err(usage(
+            "--output-shared-memory-size must be at least 1".into(),
+        ));
+    }
+    if kind == SharedMemory::Cuda {
+        return Err(usage(cuda_unavailable()));
+    }
+    Ok(kind)
+}
+
+/// Why `--shared-memory cuda` cannot run here: the CUDA driver or a GPU is
+/// missing, or (with one) this build does not place tensors in GPU memory.
+#[cfg(feature = "perf")]
+fn cuda_unavailable() -> String {
+    #[cfg(feature = "run")]
+    {
+        match crate::runtime::cuda::probe() {
+            Err(e) => format!(
+                "--shared-memory cuda needs a CUDA GPU and driver on this host: {e}; use --shared-memory system or none"
+            ),
+            Ok(d) if d.devices.is_empty() => "--shared-memory cuda needs a CUDA GPU: the driver reports none; use --shared-memory system or none".into(),
+            Ok(_) => "--shared-memory cuda is not supported yet by this tritonctl (CUDA IPC handles are not made); use --shared-memory system or none".into(),
+        }
+    }
+    #[cfg(not(feature = "run"))]
+    {
+        "--shared-memory cuda needs the CUDA driver binding of feature `run`, which this tritonctl was built without; use --shared-memory system or none".into()
+    }
+}
+
 #[cfg(feature = "perf")]
 pub fn run(
     args: &PerfArgs,
@@ -199,6 +259,8 @@ pub fn run(
         prompts: prompts.map(Arc::new),
         prompt_words,
         max_tokens: args.max_tokens,
+        shared_memory: shared_memory(args, api)?,
+        output_shm_size: args.output_shared_memory_size,
         tls: tls_options(args),
         latency_threshold_ms: args.latency_threshold,
         binary_search,
