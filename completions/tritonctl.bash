@@ -197,7 +197,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__explain)
-            opts="-q -v -h -V --all --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-q -v -h -V --all --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version E0001 E0002 E0101 E0102 E0103 E0104 E0105 E0106 E0107 E0108 E0109 E0201 E0202 E0203 E0204 E0205 E0206 E0207 E0208 E0209 E0210 E0211 E0212 E0213 E0214 E0215 E0216 E0217 E0218 E0219 E0220 E0221 E0222 E0223 E0224 E0225 E0226 E0227 E0228 E0229 E0301 E0302 E0303 E0304 E0305 E0306 E0307 E0308 E0309 E0310 E0311 E0312 E0313 E0314 E0315 E0316 E0317 E0318 E0319 E0320 E0321 E0401 E0402 E0403 E0404 E0405 E0406 E0407 E0408 E0409 E0501 E0502 E0503 E0504 E0505 E0506 E0507 E0508 E0509 E0510 E0511 E0512 E0513 E0514 E0515 E0601 E0602 E0603 E0604 E0605 E0606 E0607 E0608 E0609 E0610 E0611 E0620 E0621 E0622 E0623 E0624 E0625 E0626 E0630 E0631 E0632 E0702 E0703 E0704 E0705 E0706 E0801 E0802 E0803 E0804 E0805 E0806 E0807 E0808 E0809 E0810 E0811 E0812 E0813 E0814 E0815 E0901 E0902 E0903 E0904 E0905 E0906 E0907 E0908 E0909 E0910 E0911 N0001 N0002 N0701 N0702 N0703 W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0010 W0012 W0013 W0014 W0080 W0081 W0082 W0083 W0701 W0702 W0703 W0704 W0705 W0706 W0901 W0902 W0903 W0904 W0905 W1001 W1002 W1101 W1102 W1103"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -241,7 +241,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__perf)
-            opts="-m -x -u -i -H -p -s -r -a -b -f -q -v -h -V --model --model-version --url --protocol --streaming --endpoint --prompt-words --max-tokens --profile-export-file --export-requests --header --ssl-grpc-use-ssl --ssl-grpc-root-certifications-file --ssl-grpc-private-key-file --ssl-grpc-certificate-chain-file --ssl-https-verify-peer --ssl-https-verify-host --ssl-https-ca-certificates-file --ssl-https-client-certificate-file --ssl-https-client-certificate-type --ssl-https-private-key-file --ssl-https-private-key-type --concurrency-range --request-rate-range --request-intervals --request-distribution --seed --max-concurrency --measurement-interval --stability-percentage --max-trials --measurement-mode --measurement-request-count --percentile --async --sync --max-threads --duration --request-count --warmup --timeout --max-response-bytes --max-input-bytes --input-data --string-length --string-data --shared-memory --output-shared-memory-size --shape --batch-size --input-tensor-format --output-tensor-format --max-error-rate --format --csv --batched --sequence-length --sequence-length-variation --sequence-id-prefix --sequence-id-range --num-of-sequences --progress --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-m -x -u -i -H -p -s -r -a -l -b -f -q -v -h -V --model --model-version --url --protocol --streaming --endpoint --prompt-words --max-tokens --profile-export-file --export-requests --header --ssl-grpc-use-ssl --ssl-grpc-root-certifications-file --ssl-grpc-private-key-file --ssl-grpc-certificate-chain-file --ssl-https-verify-peer --ssl-https-verify-host --ssl-https-ca-certificates-file --ssl-https-client-certificate-file --ssl-https-client-certificate-type --ssl-https-private-key-file --ssl-https-private-key-type --concurrency-range --request-rate-range --request-intervals --request-distribution --seed --max-concurrency --measurement-interval --stability-percentage --max-trials --measurement-mode --measurement-request-count --percentile --async --sync --max-threads --latency-threshold --binary-search --collect-metrics --metrics-url --metrics-interval --duration --request-count --warmup --timeout --max-response-bytes --max-input-bytes --input-data --string-length --string-data --shared-memory --output-shared-memory-size --shape --batch-size --input-tensor-format --output-tensor-format --max-error-rate --format --csv --plot --batched --sequence-length --sequence-length-variation --sequence-id-prefix --sequence-id-range --num-of-sequences --progress --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -411,6 +411,22 @@ _tritonctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --latency-threshold)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -l)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --duration)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -488,6 +504,10 @@ _tritonctl() {
                     return 0
                     ;;
                 -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --plot)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -742,11 +762,11 @@ _tritonctl() {
                     return 0
                     ;;
                 --allow)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "E0001 E0002 E0101 E0102 E0103 E0104 E0105 E0106 E0107 E0108 E0109 E0201 E0202 E0203 E0204 E0205 E0206 E0207 E0208 E0209 E0210 E0211 E0212 E0213 E0214 E0215 E0216 E0217 E0218 E0219 E0220 E0221 E0222 E0223 E0224 E0225 E0226 E0227 E0228 E0229 E0301 E0302 E0303 E0304 E0305 E0306 E0307 E0308 E0309 E0310 E0311 E0312 E0313 E0314 E0315 E0316 E0317 E0318 E0319 E0320 E0321 E0401 E0402 E0403 E0404 E0405 E0406 E0407 E0408 E0409 E0501 E0502 E0503 E0504 E0505 E0506 E0507 E0508 E0509 E0510 E0511 E0512 E0513 E0514 E0515 E0601 E0602 E0603 E0604 E0605 E0606 E0607 E0608 E0609 E0610 E0611 E0620 E0621 E0622 E0623 E0624 E0625 E0626 E0630 E0631 E0632 E0702 E0703 E0704 E0705 E0706 E0801 E0802 E0803 E0804 E0805 E0806 E0807 E0808 E0809 E0810 E0811 E0812 E0813 E0814 E0815 E0901 E0902 E0903 E0904 E0905 E0906 E0907 E0908 E0909 E0910 E0911 N0001 N0002 N0701 N0702 N0703 W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0010 W0012 W0013 W0014 W0080 W0081 W0082 W0083 W0701 W0702 W0703 W0704 W0705 W0706 W0901 W0902 W0903 W0904 W0905 W1001 W1002 W1101 W1102 W1103" -- "${cur}"))
                     return 0
                     ;;
                 --deny)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "E0001 E0002 E0101 E0102 E0103 E0104 E0105 E0106 E0107 E0108 E0109 E0201 E0202 E0203 E0204 E0205 E0206 E0207 E0208 E0209 E0210 E0211 E0212 E0213 E0214 E0215 E0216 E0217 E0218 E0219 E0220 E0221 E0222 E0223 E0224 E0225 E0226 E0227 E0228 E0229 E0301 E0302 E0303 E0304 E0305 E0306 E0307 E0308 E0309 E0310 E0311 E0312 E0313 E0314 E0315 E0316 E0317 E0318 E0319 E0320 E0321 E0401 E0402 E0403 E0404 E0405 E0406 E0407 E0408 E0409 E0501 E0502 E0503 E0504 E0505 E0506 E0507 E0508 E0509 E0510 E0511 E0512 E0513 E0514 E0515 E0601 E0602 E0603 E0604 E0605 E0606 E0607 E0608 E0609 E0610 E0611 E0620 E0621 E0622 E0623 E0624 E0625 E0626 E0630 E0631 E0632 E0702 E0703 E0704 E0705 E0706 E0801 E0802 E0803 E0804 E0805 E0806 E0807 E0808 E0809 E0810 E0811 E0812 E0813 E0814 E0815 E0901 E0902 E0903 E0904 E0905 E0906 E0907 E0908 E0909 E0910 E0911 N0001 N0002 N0701 N0702 N0703 W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0010 W0012 W0013 W0014 W0080 W0081 W0082 W0083 W0701 W0702 W0703 W0704 W0705 W0706 W0901 W0902 W0903 W0904 W0905 W1001 W1002 W1101 W1102 W1103" -- "${cur}"))
                     return 0
                     ;;
                 --platform-default)

@@ -476,6 +476,9 @@ mod tests {
             stable: None,
             windows: 1,
             targets: Vec::new(),
+            percentile_latency_us: None,
+            latency_threshold_met: None,
+            metrics: None,
         }
     }
 
@@ -493,6 +496,11 @@ mod tests {
             endpoint: "infer".into(),
             decoupled: false,
             output_tokens: None,
+            percentile: None,
+            latency_threshold_ms: None,
+            binary_search: None,
+            metrics_url: None,
+            shared_memory: None,
             levels,
             notes: Vec::new(),
             warnings: Vec::new(),
