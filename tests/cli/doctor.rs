@@ -327,7 +327,7 @@ fn a_wheel_install_runs_models_with_no_environment_variables() {
     );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let first: serde_json::Value = serde_json::from_str(r.stdout.lines().next().unwrap()).unwrap();
-    assert_eq!(first["id"], 0, "{}", r.stdout);
+    assert_eq!(first["id"], "0", "{}", r.stdout);
     assert_eq!(
         first["outputs"]["Output"]["data"],
         serde_json::json!([1.0, 3.0, 5.0, 7.0]),
