@@ -38,13 +38,15 @@ pub enum LibrarySource {
     OrtDylibPath,
     /// The `onnxruntime` package of the Python environment this
     /// executable is installed in (`prefix` holds `bin/tritonctl`).
-    Executable { prefix: PathBuf },
+    /// (Prefixes are boxed to keep the errors that carry an
+    /// `OrtLibrary` small.)
+    Executable { prefix: Box<Path> },
     /// The `onnxruntime` package of the active virtual environment
     /// (`VIRTUAL_ENV`).
-    VirtualEnv { prefix: PathBuf },
+    VirtualEnv { prefix: Box<Path> },
     /// The `onnxruntime` package of the active conda environment
     /// (`CONDA_PREFIX`).
-    CondaPrefix { prefix: PathBuf },
+    CondaPrefix { prefix: Box<Path> },
     /// The `onnxruntime` package `python3` (from `PATH`) imports.
     Python3,
 }
@@ -156,10 +158,15 @@ pub fn in_environments(
     virtual_env: Option<&OsStr>,
     conda_prefix: Option<&OsStr>,
 ) -> Result<(PathBuf, LibrarySource), Vec<LibrarySource>> {
-    let nonempty = |v: Option<&OsStr>| v.filter(|v| !v.is_empty()).map(PathBuf::from);
+    let nonempty = |v: Option<&OsStr>| {
+        v.filter(|v| !v.is_empty())
+            .map(|v| PathBuf::from(v).into_boxed_path())
+    };
     let candidates = [
         exe.and_then(executable_prefix)
-            .map(|prefix| LibrarySource::Executable { prefix }),
+            .map(|prefix| LibrarySource::Executable {
+                prefix: prefix.into_boxed_path(),
+            }),
         nonempty(virtual_env).map(|prefix| LibrarySource::VirtualEnv { prefix }),
         nonempty(conda_prefix).map(|prefix| LibrarySource::CondaPrefix { prefix }),
     ];
@@ -181,7 +188,7 @@ fn prefix_of(source: &LibrarySource) -> &Path {
     match source {
         LibrarySource::Executable { prefix }
         | LibrarySource::VirtualEnv { prefix }
-        | LibrarySource::CondaPrefix { prefix } => prefix,
+        | LibrarySource::CondaPrefix { prefix } => &**prefix,
         LibrarySource::OrtDylibPath | LibrarySource::Python3 => Path::new(""),
     }
 }
@@ -280,7 +287,7 @@ mod tests {
         assert_eq!(
             source,
             LibrarySource::Executable {
-                prefix: d.path().to_path_buf()
+                prefix: d.path().into()
             }
         );
         assert_eq!(source.code(), "executable_prefix");
@@ -368,7 +375,7 @@ mod tests {
         assert_eq!(
             searched,
             vec![LibrarySource::Executable {
-                prefix: own.path().to_path_buf()
+                prefix: own.path().into()
             }]
         );
         let text = searched_text(&searched);
