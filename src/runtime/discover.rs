@@ -188,7 +188,7 @@ fn prefix_of(source: &LibrarySource) -> &Path {
     match source {
         LibrarySource::Executable { prefix }
         | LibrarySource::VirtualEnv { prefix }
-        | LibrarySource::CondaPrefix { prefix } => &**prefix,
+        | LibrarySource::CondaPrefix { prefix } => prefix,
         LibrarySource::OrtDylibPath | LibrarySource::Python3 => Path::new(""),
     }
 }
