@@ -13,8 +13,9 @@
 #
 # Settings:
 #   PERF_BENCH_CACHE   downloads (default ${TMPDIR:-/tmp}/perf-bench/cache)
-#   TRITONCTL          tritonctl binary (default target/release/tritonctl,
-#                      built with `cargo build --release` when missing)
+#   TRITONCTL          tritonctl binary (default target/dist/tritonctl,
+#                      built with `cargo build --profile dist`, the
+#                      shipped build, when missing)
 
 # The generative benches' packages from PyPI, pinned so that runs compare.
 GENAI_PACKAGES="aiperf==0.13.0 stubllm==0.1.5 tokenizers==0.23.3 transformers==5.24.0"
@@ -92,11 +93,11 @@ bench_tritonctl() {
   local root="$1"
   TRITONCTL_BIN="${TRITONCTL:-}"
   if [ -z "$TRITONCTL_BIN" ]; then
-    if [ -x "$root/target/release/tritonctl" ]; then
-      TRITONCTL_BIN="$root/target/release/tritonctl"
+    if [ -x "$root/target/dist/tritonctl" ]; then
+      TRITONCTL_BIN="$root/target/dist/tritonctl"
     else
-      (cd "$root" && cargo build --release --quiet) || { bench_log "build failed"; return 1; }
-      TRITONCTL_BIN="$root/target/release/tritonctl"
+      (cd "$root" && cargo build --profile dist --quiet) || { bench_log "build failed"; return 1; }
+      TRITONCTL_BIN="$root/target/dist/tritonctl"
     fi
   fi
   [ -x "$TRITONCTL_BIN" ] || { bench_log "no tritonctl binary at $TRITONCTL_BIN"; return 1; }

@@ -439,7 +439,7 @@ pub struct RunArgs {
 
 #[derive(Debug, Clone, Args)]
 #[command(
-    after_help = "ONNX Runtime is looked up in ORT_DYLIB_PATH (the library file or its directory), else in the Python onnxruntime or onnxruntime-gpu package of python3. TRITONCTL_NO_ORT=1 makes doctor behave as if ONNX Runtime were absent, TRITONCTL_NO_CUDA=1 as if the CUDA driver were.\nExit status: 0 `run` can run models (on the CPU at least), 1 it cannot (ONNX Runtime missing or unusable, or a binary built without the `run` feature), 2 internal error."
+    after_help = "ONNX Runtime is looked up in ORT_DYLIB_PATH (the library file or its directory), else in the Python onnxruntime (or onnxruntime-gpu) package of the first environment that has it: the one tritonctl is installed in (pip install 'tritonctl[run]'), VIRTUAL_ENV, CONDA_PREFIX, then python3's. The report says which rule found the library. TRITONCTL_NO_ORT=1 makes doctor behave as if ONNX Runtime were absent, TRITONCTL_NO_CUDA=1 as if the CUDA driver were.\nExit status: 0 `run` can run models (on the CPU at least), 1 it cannot (ONNX Runtime missing or unusable, or a binary built without the `run` feature), 2 internal error."
 )]
 pub struct DoctorArgs {
     /// Output format: human (default) or json (one object; fields in the

@@ -2,7 +2,9 @@
 //! and what to install for each missing piece.
 //!
 //! It reports the ONNX Runtime library (found as `crate::runtime`
-//! describes: `ORT_DYLIB_PATH`, else the Python `onnxruntime` package), the
+//! describes: `ORT_DYLIB_PATH`, else the Python `onnxruntime` package of
+//! tritonctl's own environment, `VIRTUAL_ENV`, `CONDA_PREFIX` or
+//! `python3`) and the rule that found it, the
 //! execution providers compiled into it, whether ONNX Runtime's CUDA
 //! execution provider can be loaded, the CUDA driver and its devices, and
 //! the device `run` picks by default.
@@ -23,6 +25,7 @@
 //! | `onnxruntime.found` | bool | a usable ONNX Runtime library was loaded |
 //! | `onnxruntime.path` | string or null | the library file loaded |
 //! | `onnxruntime.version` | string or null | its version (`1.31.1`) |
+//! | `onnxruntime.source` | string or null | the rule that found it: `ORT_DYLIB_PATH`, `executable_prefix` (the Python environment tritonctl is installed in), `VIRTUAL_ENV`, `CONDA_PREFIX`, `python3` |
 //! | `onnxruntime.error` | string or null | why there is none |
 //! | `execution_providers` | array of strings | providers compiled into the library, as it lists them |
 //! | `cuda_execution_provider.available` | bool | CUDA execution provider ready to use |
@@ -86,6 +89,9 @@ fn write_human(f: &DoctorReport, out: &mut dyn Write) -> std::io::Result<()> {
         (None, None) => "missing".into(),
     };
     line(out, "ONNX Runtime", &ort_text)?;
+    if let Some(by) = &ort.found_by {
+        line(out, "found by", by)?;
+    }
     if ort.found {
         let p = if f.execution_providers.is_empty() {
             "none listed".to_string()

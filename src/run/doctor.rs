@@ -32,6 +32,13 @@ pub struct OnnxRuntimeStatus {
     pub found: bool,
     pub path: Option<String>,
     pub version: Option<String>,
+    /// The rule that found the library (`crate::runtime::LibrarySource`'s
+    /// code), null without one.
+    pub source: Option<&'static str>,
+    /// The same, in words, with the environment searched (`doctor`'s
+    /// human output shows it; not in the JSON document).
+    #[serde(skip)]
+    pub found_by: Option<String>,
     pub error: Option<String>,
 }
 
@@ -83,12 +90,16 @@ pub fn doctor_report() -> DoctorReport {
                 found: true,
                 path: Some(lib.path.display().to_string()),
                 version: lib.version.clone(),
+                source: Some(lib.source.code()),
+                found_by: Some(lib.source.to_string()),
                 error: None,
             },
             Err(e) => OnnxRuntimeStatus {
                 found: false,
                 path: None,
                 version: None,
+                source: None,
+                found_by: None,
                 error: Some(e.to_string()),
             },
         },
@@ -147,6 +158,8 @@ pub fn doctor_report() -> DoctorReport {
             found: false,
             path: None,
             version: None,
+            source: None,
+            found_by: None,
             error: Some(WHY.into()),
         },
         execution_providers: Vec::new(),

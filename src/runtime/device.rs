@@ -177,6 +177,7 @@ mod tests {
             onnxruntime: Ok(OrtLibrary {
                 path: PathBuf::from("/x/libonnxruntime.so"),
                 version: None,
+                source: super::super::LibrarySource::OrtDylibPath,
             }),
             providers: Vec::new(),
             cuda_provider: provider,

@@ -5,10 +5,21 @@
 //! needed ([`probe`]):
 //!
 //! 1. `ORT_DYLIB_PATH`, when set: the library file itself, or a directory
-//!    holding it;
+//!    holding it (and nothing else is searched);
 //! 2. otherwise the library inside the Python `onnxruntime` package
 //!    (`pip install onnxruntime`, or `onnxruntime-gpu`, which installs the
-//!    same package): `<package>/capi/libonnxruntime.so.<version>`.
+//!    same package): `<package>/capi/libonnxruntime.so.<version>`, in the
+//!    first Python environment that has it ([`discover`]):
+//!    1. the one tritonctl itself is installed in (`pip install
+//!       'tritonctl[run]'` puts the binary in `<prefix>/bin` and the
+//!       package in `<prefix>/lib/python3.<minor>/site-packages`);
+//!    2. the active virtual environment (`VIRTUAL_ENV`);
+//!    3. the active conda environment (`CONDA_PREFIX`);
+//!    4. the one of `python3` on `PATH` (asked, without importing the
+//!       package).
+//!
+//! [`OrtLibrary::source`] records the rule that found the library
+//! (`tritonctl doctor` shows it).
 //!
 //! A missing, unreadable or incompatible library is an error value that
 //! says how to install one, never a panic. The library and ONNX Runtime's
@@ -39,12 +50,14 @@ pub mod bench;
 mod convert;
 pub mod cuda;
 pub mod device;
+pub mod discover;
 pub mod report;
 pub mod session;
 #[doc(hidden)]
 pub mod testmodel;
 
 pub use device::{select_device, Device, DeviceError, DeviceRequest};
+pub use discover::LibrarySource;
 pub use report::{report, CudaProvider, RuntimeReport};
 pub use session::{BoundState, GraphOptimization, ModelSession, RunError, SessionOptions};
 
@@ -72,6 +85,8 @@ pub struct OrtLibrary {
     pub path: PathBuf,
     /// ONNX Runtime's version (`1.31.1`), when the library tells it.
     pub version: Option<String>,
+    /// The rule of the search that found it.
+    pub source: LibrarySource,
 }
 
 /// Why ONNX Runtime cannot be used.
@@ -150,7 +165,10 @@ pub fn probe() -> Result<OrtLibrary, ProbeError> {
 /// The loaded library and ONNX Runtime's environment (sessions need it).
 fn runtime() -> Result<&'static Runtime, ProbeError> {
     RUNTIME
-        .get_or_init(|| load(&locate()?))
+        .get_or_init(|| {
+            let (path, source) = locate()?;
+            load(&path, source)
+        })
         .as_ref()
         .map_err(Clone::clone)
 }
@@ -163,17 +181,45 @@ pub fn disabled_by_env() -> bool {
     std::env::var_os(NO_ORT_ENV).is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// Where the library is, without loading it.
-pub fn locate() -> Result<PathBuf, ProbeError> {
+/// Where the library is, and which rule found it, without loading it
+/// (the order is in the module docs).
+pub fn locate() -> Result<(PathBuf, LibrarySource), ProbeError> {
     if disabled_by_env() {
         return Err(ProbeError::NotFound {
             detail: format!("{NO_ORT_ENV} is set"),
         });
     }
-    match std::env::var_os("ORT_DYLIB_PATH") {
-        Some(p) if !p.is_empty() => from_env(Path::new(&p)),
-        _ => from_python(),
+    if let Some(p) = std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
+        return from_env(Path::new(&p)).map(|p| (p, LibrarySource::OrtDylibPath));
     }
+    // The real file: a symbolic link to the binary (`~/bin/tritonctl`)
+    // still leads to the environment it is installed in.
+    let exe = std::env::current_exe()
+        .ok()
+        .map(|e| std::fs::canonicalize(&e).unwrap_or(e));
+    let searched = match discover::in_environments(
+        exe.as_deref(),
+        std::env::var_os("VIRTUAL_ENV").as_deref(),
+        std::env::var_os("CONDA_PREFIX").as_deref(),
+    ) {
+        Ok(found) => return Ok(found),
+        Err(searched) => searched,
+    };
+    from_python()
+        .map(|p| (p, LibrarySource::Python3))
+        .map_err(|why| {
+            let envs = if searched.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", no onnxruntime package in {}",
+                    discover::searched_text(&searched)
+                )
+            };
+            ProbeError::NotFound {
+                detail: format!("ORT_DYLIB_PATH is not set{envs}, and {why}"),
+            }
+        })
 }
 
 fn from_env(path: &Path) -> Result<PathBuf, ProbeError> {
@@ -196,34 +242,28 @@ fn from_env(path: &Path) -> Result<PathBuf, ProbeError> {
     Ok(path.to_path_buf())
 }
 
-/// The `onnxruntime` package of `python3`, found without importing it.
-fn from_python() -> Result<PathBuf, ProbeError> {
+/// The `onnxruntime` package of `python3`, found without importing it;
+/// why not, as the end of a sentence.
+fn from_python() -> Result<PathBuf, String> {
     const SCRIPT: &str = "import importlib.util as u\n\
         s = u.find_spec('onnxruntime')\n\
         print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')";
-    let not_found = |detail: String| ProbeError::NotFound { detail };
     let out = Command::new("python3")
         .args(["-c", SCRIPT])
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()
-        .map_err(|e| {
-            not_found(format!(
-                "ORT_DYLIB_PATH is not set and python3 cannot run: {e}"
-            ))
-        })?;
+        .map_err(|e| format!("python3 cannot run: {e}"))?;
     let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if !out.status.success() || dir.is_empty() {
-        return Err(not_found(
-            "ORT_DYLIB_PATH is not set and python3 has no onnxruntime package".into(),
-        ));
+        return Err("python3 has no onnxruntime package".into());
     }
     let capi = Path::new(&dir).join("capi");
     library_in(&capi).ok_or_else(|| {
-        not_found(format!(
+        format!(
             "the onnxruntime package of python3 has no ONNX Runtime library in {}",
             capi.display()
-        ))
+        )
     })
 }
 
@@ -275,7 +315,7 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "ONNX Runtime panicked".into())
 }
 
-fn load(path: &Path) -> Result<Runtime, ProbeError> {
+fn load(path: &Path, source: LibrarySource) -> Result<Runtime, ProbeError> {
     let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let unusable = |detail: String| ProbeError::Unusable {
         path: path.clone(),
@@ -304,7 +344,11 @@ fn load(path: &Path) -> Result<Runtime, ProbeError> {
         .and_then(version_of)
         .or_else(|| version_from_file_name(&path));
     Ok(Runtime {
-        library: OrtLibrary { path, version },
+        library: OrtLibrary {
+            path,
+            version,
+            source,
+        },
         env,
     })
 }

@@ -240,6 +240,7 @@ mod tests {
         OrtLibrary {
             path: PathBuf::from("/x/capi/libonnxruntime.so.1.31.1"),
             version: Some("1.31.1".into()),
+            source: super::super::LibrarySource::OrtDylibPath,
         }
     }
 
@@ -271,6 +272,7 @@ mod tests {
         let l = OrtLibrary {
             path: d.path().join("libonnxruntime.so.1.31.1"),
             version: None,
+            source: super::super::LibrarySource::Python3,
         };
         match cuda_provider(&l, &[CUDA_PROVIDER.into()]) {
             CudaProvider::Unloadable { path, error } => {
