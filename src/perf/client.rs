@@ -144,6 +144,12 @@ impl Endpoint {
         Self::parse_with_port(url, 8000)
     }
 
+    /// A server of `-u` with either protocol: as
+    /// [`Endpoint::parse_with_port`], also taking gRPC's `grpc://` form.
+    pub fn parse_server(url: &str, port: u16) -> Result<Self, String> {
+        Self::parse_with_port(url.strip_prefix("grpc://").unwrap_or(url), port)
+    }
+
     /// As [`Endpoint::parse`], with `port` when the URL has none.
     pub fn parse_with_port(url: &str, port: u16) -> Result<Self, String> {
         let (rest, tls, port) = if let Some(r) = url.strip_prefix("http://") {
@@ -172,6 +178,11 @@ impl Endpoint {
             format!("{rest}:{port}")
         };
         Ok(Endpoint { authority, tls })
+    }
+
+    /// The host, as written (an IPv6 address keeps its brackets).
+    pub fn host(&self) -> &str {
+        host_of(&self.authority)
     }
 
     /// `http` or `https`.
@@ -548,6 +559,15 @@ pub fn check_infer_answer(a: &Answer) -> Result<(), ErrorKind> {
 
 /// The `Inference-Header-Content-Length` header's value, when it is a
 /// number.
+/// The host of `host:port`, as written (an IPv6 address keeps its
+/// brackets); the whole text when it has no port.
+pub fn host_of(authority: &str) -> &str {
+    match authority.rsplit_once(':') {
+        Some((h, p)) if p.parse::<u16>().is_ok() => h,
+        _ => authority,
+    }
+}
+
 pub fn parse_header_len(value: &[u8]) -> Option<usize> {
     std::str::from_utf8(value).ok()?.trim().parse().ok()
 }

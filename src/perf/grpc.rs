@@ -714,13 +714,12 @@ impl GrpcClient {
         max_response_bytes: u64,
         tls: Option<&super::tls::Connector>,
     ) -> Result<Self, String> {
-        let url = url.strip_prefix("grpc://").unwrap_or(url);
         let url = if super::tls::is_https(url) {
             &url[8..]
         } else {
             url
         };
-        let authority = Endpoint::parse_with_port(url, 8001)?.authority;
+        let authority = Endpoint::parse_server(url, 8001)?.authority;
         let mut meta = Vec::new();
         for (k, v) in headers {
             let key = AsciiMetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes())

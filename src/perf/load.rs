@@ -501,7 +501,7 @@ impl Shared {
                         .infer(&self.path, template, params, Some(&slot))
                         .await;
                     let at = Instant::now();
-                    session.give_back(slot, r.is_ok());
+                    session.give_back(slot, &r);
                     Exchange::single(r, at)
                 }
             },
@@ -985,7 +985,7 @@ async fn run_async(
                 .await
                 .map_err(|e| {
                     StartError::Unreachable(format!(
-                        "{e}\n(--shared-memory system: the server must run on this host and share its /dev/shm)"
+                        "{e}; with --shared-memory system the server must run on this host and share its /dev/shm"
                     ))
                 });
             let probed = match started {
@@ -1115,10 +1115,9 @@ async fn run_async(
 /// else the first server's host).
 fn metrics_target(opts: &PerfOptions) -> Option<(super::client::Endpoint, String)> {
     let (given, _) = opts.metrics.as_ref()?;
-    let server = opts.url.as_str();
-    let authority = super::client::Endpoint::parse(server)
-        .map(|e| e.authority)
-        .unwrap_or_else(|_| server.to_string());
+    let authority = super::client::Endpoint::parse_server(&opts.url, 8000)
+        .ok()?
+        .authority;
     super::metrics::metrics_url(given.as_deref(), &authority).ok()
 }
 
@@ -1171,9 +1170,7 @@ fn metrics_notes(
 
 /// Whether `host:port` names this machine by a loopback name or address.
 fn is_loopback(authority: &str) -> bool {
-    let host = authority
-        .rsplit_once(':')
-        .map_or(authority, |(h, _)| h)
+    let host = super::client::host_of(authority)
         .trim_start_matches('[')
         .trim_end_matches(']');
     host.eq_ignore_ascii_case("localhost")
@@ -1186,15 +1183,22 @@ fn is_loopback(authority: &str) -> bool {
 /// levels, or in open loop the live sequences or up to 16 requests in
 /// flight (more are made when needed).
 fn initial_slots(opts: &PerfOptions, sequence: bool) -> usize {
-    opts.levels
-        .iter()
-        .map(|l| match l {
-            Level::Concurrency(n) => *n as usize,
-            Level::Rate(_) if sequence => opts.num_sequences,
-            Level::Rate(_) => opts.max_concurrency.min(16),
-        })
-        .max()
-        .unwrap_or(1)
+    let slots = |l: &Level| match l {
+        Level::Concurrency(n) => *n as usize,
+        Level::Rate(_) if sequence => opts.num_sequences,
+        Level::Rate(_) => opts.max_concurrency.min(16),
+    };
+    if opts.latency_threshold_ms.is_some() {
+        // -l may end the run after its first level, and a binary search
+        // visits few of the range's levels: slots for the first, more
+        // when a later level needs them
+        let first = opts
+            .binary_search
+            .map(|b| b.start)
+            .or_else(|| opts.levels.first().copied());
+        return first.as_ref().map_or(1, slots);
+    }
+    opts.levels.iter().map(slots).max().unwrap_or(1)
 }
 
 /// The warning when answers (or events) above `--max-response-bytes`
@@ -1447,10 +1451,16 @@ impl Planner<'_> {
 /// rounds down).
 fn midpoint(low: Level, high: Level, step: f64) -> Option<Level> {
     match (low, high) {
+        // strictly between the two, or the search is over: a step below
+        // what the numbers can tell apart never measures a load twice
         (Level::Concurrency(l), Level::Concurrency(h)) => {
-            ((h - l) as f64 > step).then(|| Level::Concurrency(l + (h - l) / 2))
+            let m = l + h.saturating_sub(l) / 2;
+            ((h.saturating_sub(l)) as f64 > step && m > l && m < h).then_some(Level::Concurrency(m))
         }
-        (Level::Rate(l), Level::Rate(h)) => (h - l > step).then(|| Level::Rate((l + h) / 2.0)),
+        (Level::Rate(l), Level::Rate(h)) => {
+            let m = l / 2.0 + h / 2.0;
+            (h - l > step && m > l && m < h).then_some(Level::Rate(m))
+        }
         _ => None,
     }
 }
@@ -2442,6 +2452,32 @@ mod tests {
         assert!(f <= 333.0 && 333.0 - f <= 5.0, "{f} {path:?}");
         // log2(990 / 5) < 8 midpoints
         assert!(path.len() <= 10, "{path:?}");
+    }
+
+    #[test]
+    fn binary_search_ends_when_the_step_is_below_what_floats_tell_apart() {
+        let range = BinaryRange {
+            start: Level::Rate(1.0),
+            end: Level::Rate(2.0),
+            step: 1e-300,
+        };
+        // between 1 and 2 a double has 52 bits: about 52 midpoints, each
+        // measured once
+        let (path, found) = search(range, |l| matches!(l, Level::Rate(r) if r <= 1.5));
+        assert_eq!(found, Some(Level::Rate(1.5)), "{path:?}");
+        assert!(path.len() <= 60, "{path:?}");
+        for (i, a) in path.iter().enumerate() {
+            assert!(!path[i + 1..].contains(a), "{a:?} measured twice: {path:?}");
+        }
+        // concurrency: adjacent whole numbers end the search whatever STEP
+        let range = BinaryRange {
+            start: Level::Concurrency(1),
+            end: Level::Concurrency(64),
+            step: 0.5,
+        };
+        let (path, found) = search(range, |l| matches!(l, Level::Concurrency(c) if c <= 9));
+        assert_eq!(found, Some(Level::Concurrency(9)), "{path:?}");
+        assert!(path.len() <= 9, "{path:?}");
     }
 
     #[test]

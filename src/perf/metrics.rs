@@ -137,7 +137,9 @@ pub struct Accumulator {
     scrapes: u64,
     failed: u64,
     error: Option<String>,
-    /// Per gauge, per GPU: (sum, count, max).
+    /// Per gauge, per GPU: (running mean, count, max). A running mean, not
+    /// a sum: hostile values near f64::MAX cannot overflow it to infinity
+    /// (which JSON cannot hold).
     sums: [BTreeMap<String, (f64, u64, f64)>; 4],
 }
 
@@ -152,8 +154,10 @@ impl Accumulator {
                             continue;
                         }
                         let e = sums.entry(uuid).or_insert((0.0, 0, f64::MIN));
-                        e.0 += v;
                         e.1 += 1;
+                        // a weighted mean of two finite numbers: finite
+                        let n = e.1 as f64;
+                        e.0 = e.0 * ((n - 1.0) / n) + v / n;
                         e.2 = e.2.max(v);
                     }
                 }
@@ -179,7 +183,7 @@ impl Accumulator {
                     (
                         k.clone(),
                         Gauge {
-                            mean: sum / (*n).max(1) as f64,
+                            mean: if *n == 0 { 0.0 } else { *sum },
                             max: *max,
                         },
                     )
@@ -203,10 +207,7 @@ impl Accumulator {
 /// with port 8002. Returns the endpoint and the path.
 pub fn metrics_url(given: Option<&str>, server: &str) -> Result<(Endpoint, String), String> {
     let Some(url) = given else {
-        let host = match server.rsplit_once(':') {
-            Some((h, p)) if p.parse::<u16>().is_ok() => h,
-            _ => server,
-        };
+        let host = super::client::host_of(server);
         let endpoint = Endpoint {
             authority: format!("{host}:{DEFAULT_METRICS_PORT}"),
             tls: false,
@@ -461,6 +462,22 @@ nv_inference_count{model=\"m\",version=\"1\"} 5\n";
         let g = &m.gpu_utilization["g"];
         assert!((g.mean - 0.4).abs() < 1e-12 && g.max == 0.6, "{g:?}");
         assert!(m.has_gpus());
+    }
+
+    #[test]
+    fn hostile_values_keep_the_mean_finite() {
+        let mut a = Accumulator::default();
+        for v in ["1.7e308", "1.7e308", "-1.7e308", "1.7e308"] {
+            a.add(Ok(parse(&format!(
+                "nv_gpu_power_usage{{gpu_uuid=\"g\"}} {v}\n"
+            ))));
+        }
+        let g = &a.summary().gpu_power_usage["g"];
+        assert!(g.mean.is_finite() && g.max.is_finite(), "{g:?}");
+        assert!((g.mean - 0.85e308).abs() < 1e295, "{g:?}");
+        // and it goes into JSON as a number
+        let v = serde_json::to_value(a.summary()).unwrap();
+        assert!(v["gpu_power_usage"]["g"]["mean"].is_number(), "{v}");
     }
 
     #[test]

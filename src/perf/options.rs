@@ -66,6 +66,7 @@ pub fn levels(
                         Level::Concurrency(v as u64)
                     }
                 })
+                .take_while(|l| !matches!(l, Level::Concurrency(c) if *c > MAX_CONCURRENCY_LEVEL))
                 .collect(),
         ))
     };
@@ -96,6 +97,24 @@ pub fn levels(
 
 /// The most levels of a range with END 0 (no end; with `-l`).
 pub const MAX_OPEN_LEVELS: usize = 1024;
+
+/// The highest concurrency a level may have: each request in flight is a
+/// task and a connection (a client runs out of ports long before), so a
+/// larger number is a mistake that would only exhaust memory.
+pub const MAX_CONCURRENCY_LEVEL: u64 = 65_536;
+
+/// Refuses a concurrency level above [`MAX_CONCURRENCY_LEVEL`].
+pub fn check_concurrency(levels: &[Level]) -> Result<(), String> {
+    match levels.iter().find_map(|l| match l {
+        Level::Concurrency(c) if *c > MAX_CONCURRENCY_LEVEL => Some(*c),
+        _ => None,
+    }) {
+        Some(c) => Err(format!(
+            "concurrency {c} is above {MAX_CONCURRENCY_LEVEL}, the most one client can hold in flight; load from several clients instead"
+        )),
+        None => Ok(()),
+    }
+}
 
 /// `-H Name:Value` headers, trimmed; each must be a valid HTTP header.
 pub fn headers(given: &[String]) -> Result<Vec<(String, String)>, String> {
@@ -257,7 +276,11 @@ pub const MAX_DATA_DIR_FILES: usize = 4096;
 /// [`DataFile::bodies`](super::inputs::DataFile::bodies)). Each file is
 /// read through [`crate::files::read_in`] (a regular file inside DIR, at
 /// most `--max-file-bytes`); subdirectories and hidden files are skipped.
+/// The files together are bounded by `--max-file-bytes` too: they are the
+/// inputs of one request.
 pub fn read_data_dir(dir: &Path) -> Result<DataFile, String> {
+    let limit = crate::files::read_policy().max_file_bytes;
+    let mut total = 0u64;
     let shown = crate::text::display::path(dir).to_string();
     let listing = std::fs::read_dir(dir)
         .map_err(|e| format!("cannot read {shown}: {}", crate::files::io_message(&e)))?;
@@ -282,6 +305,12 @@ pub fn read_data_dir(dir: &Path) -> Result<DataFile, String> {
                 crate::files::io_message(&e)
             )
         })?;
+        total = total.saturating_add(bytes.len() as u64);
+        if total > limit {
+            return Err(format!(
+                "--input-data {shown}: its files hold more than --max-file-bytes ({limit} bytes) together"
+            ));
+        }
         files.push((name, bytes));
     }
     files.sort();
@@ -317,8 +346,9 @@ pub fn binary_range(
             step,
         })
     } else {
-        // checks that the numbers are whole
-        schedule::concurrency_levels(text)?;
+        if [start, end, step].iter().any(|v| v.fract() != 0.0) {
+            return Err(format!("concurrency range '{text}': whole numbers only"));
+        }
         Ok(super::load::BinaryRange {
             start: Level::Concurrency(start as u64),
             end: Level::Concurrency(end as u64),
@@ -500,6 +530,21 @@ pub fn sequence_ids(range: Option<&str>) -> Result<(u64, u64), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concurrency_is_bounded() {
+        let e =
+            check_concurrency(&[Level::Concurrency(1), Level::Concurrency(70_000)]).unwrap_err();
+        assert!(e.contains("concurrency 70000 is above 65536"), "{e}");
+        assert!(check_concurrency(&[Level::Concurrency(65_536), Level::Rate(1e9)]).is_ok());
+        // a range without END stops below the bound
+        let l = levels(Some("1:0:1000"), None, None, true).unwrap().levels;
+        assert_eq!(l.len(), 66, "{l:?}");
+        assert!(check_concurrency(&l).is_ok());
+        // a binary search's range is not expanded, its END is checked
+        let r = binary_range(Some("1:1000000000:1"), None).unwrap();
+        assert_eq!(r.end, Level::Concurrency(1_000_000_000));
+    }
 
     #[test]
     fn end_0_means_no_end_with_a_latency_threshold() {

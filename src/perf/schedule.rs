@@ -43,9 +43,25 @@ pub fn parse_range(text: &str) -> Result<(f64, f64, f64), String> {
     Ok((start, end, step))
 }
 
+/// The most levels a range may sweep: each level is measured for seconds,
+/// so more is a mistyped STEP, and the list would take unbounded memory.
+pub const MAX_SWEEP_LEVELS: f64 = 10_000.0;
+
+/// Refuses a range of more than [`MAX_SWEEP_LEVELS`] levels.
+fn check_count(text: &str, start: f64, end: f64, step: f64) -> Result<(), String> {
+    let n = ((end - start) / step).floor() + 1.0;
+    if n > MAX_SWEEP_LEVELS {
+        return Err(format!(
+            "range '{text}' has {n:.0} levels, more than {MAX_SWEEP_LEVELS:.0}: give a larger STEP (with -l, --binary-search searches a range without measuring every level)"
+        ));
+    }
+    Ok(())
+}
+
 /// The concurrency levels of `--concurrency-range`.
 pub fn concurrency_levels(text: &str) -> Result<Vec<Level>, String> {
     let (start, end, step) = parse_range(text)?;
+    check_count(text, start, end, step)?;
     for v in [start, end, step] {
         if v.fract() != 0.0 {
             return Err(format!("concurrency range '{text}': whole numbers only"));
@@ -63,6 +79,7 @@ pub fn concurrency_levels(text: &str) -> Result<Vec<Level>, String> {
 /// The rates of `--request-rate-range`.
 pub fn rate_levels(text: &str) -> Result<Vec<Level>, String> {
     let (start, end, step) = parse_range(text)?;
+    check_count(text, start, end, step)?;
     let mut out = Vec::new();
     let mut i = 0u64;
     loop {
@@ -170,6 +187,15 @@ pub fn parse_intervals(name: &str, text: &str) -> Result<Vec<f64>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sweep_of_more_than_the_most_levels_is_refused() {
+        let e = concurrency_levels("1:1000000000").unwrap_err();
+        assert!(e.contains("1000000000 levels, more than 10000"), "{e}");
+        let e = rate_levels("1:1000000:0.001").unwrap_err();
+        assert!(e.contains("more than 10000"), "{e}");
+        assert_eq!(concurrency_levels("1:10000").unwrap().len(), 10_000);
+    }
 
     #[test]
     fn ranges() {

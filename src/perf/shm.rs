@@ -175,7 +175,6 @@ pub struct Slot {
     /// The same as encoded gRPC `ModelInferRequest` fields (appended to
     /// the request message).
     pub grpc_outputs: Bytes,
-    buf: Mutex<Vec<u8>>,
 }
 
 /// The shared memory of one run.
@@ -190,7 +189,14 @@ pub struct Session {
     output_size: u64,
     servers: Vec<PerfClient>,
     free: Mutex<Vec<Arc<Slot>>>,
+    /// Output slots made and registered.
     made: AtomicUsize,
+    /// Names given to output objects (made or not): unique names.
+    named: AtomicUsize,
+    /// A slot could not be made during the load: no more attempts, so a
+    /// refusing server does not cost an object and a round trip per
+    /// request.
+    failed: std::sync::atomic::AtomicBool,
     /// Serializes making new slots.
     making: tokio::sync::Mutex<()>,
     output_bytes: AtomicU64,
@@ -340,6 +346,8 @@ impl Session {
                 servers: Vec::new(),
                 free: Mutex::new(Vec::new()),
                 made: AtomicUsize::new(0),
+                named: AtomicUsize::new(0),
+                failed: std::sync::atomic::AtomicBool::new(false),
                 making: tokio::sync::Mutex::new(()),
                 output_bytes: AtomicU64::new(0),
             },
@@ -348,17 +356,29 @@ impl Session {
     }
 
     /// Registers a region with every server (remembered for the cleanup).
+    /// A region is remembered before it is registered, so that a signal
+    /// or [`Session::close`] during or after a partial registration
+    /// unregisters it; when a server refuses it, it is unregistered from
+    /// every server again and forgotten.
     async fn register(&self, obj: &ShmObject) -> Result<(), String> {
-        {
-            live()
-                .lock()
-                .expect("shm registry lock")
-                .regions
-                .push(obj.name().to_string());
-        }
+        let name = obj.name().to_string();
+        live()
+            .lock()
+            .expect("shm registry lock")
+            .regions
+            .push(name.clone());
         for s in &self.servers {
-            s.register_system_shm(obj.name(), &obj.key, obj.size)
-                .await?;
+            if let Err(e) = s.register_system_shm(&name, &obj.key, obj.size).await {
+                for s in &self.servers {
+                    let _ = s.unregister_system_shm(&name).await;
+                }
+                live()
+                    .lock()
+                    .expect("shm registry lock")
+                    .regions
+                    .retain(|n| n != &name);
+                return Err(e);
+            }
         }
         Ok(())
     }
@@ -381,9 +401,15 @@ impl Session {
     }
 
     async fn make_slot(&self) -> Result<Arc<Slot>, String> {
-        let k = self.made.fetch_add(1, Ordering::Relaxed);
+        let k = self.named.fetch_add(1, Ordering::Relaxed);
         let n = self.outputs.len().max(1) as u64;
-        let obj = ShmObject::create(&format!("/{}_output{k}", self.prefix), n * self.output_size)?;
+        let size = n.checked_mul(self.output_size).ok_or_else(|| {
+            format!(
+                "{n} outputs of --output-shared-memory-size {} bytes do not fit in one region",
+                self.output_size
+            )
+        })?;
+        let obj = ShmObject::create(&format!("/{}_output{k}", self.prefix), size)?;
         let name = obj.name().to_string();
         let mut http = Vec::new();
         let mut grpc = super::grpc::pb::ModelInferRequest::default();
@@ -407,12 +433,12 @@ impl Session {
             http.push(json!({"name": o, "parameters": params}));
         }
         self.register(&obj).await?;
+        self.made.fetch_add(1, Ordering::Relaxed);
         use prost::Message;
         Ok(Arc::new(Slot {
             obj,
             http_outputs: Value::Array(http),
             grpc_outputs: Bytes::from(grpc.encode_to_vec()),
-            buf: Mutex::new(Vec::new()),
         }))
     }
 
@@ -421,31 +447,53 @@ impl Session {
         if let Some(s) = self.free.lock().expect("slot lock").pop() {
             return Ok(s);
         }
+        if self.failed.load(Ordering::Relaxed) {
+            return Err(ErrorKind::SharedMemory);
+        }
         let _one = self.making.lock().await;
         if let Some(s) = self.free.lock().expect("slot lock").pop() {
             return Ok(s);
         }
-        self.make_slot().await.map_err(|_| ErrorKind::SharedMemory)
+        self.make_slot().await.map_err(|_| {
+            self.failed.store(true, Ordering::Relaxed);
+            ErrorKind::SharedMemory
+        })
     }
 
     /// Reads the outputs of a finished request from its slot, and frees
-    /// the slot.
-    pub fn give_back(&self, slot: Arc<Slot>, answered: bool) {
-        if answered {
-            let mut buf = slot.buf.lock().expect("slot buffer lock");
-            let mut read = 0u64;
-            for (i, (_, size)) in self.outputs.iter().enumerate() {
-                buf.resize(*size as usize, 0);
-                if slot
-                    .obj
-                    .file
-                    .read_exact_at(&mut buf, i as u64 * self.output_size)
-                    .is_ok()
-                {
-                    read += size;
+    /// the slot. A request that timed out, lost its connection or was
+    /// cancelled may still be running on the server, which would write
+    /// its outputs into the slot later: that slot is not used again (it
+    /// stays registered until [`Session::close`]).
+    pub fn give_back(&self, slot: Arc<Slot>, r: &Result<super::client::ClientTime, ErrorKind>) {
+        match r {
+            Ok(_) => {
+                // read in bounded chunks: the bytes are only counted
+                let mut chunk = vec![0u8; 64 << 10];
+                let mut read = 0u64;
+                for (i, (_, size)) in self.outputs.iter().enumerate() {
+                    let base = i as u64 * self.output_size;
+                    let mut done = 0u64;
+                    while done < *size {
+                        let n = (*size - done).min(chunk.len() as u64) as usize;
+                        if slot
+                            .obj
+                            .file
+                            .read_exact_at(&mut chunk[..n], base + done)
+                            .is_err()
+                        {
+                            break;
+                        }
+                        done += n as u64;
+                    }
+                    if done == *size {
+                        read += size;
+                    }
                 }
+                self.output_bytes.fetch_add(read, Ordering::Relaxed);
             }
-            self.output_bytes.fetch_add(read, Ordering::Relaxed);
+            Err(ErrorKind::Timeout | ErrorKind::Connection | ErrorKind::Cancelled) => return,
+            Err(_) => {}
         }
         self.free.lock().expect("slot lock").push(slot);
     }
@@ -468,20 +516,24 @@ impl Session {
 
     /// Unregisters every region from every server and unlinks the memory
     /// objects; returns the first failure to unregister.
+    /// A region is forgotten only once every server was asked to drop it:
+    /// a signal during the close still finds the ones left.
     pub async fn close(&self) -> Result<(), String> {
-        let names: Vec<String> = {
-            let mut l = live().lock().expect("shm registry lock");
-            l.servers.clear();
-            std::mem::take(&mut l.regions)
-        };
+        let names: Vec<String> = live().lock().expect("shm registry lock").regions.clone();
         let mut first = None;
-        for s in &self.servers {
-            for n in &names {
+        for n in &names {
+            for s in &self.servers {
                 if let Err(e) = s.unregister_system_shm(n).await {
                     first.get_or_insert(e);
                 }
             }
+            live()
+                .lock()
+                .expect("shm registry lock")
+                .regions
+                .retain(|r| r != n);
         }
+        live().lock().expect("shm registry lock").servers.clear();
         // unlinked now: a slot still held somewhere unlinks again when it
         // drops, which is harmless
         let keys: Vec<String> = live()

@@ -371,11 +371,9 @@ pub fn rustls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a 
 
 /// The TLS server name (SNI and the certificate check) of `host:port`.
 fn server_name(authority: &str) -> Result<ServerName<'static>, String> {
-    let host = match authority.rsplit_once(':') {
-        Some((h, _)) => h,
-        None => authority,
-    };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let host = super::client::host_of(authority)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
     ServerName::try_from(host.to_string())
         .map_err(|_| format!("{authority}: '{host}' is not a host name TLS can check"))
 }

@@ -144,13 +144,39 @@ pub fn run(
     let intervals_mode = args.request_intervals.is_some()
         && args.concurrency_range.is_none()
         && args.request_rate_range.is_none();
-    let check::LoadLevels { levels, intervals } = check::levels(
-        args.concurrency_range.as_deref(),
-        args.request_rate_range.as_deref(),
-        args.request_intervals.as_deref(),
-        args.latency_threshold.is_some(),
-    )
-    .map_err(usage)?;
+    check::check_latency_threshold(args.latency_threshold).map_err(usage)?;
+    let binary_search = if args.binary_search {
+        if intervals_mode {
+            return Err(usage(
+                "--binary-search searches a --concurrency-range or --request-rate-range, not --request-intervals".into(),
+            ));
+        }
+        Some(
+            check::binary_range(
+                args.concurrency_range.as_deref(),
+                args.request_rate_range.as_deref(),
+            )
+            .map_err(usage)?,
+        )
+    } else {
+        None
+    };
+    let check::LoadLevels { levels, intervals } = match binary_search {
+        // a search measures few of the range's loads: the range is not
+        // expanded into a list (a fine STEP is its normal use)
+        Some(r) => check::LoadLevels {
+            levels: vec![r.start, r.end],
+            intervals: None,
+        },
+        None => check::levels(
+            args.concurrency_range.as_deref(),
+            args.request_rate_range.as_deref(),
+            args.request_intervals.as_deref(),
+            args.latency_threshold.is_some(),
+        )
+        .map_err(usage)?,
+    };
+    check::check_concurrency(&levels).map_err(usage)?;
     let headers = check::headers(&args.headers).map_err(usage)?;
     let count_windows = check::measurement_mode(
         args.measurement_mode == MeasurementMode::CountWindows,
@@ -185,23 +211,6 @@ pub fn run(
     if let Some(path) = &args.plot {
         check_plot_path(path).map_err(usage)?;
     }
-    check::check_latency_threshold(args.latency_threshold).map_err(usage)?;
-    let binary_search = if args.binary_search {
-        if intervals_mode {
-            return Err(usage(
-                "--binary-search searches a --concurrency-range or --request-rate-range, not --request-intervals".into(),
-            ));
-        }
-        Some(
-            check::binary_range(
-                args.concurrency_range.as_deref(),
-                args.request_rate_range.as_deref(),
-            )
-            .map_err(usage)?,
-        )
-    } else {
-        None
-    };
     if let Some(url) = &args.metrics_url {
         crate::perf::metrics::metrics_url(Some(url), "localhost:8000").map_err(usage)?;
     }
