@@ -99,9 +99,9 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --gid 10001 tritonctl \
-    && useradd --uid 10001 --gid 10001 --home-dir /work --no-create-home --shell /usr/sbin/nologin tritonctl \
-    && mkdir /work \
-    && chown 10001:10001 /work
+    && useradd --uid 10001 --gid 10001 --home-dir /home/tritonctl --no-create-home --shell /usr/sbin/nologin tritonctl \
+    && mkdir -p /home/tritonctl \
+    && chown 10001:10001 /home/tritonctl
 
 COPY --from=onnxruntime /out/ /opt/onnxruntime/lib/
 COPY --from=build /out/tritonctl /usr/local/bin/tritonctl
@@ -113,6 +113,6 @@ LABEL org.opencontainers.image.title="tritonctl" \
 
 # A numeric user, so that Kubernetes' runAsNonRoot can check it.
 USER 10001:10001
-WORKDIR /work
+WORKDIR /home/tritonctl
 ENTRYPOINT ["tritonctl"]
 CMD ["--help"]

@@ -1411,3 +1411,31 @@ fn dockerignore_keeps_what_the_build_reads() {
         "the build reads these, which .dockerignore leaves out: {missing:?}"
     );
 }
+
+/// The image builds with the toolchain Cargo.toml names: the Dockerfile's
+/// default `RUST_VERSION` is Cargo.toml's `rust-version` (the release
+/// workflow also passes it as a build argument).
+#[test]
+fn dockerfile_rust_version_is_cargo_tomls() {
+    let root = crate_root();
+    let cargo = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let want = cargo
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = \""))
+        .and_then(|r| r.strip_suffix('"'))
+        .expect("Cargo.toml has a rust-version");
+    let docker = std::fs::read_to_string(root.join("Dockerfile")).unwrap();
+    let got = docker
+        .lines()
+        .find_map(|l| l.strip_prefix("ARG RUST_VERSION="))
+        .expect("the Dockerfile has ARG RUST_VERSION=...");
+    assert_eq!(got, want);
+    let workflow = std::fs::read_to_string(root.join(".github/workflows/release.yml")).unwrap();
+    assert_eq!(
+        workflow
+            .matches("build-args: RUST_VERSION=${{ needs.meta.outputs.rust }}")
+            .count(),
+        2,
+        "both image builds take Cargo.toml's rust-version"
+    );
+}

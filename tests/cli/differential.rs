@@ -350,6 +350,8 @@ fn typed_config_matches_transcode() {
     for path in &files {
         let src = text(&std::fs::read(path).expect("config file"));
         let parsed = ParsedConfig::parse(src.clone());
+        // `validate`'s path: clean configs bound from the static tables
+        let checked = ParsedConfig::parse_checked(src.clone());
         let reference = pbtxt::parse(&src).ok().and_then(|doc| {
             let (msg, diags) = schema::bind::bind(&src, &doc, &schema::model_config());
             diags
@@ -366,6 +368,13 @@ fn typed_config_matches_transcode() {
                 "{}:\nours: {:?}\ntranscode_to: {reference:?}",
                 path.display(),
                 parsed.config
+            ));
+        }
+        if bytes(&checked.config) != bytes(&reference) {
+            failures.push(format!(
+                "{} (static tables):\nours: {:?}\ntranscode_to: {reference:?}",
+                path.display(),
+                checked.config
             ));
         }
     }
