@@ -5,6 +5,7 @@
 //! pool at start-up. Everything else (the binder that reports schema
 //! errors, JSON, `fmt`, `convert`) uses the pool.
 
+use super::wire::delimited;
 use crate::pbtxt::ast::{self, IntRadix, ScalarKind};
 use crate::pbtxt::literal;
 use prost::encoding::{encode_key, encode_varint, WireType};
@@ -335,28 +336,6 @@ impl<'s> Encoder<'s> {
         };
         Some(if neg { -x } else { x })
     }
-}
-
-/// A length-delimited record whose body `body` writes (its length is
-/// known only after).
-fn delimited(
-    buf: &mut Vec<u8>,
-    number: u32,
-    body: impl FnOnce(&mut Vec<u8>) -> Option<()>,
-) -> Option<()> {
-    encode_key(number, WireType::LengthDelimited, buf);
-    let at = buf.len();
-    buf.push(0);
-    body(buf)?;
-    let len = buf.len() - at - 1;
-    if len < 0x80 {
-        buf[at] = len as u8;
-    } else {
-        let mut prefix = Vec::with_capacity(10);
-        encode_varint(len as u64, &mut prefix);
-        buf.splice(at..at + 1, prefix);
-    }
-    Some(())
 }
 
 #[cfg(test)]

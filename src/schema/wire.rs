@@ -33,7 +33,8 @@ fn message(buf: &mut Vec<u8>, msg: &DynamicMessage) -> Option<()> {
 
 /// A length-delimited record: the length is written after the
 /// body (one byte reserved, moved up in the rare case it needs more).
-fn delimited(
+/// Also the encoder of the static tables (`table`).
+pub(super) fn delimited(
     buf: &mut Vec<u8>,
     number: u32,
     body: impl FnOnce(&mut Vec<u8>) -> Option<()>,

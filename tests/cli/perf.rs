@@ -3173,21 +3173,11 @@ fn parse_xml(text: &str) -> Node {
                 .unwrap()
                 .text
                 .push_str(&t.decode().unwrap()),
-            Event::GeneralRef(r) => {
-                let name = String::from_utf8_lossy(r.as_ref()).into_owned();
-                let c = match name.as_str() {
-                    "amp" => '&',
-                    "lt" => '<',
-                    "gt" => '>',
-                    "quot" => '"',
-                    "apos" => '\'',
-                    _ => r
-                        .resolve_char_ref()
-                        .unwrap()
-                        .unwrap_or_else(|| panic!("unknown entity &{name};")),
-                };
-                stack.last_mut().unwrap().text.push(c);
-            }
+            Event::GeneralRef(r) => stack
+                .last_mut()
+                .unwrap()
+                .text
+                .push(crate::common::xml_entity(&r)),
             Event::Eof => break,
             _ => {}
         }

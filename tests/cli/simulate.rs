@@ -866,19 +866,7 @@ fn read_svg(svg: &str) -> (Vec<Drawn>, Vec<Lane>, String) {
                 continue;
             }
             Event::GeneralRef(r) => {
-                let name = String::from_utf8_lossy(r.as_ref()).into_owned();
-                let c = match name.as_str() {
-                    "amp" => '&',
-                    "lt" => '<',
-                    "gt" => '>',
-                    "quot" => '"',
-                    "apos" => '\'',
-                    _ => r
-                        .resolve_char_ref()
-                        .unwrap()
-                        .unwrap_or_else(|| panic!("unknown entity &{name};")),
-                };
-                text.push(c);
+                text.push(crate::common::xml_entity(&r));
                 continue;
             }
             Event::Eof => break,
