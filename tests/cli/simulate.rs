@@ -866,7 +866,7 @@ fn read_svg(svg: &str) -> (Vec<Drawn>, Vec<Lane>, String) {
                 continue;
             }
             Event::GeneralRef(r) => {
-                text.push(crate::common::xml_entity(&r));
+                text.push(crate::common::xml_entity(r));
                 continue;
             }
             Event::Eof => break,
