@@ -468,8 +468,10 @@ impl Session {
     pub fn give_back(&self, slot: Arc<Slot>, r: &Result<super::client::ClientTime, ErrorKind>) {
         match r {
             Ok(_) => {
-                // read in bounded chunks: the bytes are only counted
-                let mut chunk = vec![0u8; 64 << 10];
+                // read in bounded chunks (the bytes are only counted), no
+                // larger than the largest output
+                let largest = self.outputs.iter().map(|(_, s)| *s).max().unwrap_or(0);
+                let mut chunk = vec![0u8; largest.min(64 << 10) as usize];
                 let mut read = 0u64;
                 for (i, (_, size)) in self.outputs.iter().enumerate() {
                     let base = i as u64 * self.output_size;
