@@ -334,3 +334,24 @@ pub fn xml_entity(r: &quick_xml::events::BytesRef) -> char {
             .unwrap_or_else(|| panic!("unknown entity &{name};")),
     }
 }
+
+/// The loopback servers' system shared-memory regions: name -> (key, byte
+/// size). The memory object of region `name`, opened as Triton opens it
+/// (`shm_open` of the key: a file under /dev/shm on Linux), and its size.
+pub fn shm_region_file(
+    regions: &std::sync::Mutex<std::collections::BTreeMap<String, (String, u64)>>,
+    name: &str,
+) -> Result<(std::fs::File, u64), String> {
+    let (key, size) = regions
+        .lock()
+        .unwrap()
+        .get(name)
+        .cloned()
+        .ok_or_else(|| format!("Unable to find system shared memory region: '{name}'"))?;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(format!("/dev/shm{key}"))
+        .map_err(|e| format!("cannot open {key}: {e}"))?;
+    Ok((f, size))
+}

@@ -202,22 +202,9 @@ struct Counters {
     shm_outputs: AtomicU64,
 }
 
-/// The memory object of a registered region, as Triton opens it
-/// (`shm_open` of the key: a file under /dev/shm on Linux).
+/// The memory object of a registered region.
 fn region_file(c: &Counters, name: &str) -> Result<(std::fs::File, u64), String> {
-    let (key, size) = c
-        .regions
-        .lock()
-        .unwrap()
-        .get(name)
-        .cloned()
-        .ok_or_else(|| format!("Unable to find system shared memory region: '{name}'"))?;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(format!("/dev/shm{key}"))
-        .map_err(|e| format!("cannot open {key}: {e}"))?;
-    Ok((f, size))
+    crate::common::shm_region_file(&c.regions, name)
 }
 
 /// Triton's system shared-memory extension: register, unregister, status.

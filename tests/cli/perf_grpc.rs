@@ -115,21 +115,9 @@ fn int_param(p: &std::collections::HashMap<String, pb::InferParameter>, k: &str)
     }
 }
 
-/// The memory object of a registered region (a file under /dev/shm).
+/// The memory object of a registered region.
 fn region_file(s: &State, name: &str) -> Result<(std::fs::File, u64), String> {
-    let (key, size) = s
-        .regions
-        .lock()
-        .unwrap()
-        .get(name)
-        .cloned()
-        .ok_or_else(|| format!("Unable to find system shared memory region: '{name}'"))?;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(format!("/dev/shm{key}"))
-        .map_err(|e| format!("cannot open {key}: {e}"))?;
-    Ok((f, size))
+    crate::common::shm_region_file(&s.regions, name)
 }
 
 #[derive(Clone)]
