@@ -5,7 +5,7 @@
 
 use clap::Parser;
 use std::process::ExitCode;
-use tritonctl::cli::{Cli, Command};
+use tritonctl::cli::{Cli, Command, PerfAction};
 use tritonctl::commands::{self, CommandError, Context, ExitStatus};
 use tritonctl::term;
 
@@ -70,7 +70,12 @@ fn dispatch(cli: &Cli) -> Result<ExitStatus, CommandError> {
         Command::Trace(a) => commands::trace::run(a, &mut out),
         Command::Doctor(a) => commands::doctor::run(a, &ctx, &mut out),
         Command::Run(a) => commands::run::run(a, &ctx, &mut out),
-        Command::Perf(a) => commands::perf::run(a, &ctx, &mut out),
+        Command::Perf(a) => match (&a.action, &a.run) {
+            (Some(PerfAction::Merge(m)), _) => commands::perf::merge::run(m, &ctx, &mut out),
+            (None, Some(run)) => commands::perf::run(run, &ctx, &mut out),
+            // clap requires -m without a subcommand
+            (None, None) => Err(CommandError::Usage("perf needs -m MODEL".into())),
+        },
     }
 }
 

@@ -133,7 +133,7 @@ pub enum Command {
     Run(RunArgs),
     /// Load-test a model on a running KServe v2 / Triton server (closed or
     /// open loop, latency from the intended send time).
-    Perf(Box<PerfArgs>),
+    Perf(Box<PerfCommand>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -1001,4 +1001,54 @@ pub struct PerfArgs {
     /// 5 s and one per finished level), or `never`.
     #[arg(long, value_enum, default_value_t = PerfProgress::Auto)]
     pub progress: PerfProgress,
+}
+
+/// `tritonctl perf`: a load test (`perf -m MODEL ...`), or `perf merge`.
+/// The load test's flags and the subcommand exclude each other, and `-m`
+/// is required only without the subcommand (so `perf -m merge` still
+/// load-tests a model named "merge").
+#[derive(Debug, Clone, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct PerfCommand {
+    #[command(flatten)]
+    pub run: Option<PerfArgs>,
+    #[command(subcommand)]
+    pub action: Option<PerfAction>,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum PerfAction {
+    /// Combine the `perf --format json` results of workers that loaded one
+    /// server together into one report: histograms added (percentiles of
+    /// all samples), counters summed.
+    #[command(
+        after_help = "Files that are not parts of one load (another model, mode, batch size or level set, a shard twice) are refused.\nExit status: 0 merged, 2 a file unreadable, not a perf JSON document, without histograms, or not part of the same load."
+    )]
+    Merge(PerfMergeArgs),
+}
+
+/// Output format of `perf merge`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PerfMergeFormat {
+    /// The table of `perf` (default).
+    #[value(alias = "human")]
+    Table,
+    /// The JSON document of `perf --format json`, with `merged_from`.
+    Json,
+    /// perf_analyzer's CSV columns, as `perf -f` writes them.
+    Csv,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PerfMergeArgs {
+    /// The documents of `perf --format json`, one per worker (a merged
+    /// document may be merged again).
+    #[arg(value_name = "FILE.json", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = PerfMergeFormat::Table)]
+    pub format: PerfMergeFormat,
+    /// Also write perf_analyzer's CSV columns to FILE.
+    #[arg(short = 'f', long = "csv", value_name = "FILE.csv")]
+    pub csv: Option<PathBuf>,
 }

@@ -7,10 +7,12 @@ use super::client::{ErrorKind, PerfClient, Prepared, Protocol};
 use super::ensemble;
 use super::exchange::{Cancel, Canceller, Exchange};
 use super::generative::{self, Api};
+use super::histogram::{cdf, encode, latency};
 use super::inputs::{self, Body, BodyOptions, DataFile, InputData};
 use super::model::ModelInfo;
 use super::report::{
-    BinarySearch, ClientStats, Latency, LevelResult, LoadValue, PerRequest, PerfReport, TargetCount,
+    BinarySearch, ClientStats, Histograms, LevelResult, LoadValue, PerRequest, PerfReport,
+    TargetCount,
 };
 use super::rng::Rng;
 use super::schedule::{Distribution, Level, Schedule};
@@ -223,9 +225,7 @@ struct Recorder {
 
 impl Recorder {
     fn new(targets: usize) -> Self {
-        // 1 µs .. 1 hour, 3 significant digits
-        let histogram =
-            || Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds");
+        let histogram = super::histogram::new_histogram;
         Recorder {
             hist: histogram(),
             first_hist: histogram(),
@@ -279,6 +279,10 @@ impl Recorder {
 struct Meter {
     /// When the level's load starts, and when its measurement starts.
     start: Instant,
+    /// `start` on the host's clock, in microseconds since the Unix epoch
+    /// (the level's window in the JSON document, which `perf merge` lines
+    /// up across workers).
+    start_unix_us: u64,
     t0: Instant,
     window: Window,
     /// Per window (one unless `Window::Stability`).
@@ -294,6 +298,7 @@ impl Meter {
         let start = Instant::now();
         Meter {
             start,
+            start_unix_us: unix_us(),
             t0: start + opts.warmup,
             window: opts.window,
             windows: Mutex::new(Vec::new()),
@@ -392,6 +397,14 @@ struct Export {
     tx: std::sync::mpsc::SyncSender<Vec<u8>>,
     at: Instant,
     epoch_us: u64,
+}
+
+/// Now on the host's clock, in microseconds since the Unix epoch.
+fn unix_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
 }
 
 impl Export {
@@ -657,10 +670,7 @@ async fn run_async(
     export: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
 ) -> Result<PerfReport, StartError> {
     let export = export.map(|tx| {
-        let epoch_us = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_micros() as u64)
-            .unwrap_or(0);
+        let epoch_us = unix_us();
         Arc::new(Export {
             tx,
             at: Instant::now(),
@@ -1105,6 +1115,9 @@ async fn run_async(
         binary_search,
         metrics_url: metrics_url_of(opts),
         shared_memory,
+        request_distribution: distribution_name(opts),
+        shard: None,
+        merged_from: None,
         levels,
         notes,
         warnings,
@@ -1314,10 +1327,27 @@ async fn run_openai(
         binary_search,
         metrics_url: metrics_url_of(opts),
         shared_memory: None,
+        request_distribution: distribution_name(opts),
+        shard: None,
+        merged_from: None,
         warnings,
         levels,
         notes,
     })
+}
+
+/// The report's `request_distribution`: the arrivals of a rate range.
+fn distribution_name(opts: &PerfOptions) -> Option<String> {
+    match mode_name(opts) {
+        "request_rate" => Some(
+            match opts.distribution {
+                Distribution::Constant => "constant",
+                Distribution::Poisson => "poisson",
+            }
+            .into(),
+        ),
+        _ => None,
+    }
 }
 
 /// `concurrency`, `request_rate` or `request_intervals`.
@@ -1667,28 +1697,6 @@ impl StatsPlan {
     }
 }
 
-/// The percentiles of `h`, and with `chosen` (`--percentile`) that one.
-fn latency(h: &Histogram<u64>, chosen: Option<u8>) -> Latency {
-    Latency {
-        chosen: chosen.map(|p| (p, h.value_at_quantile(f64::from(p) / 100.0))),
-        p50: h.value_at_quantile(0.50),
-        p90: h.value_at_quantile(0.90),
-        p95: h.value_at_quantile(0.95),
-        p99: h.value_at_quantile(0.99),
-        max: h.max(),
-        mean: h.mean(),
-    }
-}
-
-/// `h` at each of [`super::report::CDF_QUANTILES`]: the level's
-/// distribution for `--plot`.
-fn cdf(h: &Histogram<u64>) -> Vec<(f64, u64)> {
-    super::report::CDF_QUANTILES
-        .iter()
-        .map(|&q| (q, h.value_at_quantile(q)))
-        .collect()
-}
-
 /// Whether windows `n-3 .. n` are stable: throughput and mean latency
 /// (the `percentile`'s latency when given, as perf_analyzer's
 /// `--percentile`: docs/spec/perf-anchors.md, stability loop) each within
@@ -1907,6 +1915,18 @@ async fn run_level(
     };
     let secs = duration.as_secs_f64().max(1e-9);
     let chosen = opts.percentile;
+    // where the measured windows begin after t0: a stability run keeps
+    // its last 3 windows
+    let skipped = match opts.window {
+        Window::Stability {
+            interval,
+            count: None,
+            ..
+        } => interval * used.start as u32,
+        Window::Stability { .. } => recs[..used.start].iter().filter_map(|w| w.length).sum(),
+        _ => Duration::ZERO,
+    };
+    let window_start_us = meter.start_unix_us + (t0 - start + skipped).as_micros() as u64;
     LevelResult {
         concurrency: match level {
             Level::Concurrency(n) => Some(n),
@@ -1969,6 +1989,24 @@ async fn run_level(
         },
         latency_threshold_met: None,
         metrics,
+        successful_requests: rec.ok,
+        inferences: rec.ok * opts.batch,
+        successful_responses: rec.ok_responses,
+        output_token_count: (rec.with_tokens > 0).then_some(rec.tokens),
+        client_send_total_us: rec.send_ns as f64 / 1000.0,
+        client_recv_total_us: rec.recv_ns as f64 / 1000.0,
+        window_start_us,
+        window_end_us: window_start_us + duration.as_micros() as u64,
+        histograms: Some(Histograms {
+            latency_us: encode(&rec.hist),
+            first_response_us: encode(&rec.first_hist),
+            inter_response_us: encode(&rec.inter_hist),
+            sequence_latency_us: if sequences.is_some() {
+                encode(&rec.seq_hist)
+            } else {
+                None
+            },
+        }),
     }
 }
 
@@ -2376,6 +2414,7 @@ async fn open_loop_sequences(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::perf::report::Latency;
 
     /// The loads a binary search over `range` measures when a load passes
     /// the threshold exactly when `passes` says so, and what it finds.
@@ -2519,6 +2558,15 @@ mod tests {
             latency_cdf: Vec::new(),
             latency_threshold_met: None,
             metrics: None,
+            successful_requests: 0,
+            inferences: 0,
+            successful_responses: 0,
+            output_token_count: None,
+            client_send_total_us: 0.0,
+            client_recv_total_us: 0.0,
+            window_start_us: 0,
+            window_end_us: 0,
+            histograms: None,
         };
         // the mean: 2 ms
         assert!(meets_threshold(&l, 2.5));

@@ -27,6 +27,10 @@
 //! - [`metrics`]: Triton's Prometheus endpoint (GPU gauges) read during
 //!   each level;
 //! - [`load`]: closed and open loops, measured into HDR histograms;
+//! - [`histogram`]: those histograms' range, percentiles and portable
+//!   encoding in the JSON document;
+//! - [`merge`]: `perf merge`, several workers' JSON documents combined
+//!   into one report;
 //! - [`report`]: results as a table, JSON and perf_analyzer's CSV;
 //! - [`plot`]: results as an SVG picture (`--plot`).
 //!
@@ -39,8 +43,10 @@ pub mod exchange;
 pub mod fuzz;
 pub mod generative;
 pub mod grpc;
+pub mod histogram;
 pub mod inputs;
 pub mod load;
+pub mod merge;
 pub mod metrics;
 pub mod model;
 pub mod options;

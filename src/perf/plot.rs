@@ -479,6 +479,15 @@ mod tests {
             percentile_latency_us: None,
             latency_threshold_met: None,
             metrics: None,
+            successful_requests: 0,
+            inferences: 0,
+            successful_responses: 0,
+            output_token_count: None,
+            client_send_total_us: 0.0,
+            client_recv_total_us: 0.0,
+            window_start_us: 0,
+            window_end_us: 0,
+            histograms: None,
         }
     }
 
@@ -501,6 +510,9 @@ mod tests {
             binary_search: None,
             metrics_url: None,
             shared_memory: None,
+            request_distribution: None,
+            shard: None,
+            merged_from: None,
             levels,
             notes: Vec::new(),
             warnings: Vec::new(),

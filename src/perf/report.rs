@@ -2,11 +2,11 @@
 //! document of schemas/perf.schema.json, perf_analyzer's CSV columns.
 
 use super::stats::{ComposingStats, ServerStats};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Latency percentiles in microseconds (successful requests only).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Latency {
     pub p50: u64,
     pub p90: u64,
@@ -23,7 +23,7 @@ pub struct Latency {
 }
 
 /// One load level.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LevelResult {
     /// Closed loop: requests kept in flight (null for open loop).
     pub concurrency: Option<u64>,
@@ -93,10 +93,62 @@ pub struct LevelResult {
     /// `--collect-metrics`: the server's GPU metrics during the level
     /// (null without the flag).
     pub metrics: Option<GpuMetrics>,
+    /// What `perf merge` needs to combine levels of several workers
+    /// exactly (docs/spec/cli.md, "Mergeable results"). Each is
+    /// `#[serde(default)]` so that a document of an older tritonctl still
+    /// reads, and `perf merge` can say what it lacks.
+    ///
+    /// Successful requests, and their inferences (requests x batch size).
+    #[serde(default)]
+    pub successful_requests: u64,
+    #[serde(default)]
+    pub inferences: u64,
+    /// Responses of the successful requests (`responses_per_request`'s
+    /// mean is this over `successful_requests`).
+    #[serde(default)]
+    pub successful_responses: u64,
+    /// Output tokens of the successful requests (null when unknown).
+    #[serde(default)]
+    pub output_token_count: Option<u64>,
+    /// The client's send and receive time of the successful requests,
+    /// summed (µs; `client` holds them per request).
+    #[serde(default)]
+    pub client_send_total_us: f64,
+    #[serde(default)]
+    pub client_recv_total_us: f64,
+    /// The measurement window, in microseconds since the Unix epoch (the
+    /// host's clock); `duration_s` is their difference.
+    #[serde(default)]
+    pub window_start_us: u64,
+    #[serde(default)]
+    pub window_end_us: u64,
+    /// The level's histograms (always written; missing only in documents
+    /// of an older tritonctl).
+    #[serde(default)]
+    pub histograms: Option<Histograms>,
+}
+
+/// A level's latency histograms in HDR histogram's compressed V2
+/// encoding, base64 with padding (what HdrHistogram's `encode` writes;
+/// docs/spec/cli.md, "Mergeable results"), each null when it holds no
+/// sample: `perf merge` adds them up.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Histograms {
+    pub latency_us: Option<String>,
+    pub first_response_us: Option<String>,
+    pub inter_response_us: Option<String>,
+    pub sequence_latency_us: Option<String>,
+}
+
+/// `--shard I/N`: this worker's share of a load split over N workers.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
 }
 
 /// A gauge sampled during a level: its mean and maximum over the scrapes.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Gauge {
     pub mean: f64,
     pub max: f64,
@@ -104,7 +156,7 @@ pub struct Gauge {
 
 /// Triton's GPU metrics during a level, per GPU (keyed by the `gpu_uuid`
 /// label), from `--collect-metrics` (docs/spec/cli.md names the fields).
-#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct GpuMetrics {
     /// Scrapes of the metrics endpoint that answered during the level.
     pub scrapes: u64,
@@ -135,7 +187,7 @@ impl GpuMetrics {
 }
 
 /// A level's load: a concurrency or a request rate.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 #[serde(untagged)]
 pub enum LoadValue {
     Concurrency(u64),
@@ -152,7 +204,7 @@ impl std::fmt::Display for LoadValue {
 }
 
 /// `--binary-search`: what the search found.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct BinarySearch {
     /// The highest concurrency or request rate measured that met `-l`
     /// (null when even the range's start did not).
@@ -170,7 +222,7 @@ pub const CDF_QUANTILES: [f64; 30] = [
 ];
 
 /// Responses per successful request.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PerRequest {
     pub mean: f64,
     pub max: u64,
@@ -178,7 +230,7 @@ pub struct PerRequest {
 
 /// Mean client time per successful request, in microseconds: what
 /// perf_analyzer's CSV reports as "Client Send" and "Client Recv".
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ClientStats {
     /// HTTP: building the request until the transport took the last of
     /// its body. gRPC: building and encoding the request message.
@@ -189,7 +241,7 @@ pub struct ClientStats {
 }
 
 /// Measured requests sent to one server.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TargetCount {
     pub url: String,
     pub requests: u64,
@@ -205,7 +257,7 @@ impl LevelResult {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PerfReport {
     pub model: String,
     pub protocol: String,
@@ -245,6 +297,17 @@ pub struct PerfReport {
     /// through them (left out without the flag).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shared_memory: Option<super::shm::ShmReport>,
+    /// Open loop with `--request-rate-range`: "constant" or "poisson"
+    /// (null otherwise).
+    #[serde(default)]
+    pub request_distribution: Option<String>,
+    /// `--shard I/N` (null without it): each level's concurrency or rate
+    /// is this worker's share.
+    #[serde(default)]
+    pub shard: Option<Shard>,
+    /// `perf merge`: the files merged, in order (left out otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_from: Option<Vec<String>>,
     pub levels: Vec<LevelResult>,
     /// Notes about the setup for the user (not in the JSON document).
     #[serde(skip)]

@@ -203,7 +203,7 @@ pub struct Session {
 }
 
 /// The report's `shared_memory` object.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ShmReport {
     /// "system".
     pub kind: String,

@@ -3,7 +3,7 @@
 //! latency (queue, compute input/infer/output).
 
 use super::model::lenient_int;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// `{count, ns}` pairs and counters summed over the model's versions.
@@ -70,7 +70,7 @@ impl Snapshot {
 }
 
 /// The server's view of one level (averages in microseconds per request).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ServerStats {
     /// Successful requests the server counted.
     pub requests: i64,
@@ -92,7 +92,7 @@ pub struct ServerStats {
 }
 
 /// The server's view of one composing model of an ensemble over a level.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ComposingStats {
     pub model: String,
     /// The version the ensemble's step names; `None` when the step takes

@@ -30,6 +30,8 @@ mod perf_grpc;
 #[cfg(feature = "perf")]
 mod perf_hostile;
 #[cfg(feature = "perf")]
+mod perf_merge;
+#[cfg(feature = "perf")]
 mod perf_tls;
 mod properties;
 mod repository;

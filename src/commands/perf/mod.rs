@@ -12,6 +12,7 @@ use super::{CommandError, Context, ExitStatus};
 use crate::cli::PerfArgs;
 use std::io::Write;
 
+pub mod merge;
 #[cfg(feature = "perf")]
 mod progress;
 
