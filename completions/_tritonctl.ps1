@@ -351,6 +351,24 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('merge', 'merge', [CompletionResultType]::ParameterValue, 'Combine the `perf --format json` results of workers that loaded one server together into one report: histograms added (percentiles of all samples), counters summed')
+            break
+        }
+        'tritonctl;perf;merge' {
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Also write perf_analyzer''s CSV columns to FILE')
+            [CompletionResult]::new('--csv', '--csv', [CompletionResultType]::ParameterName, 'Also write perf_analyzer''s CSV columns to FILE')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)')
+            [CompletionResult]::new('--max-file-bytes', '--max-file-bytes', [CompletionResultType]::ParameterName, 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the findings: no summary, no progress')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Also report what was checked (on standard error)')
+            [CompletionResult]::new('--follow-symlinks', '--follow-symlinks', [CompletionResultType]::ParameterName, 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
     })

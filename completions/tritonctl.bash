@@ -49,6 +49,9 @@ _tritonctl() {
             tritonctl,validate)
                 cmd="tritonctl__subcmd__validate"
                 ;;
+            tritonctl__subcmd__perf,merge)
+                cmd="tritonctl__subcmd__perf__subcmd__merge"
+                ;;
             tritonctl__subcmd__trace,generate)
                 cmd="tritonctl__subcmd__trace__subcmd__generate"
                 ;;
@@ -241,7 +244,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__perf)
-            opts="-m -x -u -i -H -p -s -r -a -l -b -f -q -v -h -V --model --model-version --url --protocol --streaming --endpoint --prompt-words --max-tokens --profile-export-file --export-requests --header --ssl-grpc-use-ssl --ssl-grpc-root-certifications-file --ssl-grpc-private-key-file --ssl-grpc-certificate-chain-file --ssl-https-verify-peer --ssl-https-verify-host --ssl-https-ca-certificates-file --ssl-https-client-certificate-file --ssl-https-client-certificate-type --ssl-https-private-key-file --ssl-https-private-key-type --concurrency-range --request-rate-range --request-intervals --request-distribution --seed --max-concurrency --measurement-interval --stability-percentage --max-trials --measurement-mode --measurement-request-count --percentile --async --sync --max-threads --latency-threshold --binary-search --collect-metrics --metrics-url --metrics-interval --duration --request-count --warmup --timeout --max-response-bytes --max-input-bytes --input-data --string-length --string-data --shared-memory --output-shared-memory-size --shape --batch-size --input-tensor-format --output-tensor-format --max-error-rate --format --csv --plot --batched --sequence-length --sequence-length-variation --sequence-id-prefix --sequence-id-range --num-of-sequences --progress --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-m -x -u -i -H -p -s -r -a -l -b -f -q -v -h -V --model --model-version --url --protocol --streaming --endpoint --prompt-words --max-tokens --profile-export-file --export-requests --header --ssl-grpc-use-ssl --ssl-grpc-root-certifications-file --ssl-grpc-private-key-file --ssl-grpc-certificate-chain-file --ssl-https-verify-peer --ssl-https-verify-host --ssl-https-ca-certificates-file --ssl-https-client-certificate-file --ssl-https-client-certificate-type --ssl-https-private-key-file --ssl-https-private-key-type --concurrency-range --request-rate-range --request-intervals --request-distribution --seed --max-concurrency --measurement-interval --stability-percentage --max-trials --measurement-mode --measurement-request-count --percentile --async --sync --max-threads --latency-threshold --binary-search --collect-metrics --metrics-url --metrics-interval --duration --request-count --warmup --timeout --max-response-bytes --max-input-bytes --input-data --string-length --string-data --shared-memory --output-shared-memory-size --shape --batch-size --input-tensor-format --output-tensor-format --max-error-rate --format --csv --plot --batched --sequence-length --sequence-length-variation --sequence-id-prefix --sequence-id-range --num-of-sequences --progress --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version merge"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -533,6 +536,40 @@ _tritonctl() {
                     ;;
                 --progress)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tritonctl__subcmd__perf__subcmd__merge)
+            opts="-f -q -v -h -V --format --csv --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    return 0
+                    ;;
+                --csv)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --color)

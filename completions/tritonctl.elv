@@ -336,6 +336,23 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
+            cand merge 'Combine the `perf --format json` results of workers that loaded one server together into one report: histograms added (percentiles of all samples), counters summed'
+        }
+        &'tritonctl;perf;merge'= {
+            cand --format 'Output format'
+            cand -f 'Also write perf_analyzer''s CSV columns to FILE'
+            cand --csv 'Also write perf_analyzer''s CSV columns to FILE'
+            cand --color 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)'
+            cand --max-file-bytes 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit'
+            cand -q 'Print only the findings: no summary, no progress'
+            cand --quiet 'Print only the findings: no summary, no progress'
+            cand -v 'Also report what was checked (on standard error)'
+            cand --verbose 'Also report what was checked (on standard error)'
+            cand --follow-symlinks 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
         }
     ]
     $completions[$command]
