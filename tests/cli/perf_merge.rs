@@ -176,7 +176,7 @@ fn two_runs_merge_into_the_report_of_all_their_requests() {
     for row in rows {
         let l = levels
             .iter()
-            .find(|l| l["concurrency"].to_string() == row[0])
+            .find(|l| l["concurrency"].as_u64().map(|c| c.to_string()).as_deref() == Some(row[0]))
             .unwrap();
         assert_eq!(row[p99], l["latency_us"]["p99"].to_string());
     }
