@@ -75,6 +75,25 @@ fn two_runs_merge_into_the_report_of_all_their_requests() {
     assert_eq!(m["shard"], Value::Null);
     let levels = m["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 2);
+    // each run's histograms are the ones its percentiles were read from
+    for l in da["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(db["levels"].as_array().unwrap())
+    {
+        for which in ["latency_us", "first_response_us"] {
+            let h = hist(l, which).unwrap();
+            assert_eq!(h.len(), l["successful_requests"].as_u64().unwrap());
+            let p = &l[which];
+            assert_eq!(p["p50"].as_u64().unwrap(), h.value_at_quantile(0.5));
+            assert_eq!(p["p99"].as_u64().unwrap(), h.value_at_quantile(0.99));
+            assert_eq!(p["max"].as_u64().unwrap(), h.max());
+        }
+        // one response per request: no gaps; not a sequence model
+        assert!(l["histograms"]["inter_response_us"].is_null());
+        assert!(l["histograms"]["sequence_latency_us"].is_null());
+    }
     for (k, l) in levels.iter().enumerate() {
         let (la, lb) = (&da["levels"][k], &db["levels"][k]);
         assert_eq!(l["concurrency"], la["concurrency"]);
@@ -108,7 +127,9 @@ fn two_runs_merge_into_the_report_of_all_their_requests() {
             );
         }
         assert_eq!(lat["max"].as_u64().unwrap(), all.max());
-        assert_eq!(lat["mean"].as_f64().unwrap(), all.mean());
+        // (serde_json reads floats to within one unit in the last place)
+        let mean = lat["mean"].as_f64().unwrap();
+        assert!((mean - all.mean()).abs() <= 1e-12 * all.mean(), "{mean}");
         assert_eq!(hist(l, "latency_us").unwrap(), all);
         // the window spans both runs (one after the other here), and the
         // rates are over it
@@ -252,11 +273,21 @@ fn results_of_other_loads_are_refused_naming_the_files() {
         v["levels"][0].as_object_mut().unwrap().remove("histograms");
     });
     refused(&[&a, &old], &["old.json"], "no \"histograms\"");
-    // a missing file
+    // a missing file, a file above --max-file-bytes
     refused(
         &[&a, &d.join("missing.json")],
         &["missing.json"],
         "cannot read",
+    );
+    let (code, _, err) = tritonctl()
+        .args(["--max-file-bytes", "100", "perf", "merge"])
+        .arg(&a)
+        .run()
+        .parts();
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("a.json") && err.contains("--max-file-bytes"),
+        "{err}"
     );
     // a name with a control character is escaped where it is shown
     let odd = edited(d, "odd\u{1b}.json", &doc, |v| v["model"] = "x".into());
