@@ -1,8 +1,9 @@
 //! One entry point for the `perf_response` fuzz target
 //! (`fuzz/fuzz_targets/perf_response.rs`) and its regressions
 //! (`tests/cli/fuzz_regressions.rs`): arbitrary bytes through everything
-//! perf reads from a server, as a hostile server could send them. Nothing
-//! may panic, and nothing may allocate beyond the limits it is given.
+//! perf reads from a server, as a hostile server could send them, and
+//! what `perf merge` reads from a worker's document. Nothing may panic,
+//! and nothing may allocate beyond the limits it is given.
 
 use super::client::check_infer_body;
 use super::grpc::{self, pb};
@@ -68,6 +69,21 @@ pub fn responses(data: &[u8]) {
     }
     if let Ok(s) = pb::ModelStatisticsResponse::decode(data) {
         let _ = Snapshot::parse(&grpc::statistics_json(&s), "m");
+    }
+
+    // what `perf merge` reads from a worker's document: the document, and
+    // a level histogram as text and as the bytes under its base64
+    merge_inputs(data);
+}
+
+/// The documents and histograms of `perf merge` (a worker's file is no
+/// more trusted than a server's answer).
+fn merge_inputs(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let _ = super::histogram::decode(&text);
+    let _ = super::histogram::decode(&crate::inputs::codec::b64_encode(data));
+    if let Ok(doc) = super::merge::parse("f", &text) {
+        let _ = super::merge::merge(&[doc.clone(), doc]);
     }
 }
 
