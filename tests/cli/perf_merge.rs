@@ -256,6 +256,17 @@ fn results_of_other_loads_are_refused_naming_the_files() {
         &["s0.json", "s0b.json"],
         "the same shard (0 of 2)",
     );
+    // two shards of one load: merged, the concurrency summed
+    let s1 = edited(d, "s1.json", &doc, |v| {
+        v["shard"] = serde_json::json!({"index": 1, "count": 2})
+    });
+    let (code, out, err) = merge(&[&s0, &s1], &["--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let m: Value = serde_json::from_str(&out).unwrap();
+    assert_matches_schema(&m);
+    assert_eq!(m["levels"][0]["concurrency"], 2);
+    assert_eq!(m["levels"][0]["requests"], 40);
+    assert_eq!(m["shard"], Value::Null);
     // not JSON: its position
     let bad = d.join("bad.json");
     std::fs::write(&bad, "{\n  \"model\": nope\n}").unwrap();

@@ -445,3 +445,33 @@ fn a_written_level_reads_back_with_every_field() {
     // the document written is the one read: nothing lost on the way
     assert_eq!(back.to_json(), r.to_json());
 }
+
+#[test]
+fn the_chosen_percentile_and_the_threshold_come_from_the_merged_histogram() {
+    let (a, b) = (samples(1, 3000), samples(2, 1000));
+    let mut whole = new_histogram();
+    for &s in a.iter().chain(&b) {
+        whole.record(s).unwrap();
+    }
+    let with = |samples: &[u64]| {
+        let mut r = report(vec![level(2, samples, (0, 1_000_000))]);
+        r.percentile = Some(85);
+        r.latency_threshold_ms = Some(whole.value_at_quantile(0.85) as f64 / 1000.0 + 0.001);
+        r
+    };
+    let merged = merge(&[through_json("a", &with(&a)), through_json("b", &with(&b))]).unwrap();
+    let l = &merged.levels[0];
+    assert_eq!(l.percentile_latency_us, Some(whole.value_at_quantile(0.85)));
+    assert_eq!(
+        l.latency_us.as_ref().unwrap().chosen,
+        Some((85, whole.value_at_quantile(0.85)))
+    );
+    // p85 is just below the threshold: met
+    assert_eq!(l.latency_threshold_met, Some(true));
+    let mut tight = with(&a);
+    tight.latency_threshold_ms = Some(whole.value_at_quantile(0.85) as f64 / 1000.0);
+    let mut tight_b = with(&b);
+    tight_b.latency_threshold_ms = tight.latency_threshold_ms;
+    let merged = merge(&[through_json("a", &tight), through_json("b", &tight_b)]).unwrap();
+    assert_eq!(merged.levels[0].latency_threshold_met, Some(false));
+}
