@@ -39,6 +39,7 @@ mod rule_docs;
 mod rules;
 mod run;
 mod scale;
+mod scale_out;
 mod simulate;
 mod snapshots;
 mod untrusted_text;
