@@ -275,6 +275,8 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --request-intervals 'Open loop with the gaps of FILE (perf_analyzer''s format: one gap in microseconds per line, replayed cyclically)'
             cand --request-distribution 'Gaps between open-loop sends'
             cand --seed 'Seed of the Poisson schedule and of random input data'
+            cand --shard 'Scale-out: this worker''s share of the load, shard I of N (0 <= I < N <= 10000): the full schedule''s arrivals of index I mod N (a Poisson stream of rate R/N seeded from `--seed` and I), concurrency C/N (one more for the first C mod N shards), sequence ids and `--input-data` streams of its own. Start every worker with the same flags and `--start-at`, then `perf merge` their JSON'
+            cand --start-at 'Wait until TIME on this host''s clock before the first level (after connecting and reading the model): RFC 3339 (2026-11-29T10:00:00Z, or with an offset) or Unix seconds (1795946400.5). A time already past warns and starts at once; more than 24 hours ahead is refused'
             cand --max-concurrency 'Open loop: at most N requests in flight; a send that has to wait for a free slot is late'
             cand -p 'Length of a measurement window in milliseconds. Without `--duration` or `--request-count` a level is measured in such windows until the last 3 are stable (or `--max-trials`)'
             cand --measurement-interval 'Length of a measurement window in milliseconds. Without `--duration` or `--request-count` a level is measured in such windows until the last 3 are stable (or `--max-trials`)'

@@ -774,6 +774,20 @@ pub struct PerfArgs {
     /// Seed of the Poisson schedule and of random input data.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Scale-out: this worker's share of the load, shard I of N (0 <= I < N
+    /// <= 10000): the full schedule's arrivals of index I mod N (a Poisson
+    /// stream of rate R/N seeded from `--seed` and I), concurrency C/N
+    /// (one more for the first C mod N shards), sequence ids and
+    /// `--input-data` streams of its own. Start every worker with the same
+    /// flags and `--start-at`, then `perf merge` their JSON.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Wait until TIME on this host's clock before the first level (after
+    /// connecting and reading the model): RFC 3339 (2026-11-29T10:00:00Z,
+    /// or with an offset) or Unix seconds (1795946400.5). A time already
+    /// past warns and starts at once; more than 24 hours ahead is refused.
+    #[arg(long = "start-at", value_name = "TIME")]
+    pub start_at: Option<String>,
     /// Open loop: at most N requests in flight; a send that has to wait for
     /// a free slot is late.
     #[arg(long = "max-concurrency", value_name = "N", default_value_t = 1024)]

@@ -16,6 +16,7 @@ use super::report::{
 };
 use super::rng::Rng;
 use super::schedule::{Distribution, Level, Schedule};
+use super::shard::Shard;
 use super::shm::{self, SharedMemory};
 use super::stats::{self, ComposingStats, ServerStats, Snapshot};
 use hdrhistogram::Histogram;
@@ -126,6 +127,31 @@ pub struct PerfOptions {
     /// first server's host, port 8002, by default) and how often they are
     /// read.
     pub metrics: Option<(Option<String>, Duration)>,
+    /// `--shard I/N`: this worker's part of the load (docs/spec/cli.md,
+    /// "Scale-out"); `levels` stay the full load's.
+    pub shard: Option<Shard>,
+    /// `--start-at`: the first level waits for this instant on the host
+    /// clock, after the setup.
+    pub start_at: Option<std::time::SystemTime>,
+}
+
+impl PerfOptions {
+    /// This worker's part of a level (the level itself without
+    /// `--shard`).
+    fn worker_load(&self, level: Level) -> Level {
+        match self.shard {
+            Some(s) => s.load(level),
+            None => level,
+        }
+    }
+
+    /// Open loop, sequence models: the sequences this worker keeps live.
+    fn worker_sequences(&self) -> usize {
+        match self.shard {
+            Some(s) => s.share(self.num_sequences as u64) as usize,
+            None => self.num_sequences,
+        }
+    }
 }
 
 /// `--binary-search` over a range: the range's start and end, and the step
@@ -412,8 +438,16 @@ impl Export {
         self.epoch_us + t.saturating_duration_since(self.at).as_micros() as u64
     }
 
-    /// One request as a JSON line.
-    fn line(&self, level: u64, scheduled: Instant, sent: Instant, ex: &Exchange) -> Vec<u8> {
+    /// One request as a JSON line; `sequence_id` as it was sent (null
+    /// for a model without sequences).
+    fn line(
+        &self,
+        level: u64,
+        scheduled: Instant,
+        sent: Instant,
+        ex: &Exchange,
+        sequence_id: serde_json::Value,
+    ) -> Vec<u8> {
         let responses: Vec<u64> = ex.responses.iter().map(|t| self.us(*t)).collect();
         let doc = serde_json::json!({
             "level": level,
@@ -421,6 +455,7 @@ impl Export {
             "send_us": self.us(sent),
             "response_us": responses,
             "error": ex.result.as_ref().err().map(ErrorKind::key),
+            "sequence_id": sequence_id,
         });
         let mut line = serde_json::to_vec(&doc).expect("a JSON line");
         line.push(b'\n');
@@ -466,13 +501,7 @@ impl Shared {
     /// One step of a sequence (request parameters added to the request).
     async fn infer_step(&self, step: Step) -> Exchange {
         let mut p = serde_json::Map::new();
-        p.insert(
-            "sequence_id".into(),
-            match &self.id_prefix {
-                Some(prefix) => format!("{prefix}{}", step.id).into(),
-                None => step.id.into(),
-            },
-        );
+        p.insert("sequence_id".into(), self.sequence_id(step.id));
         p.insert("sequence_start".into(), step.start.into());
         p.insert("sequence_end".into(), step.end.into());
         if let Mode::Http(_) = self.mode {
@@ -534,6 +563,15 @@ impl Shared {
         }
     }
 
+    /// A sequence id as requests carry it: a number, or with
+    /// `--sequence-id-prefix` a string.
+    fn sequence_id(&self, id: u64) -> serde_json::Value {
+        match &self.id_prefix {
+            Some(prefix) => format!("{prefix}{id}").into(),
+            None => id.into(),
+        }
+    }
+
     /// The next plain request.
     fn next_request(&self) -> &Prepared {
         if self.data.is_empty() {
@@ -558,12 +596,21 @@ impl Shared {
 
     /// Records a measured request: `origin` is where its latency counts
     /// from (the scheduled send time in open loop, the send in closed
-    /// loop), `sent` when it was sent, `end` when it was over.
-    fn record(&self, origin: Instant, sent: Instant, ex: &Exchange, late: bool, end: Instant) {
+    /// loop), `sent` when it was sent, `end` when it was over; `sequence`
+    /// the id of its sequence.
+    fn record(
+        &self,
+        origin: Instant,
+        sent: Instant,
+        ex: &Exchange,
+        (late, sequence): (bool, Option<u64>),
+        end: Instant,
+    ) {
         if let Some(x) = &self.export {
             // the receiver is gone only when writing failed; that is
             // reported once the run is over
-            let _ = x.tx.send(x.line(self.level, origin, sent, ex));
+            let id = sequence.map_or(serde_json::Value::Null, |id| self.sequence_id(id));
+            let _ = x.tx.send(x.line(self.level, origin, sent, ex, id));
         }
         let micros = |d: Duration| d.as_micros() as u64;
         let progress = &self.meter.progress;
@@ -899,6 +946,24 @@ async fn run_async(
             .map_err(StartError::Usage)?,
         None => (Vec::new(), Vec::new()),
     };
+    let (data, streams) = match (opts.shard, &opts.data_file) {
+        (Some(s), Some(file)) => {
+            shard_data(s, &file.name, data, streams, info.sequence).map_err(StartError::Usage)?
+        }
+        _ => (data, streams),
+    };
+    if let (Some(s), true) = (opts.shard, info.sequence) {
+        if opts.levels.iter().any(|l| matches!(l, Level::Rate(_)))
+            && (opts.num_sequences as u64) < s.count
+        {
+            return Err(StartError::Usage(format!(
+                "--shard {}/{n}: --num-of-sequences {} is below the {n} workers, so some would have no live sequence; give at least {n}",
+                s.index,
+                opts.num_sequences,
+                n = s.count
+            )));
+        }
+    }
     // --shared-memory: the inputs go to a region, the bodies name them
     let (body, data, session) = if use_shm {
         let batch = if info.max_batch_size > 0 {
@@ -1080,7 +1145,8 @@ async fn run_async(
         watched,
         shm: session.clone(),
     };
-    let (levels, binary_search) = run_levels(opts, &clients, plan, &progress, export).await;
+    let (levels, binary_search, late) = run_levels(opts, &clients, plan, &progress, export).await;
+    warnings.extend(late_start_warning(opts, late));
     warnings.extend(too_large_warning(&levels, infer_limit));
     metrics_notes(opts, &levels, &mut notes, &mut warnings);
     let shared_memory = match session {
@@ -1116,7 +1182,7 @@ async fn run_async(
         metrics_url: metrics_url_of(opts),
         shared_memory,
         request_distribution: distribution_name(opts),
-        shard: None,
+        shard: opts.shard,
         merged_from: None,
         levels,
         notes,
@@ -1196,9 +1262,9 @@ fn is_loopback(authority: &str) -> bool {
 /// levels, or in open loop the live sequences or up to 16 requests in
 /// flight (more are made when needed).
 fn initial_slots(opts: &PerfOptions, sequence: bool) -> usize {
-    let slots = |l: &Level| match l {
-        Level::Concurrency(n) => *n as usize,
-        Level::Rate(_) if sequence => opts.num_sequences,
+    let slots = |l: &Level| match opts.worker_load(*l) {
+        Level::Concurrency(n) => n as usize,
+        Level::Rate(_) if sequence => opts.worker_sequences(),
         Level::Rate(_) => opts.max_concurrency.min(16),
     };
     if opts.latency_threshold_ms.is_some() {
@@ -1296,9 +1362,10 @@ async fn run_openai(
         watched: StatsPlan::default(),
         shm: None,
     };
-    let (levels, binary_search) = run_levels(opts, &clients, plan, &progress, export).await;
+    let (levels, binary_search, late) = run_levels(opts, &clients, plan, &progress, export).await;
     let mut notes = Vec::new();
-    let mut warnings: Vec<String> = too_large_warning(&levels, limit).into_iter().collect();
+    let mut warnings: Vec<String> = late_start_warning(opts, late).into_iter().collect();
+    warnings.extend(too_large_warning(&levels, limit));
     metrics_notes(opts, &levels, &mut notes, &mut warnings);
     if levels
         .iter()
@@ -1328,7 +1395,7 @@ async fn run_openai(
         metrics_url: metrics_url_of(opts),
         shared_memory: None,
         request_distribution: distribution_name(opts),
-        shard: None,
+        shard: opts.shard,
         merged_from: None,
         warnings,
         levels,
@@ -1348,6 +1415,58 @@ fn distribution_name(opts: &PerfOptions) -> Option<String> {
         ),
         _ => None,
     }
+}
+
+/// `--input-data FILE` with `--shard`: this worker's part of the data
+/// bodies and streams. A sequence model's streams are divided (stream k
+/// to shard k mod N, each sequence's steps whole); otherwise the entries,
+/// which one run takes in turn. A worker left without any is refused,
+/// naming it.
+fn shard_data<B>(
+    shard: Shard,
+    file: &str,
+    data: Vec<B>,
+    streams: Vec<Vec<usize>>,
+    sequence: bool,
+) -> Result<(Vec<B>, Vec<Vec<usize>>), String> {
+    let none = |what: &str, have: usize| {
+        format!(
+            "--shard {}/{n}: --input-data {} has {have} {what}, none for shard {} (stream or entry k goes to shard k mod {n}); give at least {n} or use fewer workers",
+            shard.index,
+            crate::text::display::Untrusted(file),
+            shard.index,
+            n = shard.count
+        )
+    };
+    if sequence {
+        let mine: Vec<Vec<usize>> = shard
+            .of(streams.len())
+            .into_iter()
+            .map(|k| streams[k].clone())
+            .collect();
+        if mine.is_empty() {
+            return Err(none(
+                if streams.len() == 1 {
+                    "stream"
+                } else {
+                    "streams"
+                },
+                streams.len(),
+            ));
+        }
+        return Ok((data, mine));
+    }
+    let keep = shard.of(data.len());
+    if keep.is_empty() {
+        return Err(none(
+            if data.len() == 1 { "entry" } else { "entries" },
+            data.len(),
+        ));
+    }
+    let mut data: Vec<Option<B>> = data.into_iter().map(Some).collect();
+    let mine: Vec<B> = keep.iter().filter_map(|&k| data[k].take()).collect();
+    // streams index the entries; without sequences they are not used
+    Ok((mine, Vec::new()))
 }
 
 /// `concurrency`, `request_rate` or `request_intervals`.
@@ -1523,7 +1642,15 @@ async fn run_levels(
     plan: LevelPlan,
     progress: &Arc<Progress>,
     export: Option<Arc<Export>>,
-) -> (Vec<LevelResult>, Option<BinarySearch>) {
+) -> (Vec<LevelResult>, Option<BinarySearch>, Duration) {
+    // --start-at: after the setup, before the first level's warm-up, so
+    // that workers started at different moments measure the same window
+    let late = match opts.start_at {
+        Some(at) => tokio::task::spawn_blocking(move || super::shard::wait_until(at))
+            .await
+            .unwrap_or_default(),
+        None => Duration::ZERO,
+    };
     let ids = Arc::new(SequenceIds::new(
         opts.sequence_ids,
         opts.sequence_length,
@@ -1611,7 +1738,18 @@ async fn run_levels(
         next = planner.next(level, met);
     }
     let search = planner.answer(levels.len());
-    (levels, search)
+    (levels, search, late)
+}
+
+/// The warning when the setup ended after `--start-at` (the first level
+/// started late by `late`, beyond a few milliseconds).
+fn late_start_warning(opts: &PerfOptions, late: Duration) -> Option<String> {
+    (opts.start_at.is_some() && late > Duration::from_millis(5)).then(|| {
+        format!(
+            "--start-at had passed {:.3} s before the load could start (the setup took longer); this worker's levels started late",
+            late.as_secs_f64()
+        )
+    })
 }
 
 async fn snapshot(client: &PerfClient, path: &str, model: &str) -> Option<Snapshot> {
@@ -1855,7 +1993,13 @@ async fn run_level(
         }
         _ => None,
     };
-    match (level, sequences) {
+    // closed loop: this worker's share of the concurrency; open loop: the
+    // full rate, which `schedule_of` splits
+    let sent = match level {
+        Level::Concurrency(_) => opts.worker_load(level),
+        rate => rate,
+    };
+    match (sent, sequences) {
         (Level::Concurrency(n), None) => closed_loop(opts, n, &targets).await,
         (Level::Rate(r), None) => open_loop(opts, r, &targets, start, index).await,
         (Level::Concurrency(n), Some(ids)) => closed_loop_sequences(opts, n, &targets, ids).await,
@@ -1927,6 +2071,8 @@ async fn run_level(
         _ => Duration::ZERO,
     };
     let window_start_us = meter.start_unix_us + (t0 - start + skipped).as_micros() as u64;
+    // each worker reports its own part of the load
+    let level = opts.worker_load(level);
     LevelResult {
         concurrency: match level {
             Level::Concurrency(n) => Some(n),
@@ -2031,7 +2177,7 @@ async fn closed_loop(opts: &PerfOptions, n: u64, targets: &[Arc<Shared>]) {
                 let ex = shared.infer().await;
                 let end = Instant::now();
                 if measured {
-                    shared.record(sent, sent, &ex, false, end);
+                    shared.record(sent, sent, &ex, (false, None), end);
                 }
                 if matches!(ex.result, Err(ErrorKind::Connect)) {
                     // do not spin on a refused connection
@@ -2047,10 +2193,27 @@ async fn closed_loop(opts: &PerfOptions, n: u64, targets: &[Arc<Shared>]) {
 
 /// The open-loop send times of a level: `--request-intervals` or the
 /// rate's schedule.
+///
+/// With `--shard I/N`: a deterministic schedule's arrivals of index I mod
+/// N (the full schedule's times), or a Poisson stream of rate R/N of this
+/// worker's own seed ([`Shard::seed`]); `rate` is the full rate.
 fn schedule_of(opts: &PerfOptions, rate: f64, index: u64) -> Schedule {
-    match &opts.intervals {
+    let full = match &opts.intervals {
         Some(gaps) => Schedule::intervals(gaps.clone()),
-        None => Schedule::new(rate, opts.distribution, opts.seed.wrapping_add(index)),
+        None => match (opts.shard, opts.distribution) {
+            (Some(s), Distribution::Poisson) => {
+                return Schedule::new(
+                    rate / s.count as f64,
+                    Distribution::Poisson,
+                    s.seed(opts.seed).wrapping_add(index),
+                )
+            }
+            _ => Schedule::new(rate, opts.distribution, opts.seed.wrapping_add(index)),
+        },
+    };
+    match opts.shard {
+        Some(s) => full.shard(s.index, s.count),
+        None => full,
     }
 }
 
@@ -2093,7 +2256,7 @@ async fn open_loop(
                 if measured {
                     // from the scheduled send time: waiting for a free slot
                     // or behind a stalled server counts
-                    shared.record(intended, sent, &ex, late, end);
+                    shared.record(intended, sent, &ex, (late, None), end);
                 }
                 drop(permit);
             });
@@ -2286,7 +2449,7 @@ async fn closed_loop_sequences(
                 let end = Instant::now();
                 live.failed |= ex.result.is_err();
                 if measured {
-                    shared.record(sent, sent, &ex, false, end);
+                    shared.record(sent, sent, &ex, (false, Some(step.id)), end);
                 }
                 live.next += 1;
                 if step.end {
@@ -2319,7 +2482,7 @@ async fn open_loop_sequences(
     index: u64,
     ids: &Arc<SequenceIds>,
 ) {
-    let slots = opts.num_sequences.max(1);
+    let slots = opts.worker_sequences().max(1);
     // None while a step of that sequence is in flight
     let live: Arc<Mutex<Vec<Option<Live>>>> = Arc::new(Mutex::new(
         (0..slots).map(|_| Some(Live::new(ids))).collect(),
@@ -2371,7 +2534,7 @@ async fn open_loop_sequences(
                 let ex = shared.infer_step(step).await;
                 let end = Instant::now();
                 if measured {
-                    shared.record(intended, sent, &ex, late, end);
+                    shared.record(intended, sent, &ex, (late, Some(step.id)), end);
                 }
                 seq.failed |= ex.result.is_err();
                 seq.next += 1;
@@ -2617,6 +2780,51 @@ mod tests {
         let l = latency(&tail[2].hist, Some(50));
         assert_eq!(l.chosen, Some((50, 1000)));
         assert_eq!(latency(&tail[2].hist, None).chosen, None);
+    }
+
+    #[test]
+    fn sharded_data_streams_and_entries_partition() {
+        let shard = |i, n| Shard { index: i, count: n };
+        // a sequence model: whole streams, stream k to shard k mod N
+        let streams = vec![vec![0, 1], vec![2], vec![3, 4, 5], vec![6], vec![7, 8]];
+        let data: Vec<u32> = (0..9).collect();
+        let mut union = Vec::new();
+        for i in 0..3 {
+            let (d, s) = shard_data(shard(i, 3), "f", data.clone(), streams.clone(), true).unwrap();
+            assert_eq!(d, data, "the entries stay where the streams point");
+            for st in &s {
+                assert!(streams.contains(st));
+            }
+            union.extend(s);
+        }
+        union.sort();
+        let mut all = streams.clone();
+        all.sort();
+        assert_eq!(union, all);
+        assert_eq!(
+            shard_data(shard(1, 3), "f", data.clone(), streams.clone(), true)
+                .unwrap()
+                .1,
+            [vec![2], vec![7, 8]]
+        );
+        let e = shard_data(shard(5, 6), "f.json", data.clone(), streams.clone(), true).unwrap_err();
+        assert!(
+            e.contains("--shard 5/6: --input-data f.json has 5 streams, none for shard 5"),
+            "{e}"
+        );
+        // without sequences: entries, entry k to shard k mod N
+        let mut seen = Vec::new();
+        for i in 0..4 {
+            let (d, s) =
+                shard_data(shard(i, 4), "f", data.clone(), streams.clone(), false).unwrap();
+            assert!(s.is_empty());
+            assert!(d.iter().all(|k| k % 4 == i as u32), "{d:?}");
+            seen.extend(d);
+        }
+        seen.sort();
+        assert_eq!(seen, data);
+        let e = shard_data(shard(1, 2), "d", vec![0u32], vec![vec![0]], false).unwrap_err();
+        assert!(e.contains("has 1 entry, none for shard 1"), "{e}");
     }
 
     #[test]

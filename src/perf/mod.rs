@@ -9,6 +9,8 @@
 //! - [`prompts`]: prompts for generative endpoints (synthetic or from a
 //!   file);
 //! - [`schedule`]: load ranges and open-loop send schedules;
+//! - [`shard`]: one load split over several workers (`--shard`), and
+//!   their common start (`--start-at`);
 //! - [`options`]: the checks that turn `tritonctl perf`'s arguments into
 //!   the load's options;
 //! - [`client`]: a keep-alive HTTP/1.1 connection pool, error kinds, and
@@ -55,6 +57,7 @@ pub mod prompts;
 pub mod report;
 pub mod rng;
 pub mod schedule;
+pub mod shard;
 pub mod shm;
 pub mod sse;
 pub mod stats;

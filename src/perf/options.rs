@@ -527,6 +527,32 @@ pub fn sequence_ids(range: Option<&str>) -> Result<(u64, u64), String> {
     }
 }
 
+/// The sequence ids of this worker with `--shard`: its part of
+/// `--sequence-id-range`, else of a default range every worker derives
+/// from `--seed` and `--start-at` ([`super::shard::default_ids`]).
+pub fn shard_sequence_ids(
+    range: Option<&str>,
+    shard: super::shard::Shard,
+    seed: u64,
+    start_at: Option<std::time::SystemTime>,
+) -> Result<(u64, u64), String> {
+    let all = match range {
+        Some(_) => sequence_ids(range)?,
+        None => super::shard::default_ids(shard, seed, start_at),
+    };
+    shard.ids(all)
+}
+
+/// `--shard` with `-l` or `--binary-search`: refused, since each worker
+/// would pick its next level from its own latency, and the workers'
+/// levels would part.
+pub fn check_shard_sweep(latency_threshold: bool) -> Result<(), String> {
+    if latency_threshold {
+        return Err("--shard splits a fixed set of levels: -l and --binary-search choose the next level from one worker's latency, so the workers would measure different levels; sweep the levels without -l and merge the results".into());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

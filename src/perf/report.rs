@@ -564,8 +564,15 @@ impl PerfReport {
                 }
             ),
         };
+        let shard = match self.shard {
+            Some(s) => format!(
+                "shard {} of {} (each level shows this worker's part of the load)\n",
+                s.index, s.count
+            ),
+            None => String::new(),
+        };
         format!(
-            "model {} at {} ({} over {}, {what})\n{source}{t}\n{threshold}{composing}{gpus}",
+            "model {} at {} ({} over {}, {what})\n{shard}{source}{t}\n{threshold}{composing}{gpus}",
             crate::text::display::Untrusted(&self.model),
             crate::text::display::Untrusted(&self.url),
             self.mode.replace('_', " "),

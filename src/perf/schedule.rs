@@ -111,6 +111,12 @@ pub struct Schedule {
     /// `--request-intervals`: these gaps in turn instead.
     gaps: Option<std::sync::Arc<Vec<f64>>>,
     turn: usize,
+    /// Constant rate: the index of the next arrival (its time is
+    /// `k / rate`, so that every shard computes the same times).
+    k: u64,
+    /// `--shard I/N` ([`Schedule::shard`]): the arrivals of index I mod N
+    /// only (1 without it).
+    stride: u64,
 }
 
 impl Schedule {
@@ -122,6 +128,36 @@ impl Schedule {
             next: 0.0,
             gaps: None,
             turn: 0,
+            k: 0,
+            stride: 1,
+        }
+    }
+
+    /// The arrivals of this schedule whose index is `index` mod `count`
+    /// (`--shard`): the times are the full schedule's, bit for bit. For a
+    /// deterministic schedule (constant rate, `--request-intervals`); a
+    /// Poisson worker draws a stream of its own instead.
+    pub fn shard(mut self, index: u64, count: u64) -> Self {
+        self.stride = count.max(1);
+        for _ in 0..index {
+            self.advance();
+        }
+        self
+    }
+
+    /// Moves to the next arrival of the full schedule.
+    fn advance(&mut self) {
+        if let Some(g) = &self.gaps {
+            self.next += g[self.turn % g.len()];
+            self.turn += 1;
+            return;
+        }
+        match self.dist {
+            Distribution::Constant => {
+                self.k += 1;
+                self.next = self.k as f64 / self.rate;
+            }
+            Distribution::Poisson => self.next += self.rng.exponential(1.0 / self.rate),
         }
     }
 
@@ -139,16 +175,9 @@ impl Iterator for Schedule {
 
     fn next(&mut self) -> Option<f64> {
         let at = self.next;
-        if let Some(g) = &self.gaps {
-            self.next += g[self.turn % g.len()];
-            self.turn += 1;
-            return Some(at);
+        for _ in 0..self.stride {
+            self.advance();
         }
-        let mean = 1.0 / self.rate;
-        self.next += match self.dist {
-            Distribution::Constant => mean,
-            Distribution::Poisson => self.rng.exponential(mean),
-        };
         Some(at)
     }
 }

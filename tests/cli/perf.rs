@@ -3697,3 +3697,340 @@ fn shared_memory_with_a_sequence_model() {
     assert_eq!(u(&doc["shared_memory"]["output_bytes_read"]), n * 16);
     assert_no_shm_left(&r);
 }
+
+/// Seconds since the Unix epoch, now.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// Runs `tritonctl perf` once per argument list, all at once (a process
+/// each); their exit codes, JSON documents and standard errors.
+fn perf_workers(runs: Vec<Vec<String>>) -> Vec<(i32, Value, String)> {
+    let handles: Vec<_> = runs
+        .into_iter()
+        .map(|args| {
+            std::thread::spawn(move || {
+                let (code, out, err) = tritonctl()
+                    .arg("perf")
+                    .args(&args)
+                    .args(["--format", "json"])
+                    .timeout(HANG)
+                    .run()
+                    .parts();
+                let v: Value = serde_json::from_str(&out)
+                    .unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}\nstderr:\n{err}"));
+                (code, v, err)
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+/// The sequence ids of an export's requests.
+fn exported_ids(lines: &[Value]) -> std::collections::BTreeSet<u64> {
+    lines
+        .iter()
+        .map(|l| {
+            l["sequence_id"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("no sequence id: {l}"))
+        })
+        .collect()
+}
+
+#[test]
+fn three_shards_started_together_send_one_open_loop_sequence_load() {
+    let r = Responder::start(sequence_model());
+    let dir = tempfile::tempdir().unwrap();
+    // far enough ahead for three processes to start on a busy machine
+    let start = (unix_now() + 3.0).floor();
+    let start_at = format!("{start:.3}");
+    let runs: Vec<Vec<String>> = (0..3)
+        .map(|i| {
+            let export = dir.path().join(format!("w{i}.jsonl"));
+            [
+                "-m",
+                "m",
+                "-u",
+                &r.url(),
+                "--request-rate-range",
+                "300",
+                "--duration",
+                "2",
+                "--num-of-sequences",
+                "6",
+                "--sequence-length",
+                "4",
+                "--shard",
+                &format!("{i}/3"),
+                "--start-at",
+                &start_at,
+                "--export-requests",
+                export.to_str().unwrap(),
+            ]
+            .map(String::from)
+            .to_vec()
+        })
+        .collect();
+    let results = perf_workers(runs);
+    // the responder refuses a step of a live sequence sent by another
+    // worker (started again while live, two steps in flight): 0 errors
+    // means no id was shared while live
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+    assert_eq!(r.counters.live_sequences(), 0);
+    let mut total = 0;
+    let mut ids = Vec::new();
+    for (i, (code, doc, err)) in results.iter().enumerate() {
+        assert_eq!(*code, 0, "worker {i}: {doc:#}\n{err}");
+        assert_matches_schema(doc);
+        assert!(!err.contains("warning"), "worker {i}: {err}");
+        assert_eq!(doc["shard"], json!({"index": i, "count": 3}));
+        let l = &doc["levels"][0];
+        // each worker reports its own share of the rate
+        assert_eq!(l["request_rate"], json!(100.0));
+        assert_eq!(u(&l["errors"]), 0, "worker {i}: {l:#}");
+        // the full schedule's arrivals k/300 s with k < 600 fall in the 2 s
+        // window; worker i has those with k mod 3 = i: exactly 200
+        assert_eq!(u(&l["requests"]), 200, "worker {i}: {l:#}");
+        total += u(&l["requests"]);
+        let lines = export_lines(&dir.path().join(format!("w{i}.jsonl")));
+        assert_eq!(lines.len(), 200);
+        // nothing was sent before --start-at; the first arrival, i/300 s
+        // after it, was due promptly
+        let start_us = (start * 1e6) as u64;
+        let first_send = lines.iter().map(|x| u(&x["send_us"])).min().unwrap();
+        let first_due = lines.iter().map(|x| u(&x["scheduled_us"])).min().unwrap();
+        assert!(
+            first_send >= start_us,
+            "worker {i}: {first_send} < {start_us}"
+        );
+        assert!(
+            first_due >= start_us,
+            "worker {i}: {first_due} < {start_us}"
+        );
+        assert!(first_due - start_us < 500_000, "worker {i}: {first_due}");
+        // its 2 of the 6 sequences live at once
+        ids.push(exported_ids(&lines));
+    }
+    // as many as one worker at the full rate sends in the window
+    assert_eq!(total, 600);
+    for a in 0..3 {
+        for b in a + 1..3 {
+            assert!(
+                ids[a].is_disjoint(&ids[b]),
+                "workers {a} and {b} share ids: {:?}",
+                ids[a].intersection(&ids[b]).collect::<Vec<_>>()
+            );
+        }
+    }
+}
+
+#[test]
+fn sharded_closed_loop_splits_concurrency_and_the_id_range() {
+    let r = Responder::start(sequence_model());
+    let dir = tempfile::tempdir().unwrap();
+    let runs: Vec<Vec<String>> = (0..3)
+        .map(|i| {
+            let export = dir.path().join(format!("c{i}.jsonl"));
+            [
+                "-m",
+                "m",
+                "-u",
+                &r.url(),
+                "--concurrency-range",
+                "7",
+                "--request-count",
+                "60",
+                "--sequence-length",
+                "3",
+                "--sequence-id-range",
+                "1000:1030",
+                "--shard",
+                &format!("{i}/3"),
+                "--export-requests",
+                export.to_str().unwrap(),
+            ]
+            .map(String::from)
+            .to_vec()
+        })
+        .collect();
+    let results = perf_workers(runs);
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+    assert_eq!(r.counters.live_sequences(), 0);
+    let mut concurrency = 0;
+    for (i, (code, doc, err)) in results.iter().enumerate() {
+        assert_eq!(*code, 0, "worker {i}: {doc:#}\n{err}");
+        let l = &doc["levels"][0];
+        // 7 over 3: 3, 2, 2
+        assert_eq!(u(&l["concurrency"]), [3, 2, 2][i], "worker {i}");
+        concurrency += u(&l["concurrency"]);
+        assert_eq!(u(&l["requests"]), 60);
+        assert_eq!(u(&l["errors"]), 0);
+        // 30 ids over 3 workers: 10 each, in order
+        let lo = 1000 + 10 * i as u64;
+        let ids = exported_ids(&export_lines(&dir.path().join(format!("c{i}.jsonl"))));
+        assert!(
+            ids.iter().all(|id| (lo..lo + 10).contains(id)),
+            "worker {i}: {ids:?}"
+        );
+    }
+    assert_eq!(concurrency, 7);
+    // every id the server saw is in the range
+    let seen: Vec<u64> = r
+        .counters
+        .sequences
+        .lock()
+        .unwrap()
+        .keys()
+        .map(|k| k.parse().unwrap())
+        .collect();
+    assert!(seen.iter().all(|id| (1000..1030).contains(id)), "{seen:?}");
+}
+
+#[test]
+fn sharded_input_data_entries_are_divided() {
+    let r = Responder::start(triton_like());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("entries.json");
+    let v = |x: f32| json!({"X": [x, x, x, x]});
+    std::fs::write(
+        &file,
+        json!({"data": [v(0.0), v(1.0), v(2.0), v(3.0), v(4.0)]}).to_string(),
+    )
+    .unwrap();
+    let (code, doc) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--input-data",
+        file.to_str().unwrap(),
+        "--concurrency-range",
+        "2",
+        "--request-count",
+        "6",
+        "--shard",
+        "1/2",
+    ]);
+    assert_eq!(code, 0, "{doc:#} {:?}", r.bad());
+    // shard 1 of 2 takes entries 1 and 3, in turn
+    let mut firsts: Vec<f32> = r
+        .counters
+        .x_values
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|x| x[0])
+        .collect();
+    assert!(firsts.len() >= 6, "{firsts:?}");
+    firsts.sort_by(f32::total_cmp);
+    firsts.dedup();
+    assert_eq!(firsts, [1.0, 3.0]);
+    assert_eq!(u(&doc["levels"][0]["concurrency"]), 1);
+    // 5 entries cannot feed 6 shards: shard 5 has none
+    let (code, _, err) = tritonctl()
+        .arg("perf")
+        .args(["-m", "m", "-u", &r.url(), "--input-data"])
+        .arg(&file)
+        .args(["--concurrency-range", "6", "--shard", "5/6"])
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--shard 5/6") && err.contains("has 5 entries, none for shard 5"),
+        "{err}"
+    );
+}
+
+#[test]
+fn shard_table_line_and_a_start_at_in_the_past() {
+    let r = Responder::start(triton_like());
+    let (code, out, err) = tritonctl()
+        .arg("perf")
+        .args([
+            "-m",
+            "m",
+            "-u",
+            &r.url(),
+            "--request-rate-range",
+            "40",
+            "--duration",
+            "0.5",
+            "--shard",
+            "1/4",
+            "--start-at",
+            "2020-01-01T00:00:00Z",
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("\nshard 1 of 4 "), "{out}");
+    assert!(
+        err.contains("warning: --start-at 2020-01-01T00:00:00Z is ")
+            && err.contains("s in the past; starting at once"),
+        "{err}"
+    );
+    // the rate column holds its share, 40/4 per second
+    assert!(out.contains("│ 10 "), "{out}");
+    // without --shard the document says so
+    let (_, doc) = perf_json(&["-m", "m", "-u", &r.url(), "--request-count", "1"]);
+    assert!(doc["shard"].is_null(), "{doc:#}");
+}
+
+#[test]
+fn bad_shard_and_start_at_values_are_exit_2() {
+    // a closed port: these are refused before any connection
+    let url = format!("127.0.0.1:{}", crate::common::closed_port());
+    let tomorrow_and_more = format!("{:.0}", unix_now() + 25.0 * 3600.0);
+    for (args, want) in [
+        (vec!["--shard", "3/3"], "--shard '3/3' is not I/N"),
+        (vec!["--shard", "0/0"], "--shard '0/0' is not I/N"),
+        (vec!["--shard", "1"], "--shard '1' is not I/N"),
+        (vec!["--shard", "0/10001"], "<= 10000"),
+        (vec!["--shard=-1/2"], "--shard '-1/2' is not I/N"),
+        (
+            vec!["--shard", "0/4", "--concurrency-range", "2:8:2"],
+            "concurrency 2 is below the 4 workers",
+        ),
+        (
+            vec!["--shard", "1/2", "-l", "5"],
+            "-l and --binary-search choose the next level",
+        ),
+        (
+            vec![
+                "--shard",
+                "0/4",
+                "--concurrency-range",
+                "4",
+                "--sequence-id-range",
+                "10:13",
+            ],
+            "holds 3 ids, fewer than the 4 workers",
+        ),
+        (
+            vec!["--start-at", "2026-02-29T10:00:00Z"],
+            "2026-02 has no day 29",
+        ),
+        (vec!["--start-at", "2026-11-29T10:00:00"], "no offset"),
+        (vec!["--start-at", "tomorrow"], "--start-at 'tomorrow'"),
+        (vec!["--start-at", &tomorrow_and_more], "more than 24 hours"),
+    ] {
+        let (code, _, err) = tritonctl()
+            .arg("perf")
+            .args(["-m", "m", "-u", &url])
+            .args(&args)
+            .timeout(HANG)
+            .run()
+            .parts();
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.starts_with("error:") && err.contains(want),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -216,7 +216,33 @@ pub fn run(
         crate::perf::metrics::metrics_url(Some(url), "localhost:8000").map_err(usage)?;
     }
     let urls = check::urls(&args.url, args.protocol == PerfProtocol::Grpc);
-    let sequence_ids = check::sequence_ids(args.sequence_id_range.as_deref()).map_err(usage)?;
+    let start_at = args
+        .start_at
+        .as_deref()
+        .map(crate::perf::shard::parse_start_at)
+        .transpose()
+        .map_err(usage)?;
+    let start_past = match start_at {
+        Some(at) => {
+            crate::perf::shard::check_start_at(at, std::time::SystemTime::now()).map_err(usage)?
+        }
+        None => None,
+    };
+    let shard = args
+        .shard
+        .as_deref()
+        .map(crate::perf::shard::Shard::parse)
+        .transpose()
+        .map_err(usage)?;
+    let sequence_ids = match shard {
+        Some(s) => {
+            check::check_shard_sweep(args.latency_threshold.is_some()).map_err(usage)?;
+            s.check_levels(&levels).map_err(usage)?;
+            check::shard_sequence_ids(args.sequence_id_range.as_deref(), s, args.seed, start_at)
+                .map_err(usage)?
+        }
+        None => check::sequence_ids(args.sequence_id_range.as_deref()).map_err(usage)?,
+    };
     check::check_sequences(args.sequence_length, args.num_of_sequences).map_err(usage)?;
     let opts = PerfOptions {
         model: args.model.clone(),
@@ -280,7 +306,19 @@ pub fn run(
                 Duration::from_millis(args.metrics_interval.unwrap_or(1000)),
             )
         }),
+        shard,
+        start_at,
     };
+    if let Some(late) = start_past {
+        crate::term::warning(
+            ctx.global.color,
+            &format!(
+                "--start-at {} is {:.3} s in the past; starting at once",
+                args.start_at.as_deref().unwrap_or_default(),
+                late.as_secs_f64()
+            ),
+        );
+    }
 
     // perf_analyzer's flags of its client threads: accepted, and said what
     // tritonctl does instead
