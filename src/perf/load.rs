@@ -1680,7 +1680,7 @@ async fn run_levels(
         progress.level.store(i as u64, Ordering::Relaxed);
         progress.done.store(0, Ordering::Relaxed);
         progress.errors.store(0, Ordering::Relaxed);
-        *progress.current.lock().expect("progress lock") = Some(level);
+        *progress.current.lock().expect("progress lock") = Some(opts.worker_load(level));
         let meter = Arc::new(Meter::new(opts, clients.len(), progress.clone()));
         let (canceller, cancel) = Canceller::new();
         let targets: Vec<Arc<Shared>> = clients
@@ -1727,7 +1727,7 @@ async fn run_levels(
             .lock()
             .expect("progress lock")
             .push(Finished {
-                level,
+                level: opts.worker_load(level),
                 requests: result.requests,
                 errors: result.errors,
                 throughput_per_s: result.throughput_per_s,
