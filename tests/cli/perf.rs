@@ -3817,6 +3817,22 @@ fn three_shards_started_together_send_one_open_loop_sequence_load() {
     }
     // as many as one worker at the full rate sends in the window
     assert_eq!(total, 600);
+    let (code, alone) = perf_json(&[
+        "-m",
+        "m",
+        "-u",
+        &r.url(),
+        "--request-rate-range",
+        "300",
+        "--duration",
+        "2",
+        "--num-of-sequences",
+        "6",
+        "--sequence-length",
+        "4",
+    ]);
+    assert_eq!(code, 0, "{alone:#}");
+    assert_eq!(u(&alone["levels"][0]["requests"]), total);
     for a in 0..3 {
         for b in a + 1..3 {
             assert!(
