@@ -307,7 +307,8 @@ pub fn run(
             )
         }),
         shard,
-        start_at,
+        // a time already past is warned about here, once, and not waited for
+        start_at: start_at.filter(|_| start_past.is_none()),
     };
     if let Some(late) = start_past {
         crate::term::warning(
