@@ -4050,3 +4050,50 @@ fn bad_shard_and_start_at_values_are_exit_2() {
         );
     }
 }
+
+#[test]
+fn the_wait_for_start_at_ends_on_ctrl_c() {
+    let r = Responder::start(triton_like());
+    let start_at = format!("{:.0}", unix_now() + 60.0);
+    let mut child = tritonctl()
+        .arg("perf")
+        .args(["-m", "m", "-u", &r.url(), "--start-at", &start_at])
+        .command()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // connected, the model read (its config asked for), and waiting:
+    // no inference sent yet
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        r.counters
+            .discovery
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|p| p.ends_with("/config")),
+        "{:?}",
+        r.counters.discovery.lock().unwrap()
+    );
+    assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0);
+    let sent = Instant::now();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(10),
+            "still waiting after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // 128 + SIGINT, as a shell reports a process the signal ended
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0);
+}
