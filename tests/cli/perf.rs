@@ -3817,6 +3817,28 @@ fn three_shards_started_together_send_one_open_loop_sequence_load() {
     }
     // as many as one worker at the full rate sends in the window
     assert_eq!(total, 600);
+    // perf merge reads the shards back as one load
+    let files: Vec<std::path::PathBuf> = results
+        .iter()
+        .enumerate()
+        .map(|(i, (_, doc, _))| {
+            let f = dir.path().join(format!("w{i}.json"));
+            std::fs::write(&f, doc.to_string()).unwrap();
+            f
+        })
+        .collect();
+    let (code, out, err) = tritonctl()
+        .args(["perf", "merge", "--format", "json"])
+        .args(&files)
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 0, "{err}");
+    let merged: Value = serde_json::from_str(&out).unwrap();
+    let l = &merged["levels"][0];
+    assert_eq!(u(&l["requests"]), 600, "{l:#}");
+    assert_eq!(u(&l["errors"]), 0);
+    assert_eq!(l["request_rate"], json!(300.0), "{l:#}");
     let (code, alone) = perf_json(&[
         "-m",
         "m",
