@@ -71,6 +71,7 @@ fn dispatch(cli: &Cli) -> Result<ExitStatus, CommandError> {
         Command::Doctor(a) => commands::doctor::run(a, &ctx, &mut out),
         Command::Run(a) => commands::run::run(a, &ctx, &mut out),
         Command::Perf(a) => commands::perf::run(a, &ctx, &mut out),
+        Command::Tune(a) => commands::tune::run(a, &ctx, &mut out),
     }
 }
 
