@@ -3,6 +3,7 @@ use super::*;
 use crate::batching::Latency;
 use crate::trace::{Distribution, GenerateOptions};
 use proptest::prelude::*;
+use proptest::strategy::Strategy as Gen;
 
 const DYNAMIC: &str = "name: \"m\"\nbackend: \"python\"\nmax_batch_size: MBS\n\
 input [ { name: \"X\" data_type: TYPE_FP32 dims: [ 1 ] } ]\n\
@@ -52,7 +53,7 @@ fn optimum(found: &search::Found, tuner: &mut Tuner) -> Option<(usize, u64, usiz
     })
 }
 
-fn latency_curve() -> impl Strategy<Value = Latency> {
+fn latency_curve() -> impl Gen<Value = Latency> {
     prop_oneof![
         (0.0f64..3000.0, 0.0f64..1500.0).prop_map(|(a, b)| Latency::Linear { a, b }),
         // Any shape, falling and rising: nothing assumes monotone costs.
@@ -63,7 +64,7 @@ fn latency_curve() -> impl Strategy<Value = Latency> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     /// The pruned search finds the same optimum as simulating the whole
     /// grid to the end: same instances, same objective value, same
@@ -198,8 +199,8 @@ instance_group [ { count: 1 kind: KIND_CPU } ]\n";
     for (s, _, why) in &refused {
         assert!(why.iter().any(|w| w.starts_with("E0809")), "{why:?}");
         assert!(
-            matches!(t.space.settings[*s].strategy, Strategy::Oldest { max_candidate_sequences } if (max_candidate_sequences as f32 * 0.9) < t.space.settings[*s].max_batch_size.unwrap() as f32)
-                || matches!(t.space.settings[*s].strategy, Strategy::Direct),
+            matches!(t.space.settings[*s].strategy, super::Strategy::Oldest { max_candidate_sequences } if (max_candidate_sequences as f32 * 0.9) < t.space.settings[*s].max_batch_size.unwrap() as f32)
+                || matches!(t.space.settings[*s].strategy, super::Strategy::Direct),
             "{:?}",
             t.space.settings[*s]
         );

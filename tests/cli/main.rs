@@ -39,4 +39,5 @@ mod run;
 mod scale;
 mod simulate;
 mod snapshots;
+mod tune;
 mod untrusted_text;
