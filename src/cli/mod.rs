@@ -1087,8 +1087,12 @@ pub struct TuneArgs {
           value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
     pub max_batch_size: Option<u32>,
     /// The max_queue_delay_microseconds values searched.
-    #[arg(long, value_name = "US,...", value_delimiter = ',',
-          default_value = "0,100,500,1000,2000,5000,10000")]
+    #[arg(
+        long,
+        value_name = "US,...",
+        value_delimiter = ',',
+        default_value = "0,100,500,1000,2000,5000,10000"
+    )]
     pub queue_delays: Vec<u64>,
     /// GPU ids of the target server, comma-separated (default: none, a
     /// CPU-only server), as for simulate: a GPU group's count is per GPU.

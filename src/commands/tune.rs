@@ -20,7 +20,11 @@ use std::io::Write;
 /// Requests generated for `--rate` without `--requests` or `--duration`.
 const DEFAULT_REQUESTS: u64 = 10_000;
 
-pub fn run(args: &TuneArgs, ctx: &Context, out: &mut dyn Write) -> Result<ExitStatus, CommandError> {
+pub fn run(
+    args: &TuneArgs,
+    ctx: &Context,
+    out: &mut dyn Write,
+) -> Result<ExitStatus, CommandError> {
     let latency = match (&args.latency, &args.profile) {
         (Some(spec), _) => simulate::read_latency(spec)?,
         (None, Some(path)) => {

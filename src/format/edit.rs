@@ -33,7 +33,8 @@ pub fn steps(path: &str) -> Vec<Step<'_>> {
 pub struct EditError(pub String);
 
 fn parse(src: &str) -> Result<Document, EditError> {
-    crate::pbtxt::parse(src).map_err(|d| EditError(format!("the text does not parse: {}", d.message)))
+    crate::pbtxt::parse(src)
+        .map_err(|d| EditError(format!("the text does not parse: {}", d.message)))
 }
 
 /// Where new fields go: the fields of a block and, for a message, its
@@ -252,11 +253,19 @@ mod tests {
             "dynamic_batching {\n  # wait\n  max_queue_delay_microseconds: 100\n  preferred_batch_size: [ 4, 8 ]\n}\n"
         );
         assert_eq!(
-            set_("dynamic_batching { }\n", "dynamic_batching.max_queue_delay_microseconds", "5"),
+            set_(
+                "dynamic_batching { }\n",
+                "dynamic_batching.max_queue_delay_microseconds",
+                "5"
+            ),
             "dynamic_batching { max_queue_delay_microseconds: 5 }\n"
         );
         assert_eq!(
-            set_("name: \"m\"\n", "sequence_batching.oldest.max_candidate_sequences", "4"),
+            set_(
+                "name: \"m\"\n",
+                "sequence_batching.oldest.max_candidate_sequences",
+                "4"
+            ),
             "name: \"m\"\nsequence_batching { oldest { max_candidate_sequences: 4 } }\n"
         );
         assert_eq!(
@@ -285,7 +294,8 @@ mod tests {
 
     #[test]
     fn removal_takes_the_line_when_nothing_else_is_on_it() {
-        let src = "sequence_batching {\n  direct { }\n  # idle\n  max_sequence_idle_microseconds: 5\n}\n";
+        let src =
+            "sequence_batching {\n  direct { }\n  # idle\n  max_sequence_idle_microseconds: 5\n}\n";
         assert_eq!(
             remove(src, &steps("sequence_batching.direct")).unwrap(),
             "sequence_batching {\n  # idle\n  max_sequence_idle_microseconds: 5\n}\n"

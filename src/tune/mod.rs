@@ -26,8 +26,8 @@ pub use search::{Objective, Outcome, Tried};
 pub use space::{Setting, Space, SpaceOptions, Strategy};
 pub use workload::Workload;
 
-pub use crate::simulate::Error;
 use crate::batching::{Latency, Request, RequestRecord, Settings, Sink, Status};
+pub use crate::simulate::Error;
 use crate::simulate::Loaded;
 use serde::Serialize;
 use std::cell::Cell;
@@ -134,20 +134,17 @@ pub fn predict(
         batches: 0,
         elements: 0,
         bound: stop_above.unwrap_or(u64::MAX),
-        budget: n - rank(percentile, n).min(n),
+        budget: n.saturating_sub(rank(percentile, n)),
         over: 0,
         stop: &stop,
     };
-    let scaled = requests
-        .iter()
-        .take_while(|_| !stop.get())
-        .map(|r| {
-            let mut r = r.clone();
-            if time_scale != 1.0 {
-                r.arrival_us = (r.arrival_us as f64 * time_scale).round() as u64;
-            }
-            r
-        });
+    let scaled = requests.iter().take_while(|_| !stop.get()).map(|r| {
+        let mut r = r.clone();
+        if time_scale != 1.0 {
+            r.arrival_us = (r.arrival_us as f64 * time_scale).round() as u64;
+        }
+        r
+    });
     crate::batching::simulate(settings, latency, scaled, &mut probe);
     if stop.get() && stop_above.is_some() {
         return None;
@@ -378,7 +375,9 @@ pub struct Tuned {
     /// Instances against latency and throughput for the recommended
     /// setting, without rows another row dominates.
     pub front: Vec<Pick>,
+    /// Candidates of `tried` simulated (to the end or stopped early).
     pub simulated: usize,
+    /// Of those, stopped early.
     pub stopped: usize,
     /// The original config text.
     pub current_text: String,
@@ -439,16 +438,21 @@ pub fn tune(
     sizes.push(largest);
     let curve: Vec<(u32, u64)> = sizes.iter().map(|&b| (b, latency.eval(b))).collect();
     let n = space.settings.len();
-    let mut tuner = Tuner::new(base, latency, &workload.requests, &space, objective.percentile);
+    let mut tuner = Tuner::new(
+        base,
+        latency,
+        &workload.requests,
+        &space,
+        objective.percentile,
+    );
     let base_rate = workload.rate_per_s;
     let mut tried = Vec::new();
     let (recommended, rejected, front) = match opts.goal {
         Goal::Instances => {
             let found = search::fewest_instances(&mut tuner, n, space.max_instances, objective);
-            let chosen = match found.best {
-                Some(i) => Some((found.tried[i].setting, found.tried[i].count)),
-                None => None,
-            };
+            let chosen = found
+                .best
+                .map(|i| (found.tried[i].setting, found.tried[i].count));
             tried.extend(found.tried.into_iter().map(|t| (t, base_rate)));
             let (s, c) = match chosen {
                 Some(sc) => sc,
@@ -480,8 +484,9 @@ pub fn tune(
                     (s, c)
                 }
             };
-            let mut rec = pick(&mut tuner, &objective, s, c, 1.0)
-                .ok_or_else(|| Error::Input("the recommended candidate cannot be simulated".into()))?;
+            let mut rec = pick(&mut tuner, &objective, s, c, 1.0).ok_or_else(|| {
+                Error::Input("the recommended candidate cannot be simulated".into())
+            })?;
             rec.rate_per_s = base_rate;
             let mut front: Vec<Pick> = Vec::new();
             let top = space.max_instances.min(c.saturating_add(2));
@@ -533,12 +538,16 @@ pub fn tune(
                     }
                     // Nothing meets it even at the lowest rate tried.
                     let lowest = max_rate / 4096.0;
-                    let s = (0..n).find(|&s| tuner.instances(s, 1).is_some()).unwrap_or(0);
+                    let s = (0..n)
+                        .find(|&s| tuner.instances(s, 1).is_some())
+                        .unwrap_or(0);
                     (s, lowest)
                 }
             };
-            let mut rec = pick(&mut tuner, &objective, s, 1, base_rate / rate)
-                .ok_or_else(|| Error::Input("the recommended candidate cannot be simulated".into()))?;
+            let mut rec =
+                pick(&mut tuner, &objective, s, 1, base_rate / rate).ok_or_else(|| {
+                    Error::Input("the recommended candidate cannot be simulated".into())
+                })?;
             rec.rate_per_s = rate;
             let faster = rate * 1.1;
             let rejected = if rec.meets {
@@ -552,6 +561,16 @@ pub fn tune(
             (rec, rejected, Vec::new())
         }
     };
+    // What the search simulated (the runs for the front and the rejected
+    // candidate come on top, and may repeat candidates tried).
+    let simulated = tried
+        .iter()
+        .filter(|(t, _)| !matches!(t.outcome, Outcome::Refused(_)))
+        .count();
+    let stopped = tried
+        .iter()
+        .filter(|(t, _)| matches!(t.outcome, Outcome::Above(_)))
+        .count();
     let tried = tried
         .into_iter()
         .map(|(t, rate)| {
@@ -570,8 +589,8 @@ pub fn tune(
         recommended,
         rejected,
         front,
-        simulated: tuner.simulated,
-        stopped: tuner.stopped,
+        simulated,
+        stopped,
         current_text: base.parsed.src.clone(),
         space,
     })

@@ -118,13 +118,21 @@ pub fn write_human(out: &mut dyn Write, t: &Tuned, model: &str, name: &str) -> R
                 "with {} instance{} it would {}:",
                 x.instances,
                 if x.instances == 1 { "" } else { "s" },
-                if x.meets { "also meet the objective" } else { "miss the objective" }
+                if x.meets {
+                    "also meet the objective"
+                } else {
+                    "miss the objective"
+                }
             )?,
             Goal::Throughput => writeln!(
                 out,
                 "at {:.1} requests/s it would {}:",
                 x.rate_per_s,
-                if x.meets { "also meet the objective" } else { "miss the objective" }
+                if x.meets {
+                    "also meet the objective"
+                } else {
+                    "miss the objective"
+                }
             )?,
         }
         write_prediction(out, "predicted", &x.prediction)?;
@@ -256,10 +264,7 @@ pub fn write_json(out: &mut dyn Write, t: &Tuned, model: &str) -> Result<(), Err
                 Outcome::Above(bound) => {
                     o.insert("predicted".into(), Value::Null);
                     o.insert("stopped_above_us".into(), json!(bound));
-                    o.insert(
-                        "meets_objective".into(),
-                        json!(false),
-                    );
+                    o.insert("meets_objective".into(), json!(false));
                 }
                 Outcome::Done(p) => {
                     o.insert("predicted".into(), prediction_json(p));

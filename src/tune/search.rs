@@ -183,7 +183,6 @@ pub fn highest_rate(
     let mut meets = |setting: usize, rate: f64, tried: &mut Vec<(Tried, f64)>| -> bool {
         let outcome = eval.evaluate(setting, count, base_rate / rate, Some(objective.slo_us));
         let ok = matches!(&outcome, Outcome::Done(p) if objective.meets(p));
-        let refused = matches!(outcome, Outcome::Refused(_));
         tried.push((
             Tried {
                 setting,
@@ -192,15 +191,13 @@ pub fn highest_rate(
             },
             rate,
         ));
-        ok && !refused
+        ok
     };
     let floor = max_rate / 4096.0;
     for setting in 0..settings {
         let lo_start = best.map_or(floor, |(_, r)| r * 1.01);
+        // A refused setting, or one that cannot beat the best rate so far.
         if !meets(setting, lo_start, tried) {
-            if matches!(tried.last(), Some((t, _)) if matches!(t.outcome, Outcome::Refused(_))) {
-                continue;
-            }
             continue;
         }
         let (mut lo, mut hi) = (lo_start, max_rate);

@@ -8,6 +8,9 @@ use crate::schema::inference::model_config::SchedulingChoice;
 use crate::schema::inference::ModelConfig;
 use serde::Serialize;
 
+/// Most settings (everything but the instance count) one search holds.
+pub const MAX_SETTINGS: usize = 10_000;
+
 /// Default grid of `max_queue_delay_microseconds`.
 pub const DEFAULT_DELAYS_US: &[u64] = &[0, 100, 500, 1000, 2000, 5000, 10000];
 
@@ -117,7 +120,10 @@ pub fn space(cfg: &ModelConfig, opts: &SpaceOptions) -> Result<Space, Error> {
         let preferred = |m: Option<u32>| -> Vec<Option<Vec<u32>>> {
             match m {
                 Some(m) if m >= 4 => {
-                    vec![None, Some(sizes_up_to(m).into_iter().filter(|&b| b >= 2).collect())]
+                    vec![
+                        None,
+                        Some(sizes_up_to(m).into_iter().filter(|&b| b >= 2).collect()),
+                    ]
                 }
                 _ => vec![None],
             }
@@ -166,6 +172,12 @@ pub fn space(cfg: &ModelConfig, opts: &SpaceOptions) -> Result<Space, Error> {
             }
         }
     }
+    if settings.len() > MAX_SETTINGS {
+        return Err(Error::Usage(format!(
+            "the search space has {} settings (from --queue-delays and --max-batch-size); at most {MAX_SETTINGS} are searched",
+            settings.len()
+        )));
+    }
     Ok(Space {
         settings,
         max_instances: opts.max_instances,
@@ -209,7 +221,11 @@ pub fn config_text(src: &str, setting: &Setting, count: u32) -> Result<String, e
         }
         Strategy::Direct => {
             t = edit::remove(&t, &steps("sequence_batching.oldest"))?;
-            t = set_or_clear(&t, "sequence_batching.direct.max_queue_delay_microseconds", delay)?;
+            t = set_or_clear(
+                &t,
+                "sequence_batching.direct.max_queue_delay_microseconds",
+                delay,
+            )?;
         }
         Strategy::Oldest {
             max_candidate_sequences,
@@ -220,7 +236,11 @@ pub fn config_text(src: &str, setting: &Setting, count: u32) -> Result<String, e
                 &steps("sequence_batching.oldest.max_candidate_sequences"),
                 &max_candidate_sequences.to_string(),
             )?;
-            t = set_or_clear(&t, "sequence_batching.oldest.max_queue_delay_microseconds", delay)?;
+            t = set_or_clear(
+                &t,
+                "sequence_batching.oldest.max_queue_delay_microseconds",
+                delay,
+            )?;
             t = preferred(&t, "sequence_batching.oldest.preferred_batch_size")?;
         }
     }

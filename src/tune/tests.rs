@@ -58,7 +58,10 @@ fn latency_curve() -> impl Gen<Value = Latency> {
         (0.0f64..3000.0, 0.0f64..1500.0).prop_map(|(a, b)| Latency::Linear { a, b }),
         // Any shape, falling and rising: nothing assumes monotone costs.
         proptest::collection::vec(1u64..6000, 4).prop_map(|v| Latency::Points(
-            v.iter().enumerate().map(|(i, &us)| (1u32 << i, us)).collect()
+            v.iter()
+                .enumerate()
+                .map(|(i, &us)| (1u32 << i, us))
+                .collect()
         )),
     ]
 }
@@ -210,7 +213,9 @@ instance_group [ { count: 1 kind: KIND_CPU } ]\n";
         .iter()
         .any(|(s, c, _)| t.space.settings[*s] == r.setting && *c == r.count));
     let base_errors = crate::simulate::sweep::config_errors(&base, &base.parsed.src);
-    assert!(crate::simulate::sweep::check_setting(&base, &base_errors, r.config_text.clone()).is_ok());
+    assert!(
+        crate::simulate::sweep::check_setting(&base, &base_errors, r.config_text.clone()).is_ok()
+    );
 }
 
 #[test]

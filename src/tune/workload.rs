@@ -21,7 +21,9 @@ pub struct Workload {
 impl Workload {
     fn new(requests: Vec<Request>, source: String) -> Result<Workload, Error> {
         if requests.is_empty() {
-            return Err(Error::Input(format!("{source}: the workload has no request")));
+            return Err(Error::Input(format!(
+                "{source}: the workload has no request"
+            )));
         }
         let first = requests[0].arrival_us;
         let last = requests[requests.len() - 1].arrival_us;
@@ -77,9 +79,14 @@ pub fn from_file(path: &Path, warn: &mut dyn FnMut(&str)) -> Result<Workload, Er
     }
     let mut requests = Vec::new();
     let input = TraceInput::File(path.to_path_buf());
-    crate::simulate::replay::replay_with(&input, |_| {}, Some(warn), |it| {
-        requests.extend(it);
-    })?;
+    crate::simulate::replay::replay_with(
+        &input,
+        |_| {},
+        Some(warn),
+        |it| {
+            requests.extend(it);
+        },
+    )?;
     Workload::new(requests, name)
 }
 
@@ -136,6 +143,9 @@ mod tests {
         let e = export_requests(b"{\"scheduled_us\": -1}\n", "x.jsonl").unwrap_err();
         assert!(e.to_string().starts_with("x.jsonl:1: expected"), "{e}");
         let e = export_requests(b"{\"scheduled_us\": 1}\n{oops\n", "x.jsonl").unwrap_err();
-        assert!(e.to_string().starts_with("x.jsonl:2:2: not a JSON line"), "{e}");
+        assert!(
+            e.to_string().starts_with("x.jsonl:2:2: not a JSON line"),
+            "{e}"
+        );
     }
 }
