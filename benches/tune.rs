@@ -93,7 +93,7 @@ fn main() {
         over |= best >= Duration::from_secs(10);
         println!(
             "{}: {} requests ({:.0}/s): generated in {:.3} s; search {:.3} s (best of {runs}): \
-             {} candidates simulated ({} stopped early) of a grid of {}; recommended {} instances, p99 {} µs{}",
+             {} candidates simulated ({} stopped early) of a grid of {}; recommended {} instance(s), p99 {} µs{}",
             case.model,
             workload.requests.len(),
             case.rate,
