@@ -44,6 +44,7 @@ complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "trace" -d 'Make
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "doctor" -d 'Report what this machine offers the local runner: ONNX Runtime, execution providers, CUDA driver and devices'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "run" -d 'Run a model locally with ONNX Runtime, batched by the same scheduler code as `simulate`, on a real clock'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "perf" -d 'Load-test a model on a running KServe v2 / Triton server (closed or open loop, latency from the intended send time)'
+complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "tune" -d 'Find the cheapest config (instances, batching, queue delay) that meets a latency objective at a workload, on simulate\'s virtual clock'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l format -d 'Output format' -r -f -a "human\t'rustc-style messages with the source line (default)'
 json\t'One JSON document (see schemas/validate.schema.json)'
 github\t'GitHub Actions workflow commands (annotations)'
@@ -665,6 +666,38 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and __fish_see
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and __fish_seen_subcommand_from merge" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and __fish_seen_subcommand_from merge" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and __fish_seen_subcommand_from merge" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l latency -d 'Execution time of one batch by size: "1:2000,2:2400,4:3100" (µs, interpolated linearly), "2000+150*b", or a file holding either' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l profile -d 'The latency file `run --profile` wrote' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l rate -d 'Workload: Poisson arrivals at R requests per second (with --sequences: sequence starts per second), seeded by --seed' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l requests -d 'With --rate: this many requests (default 10000 without --duration)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l duration -d 'With --rate: only arrivals in the first S seconds' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l sequences -d 'With --rate: group the requests into N sequences, as `trace generate` does (default: as many as the requests allow for a sequence model, none otherwise)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l sequence-length -d 'With --rate: mean steps per sequence' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l sequence-length-variation -d 'With --rate: sequence lengths vary uniformly by up to this many percent' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l think-time-us -d 'With --rate: microseconds between the steps of a sequence' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l seed -d 'Seed of the arrivals of --rate' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l trace -d 'Workload: a trace (simulate\'s JSON Lines) or the lines `perf --export-requests` wrote (their scheduled times become arrivals)' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l slo-p99-ms -d 'Objective: the p99 latency at most MS milliseconds (the same as --slo-ms MS --slo-percentile 99)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l slo-ms -d 'Objective: the --slo-percentile latency at most MS milliseconds' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l slo-percentile -d 'The percentile --slo-ms applies to (above 0, at most 100)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l objective -d 'What to optimise' -r -f -a "instances\t'The fewest instances meeting the latency objective at the workload (default)'
+throughput\t'The highest rate one instance sustains under the latency objective'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l max-instances -d 'Instance counts searched: 1 to N (per GPU for a GPU instance group)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l max-batch-size -d 'Largest max_batch_size searched (default: the config\'s); sizes are the powers of two below it and it' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l queue-delays -d 'The max_queue_delay_microseconds values searched' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l gpus -d 'GPU ids of the target server, comma-separated (default: none, a CPU-only server), as for simulate: a GPU group\'s count is per GPU' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l format -d 'Output format' -r -f -a "human\t'Summary tables (default)'
+json\t'One JSON document: every request, every batch and a summary'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l write -d 'Edit the config.pbtxt in place to the recommended config (comments and layout kept; written atomically)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -f -a "E0001\t'The text is not valid protobuf text format'
 E0002\t'Messages or lists are nested deeper than 100 levels'
 E0101\t'A field that the message type does not have'

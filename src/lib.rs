@@ -33,4 +33,5 @@ pub mod tensor;
 pub mod term;
 pub mod text;
 pub mod trace;
+pub mod tune;
 pub mod validate;

@@ -76,6 +76,7 @@ fn dispatch(cli: &Cli) -> Result<ExitStatus, CommandError> {
             // clap requires -m without a subcommand
             (None, None) => Err(CommandError::Usage("perf needs -m MODEL".into())),
         },
+        Command::Tune(a) => commands::tune::run(a, &ctx, &mut out),
     }
 }
 

@@ -134,6 +134,9 @@ pub enum Command {
     /// Load-test a model on a running KServe v2 / Triton server (closed or
     /// open loop, latency from the intended send time).
     Perf(Box<PerfCommand>),
+    /// Find the cheapest config (instances, batching, queue delay) that
+    /// meets a latency objective at a workload, on simulate's virtual clock.
+    Tune(Box<TuneArgs>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -1065,4 +1068,105 @@ pub struct PerfMergeArgs {
     /// Also write perf_analyzer's CSV columns to FILE.
     #[arg(short = 'f', long = "csv", value_name = "FILE.csv")]
     pub csv: Option<PathBuf>,
+}
+
+/// What `tune` optimises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TuneObjective {
+    /// The fewest instances meeting the latency objective at the workload
+    /// (default).
+    Instances,
+    /// The highest rate one instance sustains under the latency objective.
+    Throughput,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("tune_workload").required(true).args(["rate", "trace"])))]
+#[command(group(clap::ArgGroup::new("tune_latency").required(true).args(["latency", "profile"])))]
+#[command(group(clap::ArgGroup::new("tune_slo").required(true).args(["slo_p99_ms", "slo_ms"])))]
+pub struct TuneArgs {
+    /// The model directory (or its config.pbtxt), as `simulate --config`
+    /// takes it.
+    #[arg(value_name = "MODEL_DIR")]
+    pub model: PathBuf,
+    /// Execution time of one batch by size: "1:2000,2:2400,4:3100" (µs,
+    /// interpolated linearly), "2000+150*b", or a file holding either.
+    #[arg(long, value_name = "SPEC")]
+    pub latency: Option<String>,
+    /// The latency file `run --profile` wrote.
+    #[arg(long, value_name = "FILE", conflicts_with = "latency")]
+    pub profile: Option<PathBuf>,
+    /// Workload: Poisson arrivals at R requests per second (with
+    /// --sequences: sequence starts per second), seeded by --seed.
+    #[arg(long, value_name = "R", conflicts_with = "trace")]
+    pub rate: Option<f64>,
+    /// With --rate: this many requests (default 10000 without --duration).
+    #[arg(long, value_name = "N", requires = "rate")]
+    pub requests: Option<u64>,
+    /// With --rate: only arrivals in the first S seconds.
+    #[arg(long, value_name = "S", requires = "rate")]
+    pub duration: Option<f64>,
+    /// With --rate: group the requests into N sequences, as `trace
+    /// generate` does (default: as many as the requests allow for a
+    /// sequence model, none otherwise).
+    #[arg(long, value_name = "N", requires = "rate")]
+    pub sequences: Option<u64>,
+    /// With --rate: mean steps per sequence.
+    #[arg(long, value_name = "L", default_value_t = 4, requires = "rate")]
+    pub sequence_length: u64,
+    /// With --rate: sequence lengths vary uniformly by up to this many
+    /// percent.
+    #[arg(long, value_name = "PERCENT", default_value_t = 0.0, requires = "rate")]
+    pub sequence_length_variation: f64,
+    /// With --rate: microseconds between the steps of a sequence.
+    #[arg(long, value_name = "US", default_value_t = 1000, requires = "rate")]
+    pub think_time_us: u64,
+    /// Seed of the arrivals of --rate.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Workload: a trace (simulate's JSON Lines) or the lines `perf
+    /// --export-requests` wrote (their scheduled times become arrivals).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Objective: the p99 latency at most MS milliseconds (the same as
+    /// --slo-ms MS --slo-percentile 99).
+    #[arg(long, value_name = "MS", conflicts_with_all = ["slo_ms", "slo_percentile"])]
+    pub slo_p99_ms: Option<f64>,
+    /// Objective: the --slo-percentile latency at most MS milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub slo_ms: Option<f64>,
+    /// The percentile --slo-ms applies to (above 0, at most 100).
+    #[arg(long, value_name = "P", default_value_t = 99.0, requires = "slo_ms")]
+    pub slo_percentile: f64,
+    /// What to optimise.
+    #[arg(long, value_enum, default_value_t = TuneObjective::Instances)]
+    pub objective: TuneObjective,
+    /// Instance counts searched: 1 to N (per GPU for a GPU instance group).
+    #[arg(long, value_name = "N", default_value_t = 8,
+          value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub max_instances: u32,
+    /// Largest max_batch_size searched (default: the config's); sizes are
+    /// the powers of two below it and it.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
+    pub max_batch_size: Option<u32>,
+    /// The max_queue_delay_microseconds values searched.
+    #[arg(
+        long,
+        value_name = "US,...",
+        value_delimiter = ',',
+        default_value = "0,100,500,1000,2000,5000,10000"
+    )]
+    pub queue_delays: Vec<u64>,
+    /// GPU ids of the target server, comma-separated (default: none, a
+    /// CPU-only server), as for simulate: a GPU group's count is per GPU.
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    pub gpus: Vec<i32>,
+    /// Edit the config.pbtxt in place to the recommended config (comments
+    /// and layout kept; written atomically).
+    #[arg(long)]
+    pub write: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = SimulateFormat::Human)]
+    pub format: SimulateFormat,
 }

@@ -14,6 +14,7 @@ pub mod perf;
 pub mod run;
 pub mod simulate;
 pub mod trace;
+pub mod tune;
 pub mod validate;
 
 use crate::cli::GlobalArgs;

@@ -5,6 +5,7 @@
 //! ModelConfig message. `tritonctl fmt` and the fuzz targets use it.
 
 mod diff;
+pub mod edit;
 
 pub use diff::unified_diff;
 

@@ -240,8 +240,43 @@ impl Sweep<'_> {
     }
 }
 
+/// The scheduler settings of a variant of `base` written as `text`, or
+/// why Triton would refuse it: its syntax or schema errors, else the
+/// errors `validate` reports for it that `base_errors` (those of the
+/// config without the change, [`config_errors`]) does not hold, or why no
+/// scheduler can be made from it. Each `"CODE: message"`.
+pub fn check_setting(
+    base: &Loaded,
+    base_errors: &BTreeSet<(String, String)>,
+    text: String,
+) -> Result<Settings, Vec<String>> {
+    let parsed = ParsedConfig::parse(text);
+    let mut refused: Vec<String> = parsed
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| format!("{}: {}", d.code(), d.message))
+        .collect();
+    let mut settings = None;
+    if let (true, Some(cfg)) = (refused.is_empty(), &parsed.config) {
+        refused.extend(
+            config_errors(base, &parsed.src)
+                .difference(base_errors)
+                .map(|(code, m)| format!("{code}: {m}")),
+        );
+        match base.settings_of(cfg) {
+            Ok(s) => settings = Some(s),
+            Err(e) => refused.push(e),
+        }
+    }
+    match settings {
+        Some(s) if refused.is_empty() => Ok(s),
+        _ => Err(refused),
+    }
+}
+
 /// `(code, message)` of every error `validate` reports for a config text.
-fn config_errors(base: &Loaded, text: &str) -> BTreeSet<(String, String)> {
+pub fn config_errors(base: &Loaded, text: &str) -> BTreeSet<(String, String)> {
     let report = crate::validate::check_config_file(
         base.name(),
         text.as_bytes().to_vec(),
@@ -302,27 +337,8 @@ pub fn run_sweep<'a>(
                 .map_err(|e| Error::Usage(format!("--sweep {label}: {e}")))?;
         }
         let text = crate::pbtxt::printer::print_message(&msg);
-        let parsed = ParsedConfig::parse(text.clone());
-        let mut refused: Vec<String> = parsed
-            .diagnostics
-            .iter()
-            .filter(|d| d.severity == Severity::Error)
-            .map(|d| format!("{}: {}", d.code(), d.message))
-            .collect();
-        let mut settings = None;
-        if let (true, Some(cfg)) = (refused.is_empty(), &parsed.config) {
-            refused.extend(
-                config_errors(base, &text)
-                    .difference(&base_errors)
-                    .map(|(code, m)| format!("{code}: {m}")),
-            );
-            match base.settings_of(cfg) {
-                Ok(s) => settings = Some(s),
-                Err(e) => refused.push(e),
-            }
-        }
-        let outcome = match settings {
-            Some(s) if refused.is_empty() => {
+        let outcome = match check_setting(base, &base_errors, text) {
+            Ok(s) => {
                 check_latency(latency, &s, Some(&label))?;
                 let mut stats = Stats::new(s.instances, false);
                 let first: Option<&mut dyn FnMut(&str)> =
@@ -333,7 +349,7 @@ pub fn run_sweep<'a>(
                 super::stats::place_instances(&mut summary, &s);
                 Ok(summary)
             }
-            _ => Err(refused),
+            Err(refused) => Err(refused),
         };
         rows.push(SweepRow {
             choice: choice.clone(),

@@ -8,6 +8,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, Write};
 
+use crate::batching::{CorrId, Request};
 use crate::inputs::request::MAX_TIME_US;
 
 /// Inter-arrival times.
@@ -217,9 +218,72 @@ impl Arrivals {
     }
 }
 
+/// One generated request, in arrival order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    /// 0-based position in the trace (the id is `r{index}`).
+    pub index: u64,
+    pub arrival_us: u64,
+    /// `(sequence number from 1, start, end)` with sequences.
+    pub sequence: Option<(u64, bool, bool)>,
+    /// `1..=priority_levels` when they are asked for.
+    pub priority: Option<u32>,
+}
+
 /// Writes the trace as JSON Lines, sorted by arrival (ties: earlier
 /// sequence first). Memory is proportional to the sequences alive at once.
 pub fn generate(opts: &GenerateOptions, out: &mut dyn Write) -> Result<(), GenerateError> {
+    generate_steps(opts, &mut |step| {
+        let line = Line {
+            id: format!("r{}", step.index),
+            arrival_us: step.arrival_us,
+            sequence_id: step.sequence.map(|(s, _, _)| {
+                if opts.string_ids {
+                    SeqId::Str(format!("s{s}"))
+                } else {
+                    SeqId::Int(s)
+                }
+            }),
+            start: step.sequence.map(|(_, st, _)| st),
+            end: step.sequence.map(|(_, _, en)| en),
+            priority: step.priority,
+        };
+        let text = serde_json::to_string(&line).map_err(io::Error::other)?;
+        writeln!(out, "{text}")
+    })?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The requests [`generate`] writes, as the scheduler reads them (what
+/// `simulate` gets from the written trace), for callers that replay the
+/// same arrivals many times.
+pub fn requests(opts: &GenerateOptions) -> Result<Vec<Request>, GenerateError> {
+    let mut out = Vec::new();
+    generate_steps(opts, &mut |step| {
+        let mut r = Request::new(format!("r{}", step.index), step.arrival_us);
+        if let Some((s, start, end)) = step.sequence {
+            r.sequence_id = Some(if opts.string_ids {
+                CorrId::Str(format!("s{s}"))
+            } else {
+                CorrId::Int(s)
+            });
+            r.start = start;
+            r.end = end;
+        }
+        r.priority = step.priority.unwrap_or(0);
+        r.tag = step.index;
+        out.push(r);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// The arrival process: each request in arrival order to `emit`.
+fn generate_steps(
+    opts: &GenerateOptions,
+    emit: &mut dyn FnMut(Step) -> io::Result<()>,
+) -> Result<(), GenerateError> {
     opts.check().map_err(GenerateError::Options)?;
     let mut rng = Rng(opts.seed);
     let mut arrivals = Arrivals {
@@ -230,29 +294,19 @@ pub fn generate(opts: &GenerateOptions, out: &mut dyn Write) -> Result<(), Gener
     };
     let limit_us = opts.duration_s.map(|d| d * 1e6);
     let mut written: u64 = 0;
-    let emit = |written: &mut u64,
-                arrival_us: u64,
-                seq: Option<(u64, bool, bool)>,
-                rng: &mut Rng,
-                out: &mut dyn Write|
+    let mut emit = |written: &mut u64,
+                    arrival_us: u64,
+                    sequence: Option<(u64, bool, bool)>,
+                    rng: &mut Rng|
      -> io::Result<()> {
-        let line = Line {
-            id: format!("r{written}"),
+        let step = Step {
+            index: *written,
             arrival_us,
-            sequence_id: seq.map(|(s, _, _)| {
-                if opts.string_ids {
-                    SeqId::Str(format!("s{s}"))
-                } else {
-                    SeqId::Int(s)
-                }
-            }),
-            start: seq.map(|(_, st, _)| st),
-            end: seq.map(|(_, _, en)| en),
+            sequence,
             priority: (opts.priority_levels > 0).then(|| rng.level(opts.priority_levels)),
         };
         *written += 1;
-        let text = serde_json::to_string(&line).map_err(io::Error::other)?;
-        writeln!(out, "{text}")
+        emit(step)
     };
 
     if opts.sequences == 0 {
@@ -264,9 +318,8 @@ pub fn generate(opts: &GenerateOptions, out: &mut dyn Write) -> Result<(), Gener
             if limit_us.is_some_and(|l| t >= l) {
                 break;
             }
-            emit(&mut written, t.round() as u64, None, &mut rng, out)?;
+            emit(&mut written, t.round() as u64, None, &mut rng)?;
         }
-        out.flush()?;
         return Ok(());
     }
 
@@ -299,7 +352,6 @@ pub fn generate(opts: &GenerateOptions, out: &mut dyn Write) -> Result<(), Gener
                 t,
                 Some((s, step == 0, step + 1 == len)),
                 &mut rng,
-                out,
             )?;
             if step + 1 < len {
                 pending.push(Reverse((t + opts.think_time_us, s, step + 1, len)));
@@ -313,7 +365,6 @@ pub fn generate(opts: &GenerateOptions, out: &mut dyn Write) -> Result<(), Gener
             .max(1.0) as u64;
         pending.push(Reverse((t, started, 0, len)));
     }
-    out.flush()?;
     Ok(())
 }
 
@@ -453,6 +504,34 @@ mod tests {
                     proptest::prop_assert_eq!(n, out.iter().filter(|&&b| b == b'\n').count());
                 }
             }
+        }
+    }
+
+    /// The requests given to a caller in memory are the ones `simulate`
+    /// reads from the written trace.
+    #[test]
+    fn requests_in_memory_are_the_written_trace_read_back() {
+        let mut o = GenerateOptions::new(800.0);
+        o.distribution = Distribution::Poisson;
+        o.sequences = 5;
+        o.sequence_length = 3;
+        o.sequence_length_variation = 50.0;
+        o.priority_levels = 2;
+        o.seed = 7;
+        for string_ids in [false, true] {
+            o.string_ids = string_ids;
+            let mut out = Vec::new();
+            generate(&o, &mut out).unwrap();
+            let read: Vec<Request> = crate::trace::TraceReader::new(&out[..], "t")
+                .enumerate()
+                .map(|(i, r)| {
+                    let mut r = r.unwrap();
+                    r.tag = i as u64;
+                    r
+                })
+                .collect();
+            assert!(read.len() >= 5);
+            assert_eq!(requests(&o).unwrap(), read);
         }
     }
 

@@ -10,7 +10,7 @@
 
 mod generate;
 
-pub use generate::{generate, Distribution, GenerateError, GenerateOptions};
+pub use generate::{generate, requests, Distribution, GenerateError, GenerateOptions, Step};
 
 use crate::batching::Request;
 use crate::inputs::fast_line;

@@ -42,4 +42,5 @@ mod scale;
 mod scale_out;
 mod simulate;
 mod snapshots;
+mod tune;
 mod untrusted_text;

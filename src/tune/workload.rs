@@ -1,0 +1,151 @@
+//! The requests a search replays: generated once (`--rate`, with the
+//! generator of `trace generate`) or read once from a trace file
+//! (`simulate`'s format, or the lines `perf --export-requests` writes),
+//! then kept in memory for every candidate.
+
+use crate::batching::Request;
+use crate::simulate::{Error, TraceInput};
+use crate::trace::GenerateOptions;
+use std::path::Path;
+
+/// The requests, in arrival order.
+pub struct Workload {
+    pub requests: Vec<Request>,
+    /// What the requests are, for the report (`Poisson 200/s, 10000
+    /// requests, seed 0`, a file name).
+    pub source: String,
+    /// Requests per second over the trace (first to last arrival).
+    pub rate_per_s: f64,
+}
+
+impl Workload {
+    fn new(requests: Vec<Request>, source: String) -> Result<Workload, Error> {
+        if requests.is_empty() {
+            return Err(Error::Input(format!(
+                "{source}: the workload has no request"
+            )));
+        }
+        let first = requests[0].arrival_us;
+        let last = requests[requests.len() - 1].arrival_us;
+        let span_s = last.saturating_sub(first) as f64 / 1e6;
+        let rate_per_s = if span_s > 0.0 {
+            (requests.len() - 1) as f64 / span_s
+        } else {
+            0.0
+        };
+        Ok(Workload {
+            requests,
+            source,
+            rate_per_s,
+        })
+    }
+}
+
+/// Poisson arrivals (or sequences of them) from the options of `trace
+/// generate`.
+pub fn generated(opts: &GenerateOptions) -> Result<Workload, Error> {
+    let requests = crate::trace::requests(opts).map_err(|e| Error::Usage(e.to_string()))?;
+    let mut source = format!("Poisson arrivals at {}/s", opts.rate);
+    if opts.sequences > 0 {
+        source.push_str(&format!(
+            " of {} sequences of {} steps ({} µs apart)",
+            opts.sequences, opts.sequence_length, opts.think_time_us
+        ));
+    }
+    source.push_str(&format!(", seed {}", opts.seed));
+    Workload::new(requests, source)
+}
+
+/// A trace file: `simulate`'s JSON Lines, or `perf --export-requests`
+/// lines (recognised by `scheduled_us` and no `arrival_us` on the first
+/// line), whose scheduled send times become arrivals counted from the
+/// first one. Warnings about the trace go to `warn`.
+pub fn from_file(path: &Path, warn: &mut dyn FnMut(&str)) -> Result<Workload, Error> {
+    let name = path.display().to_string();
+    let bytes = crate::files::read_file(path).map_err(|e| {
+        Error::Input(format!(
+            "{name}: cannot read: {}",
+            crate::files::io_message(&e)
+        ))
+    })?;
+    let first = bytes
+        .split(|&b| b == b'\n')
+        .find(|l| !l.iter().all(u8::is_ascii_whitespace));
+    let export = first
+        .and_then(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+        .is_some_and(|v| v.get("scheduled_us").is_some() && v.get("arrival_us").is_none());
+    if export {
+        return Workload::new(export_requests(&bytes, &name)?, name);
+    }
+    let mut requests = Vec::new();
+    let input = TraceInput::File(path.to_path_buf());
+    crate::simulate::replay::replay_with(
+        &input,
+        |_| {},
+        Some(warn),
+        |it| {
+            requests.extend(it);
+        },
+    )?;
+    Workload::new(requests, name)
+}
+
+/// The requests of `perf --export-requests` lines (docs/spec/cli.md):
+/// one arrival per line at its `scheduled_us`, sorted, from the first.
+fn export_requests(bytes: &[u8], name: &str) -> Result<Vec<Request>, Error> {
+    let mut times = Vec::new();
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_slice(line).map_err(|e| {
+            Error::Input(format!(
+                "{name}:{}:{}: not a JSON line: {e}",
+                i + 1,
+                e.column()
+            ))
+        })?;
+        let t = v
+            .get("scheduled_us")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or_else(|| {
+                Error::Input(format!(
+                    "{name}:{}: expected \"scheduled_us\" (microseconds, a non-negative integer) as `perf --export-requests` writes it",
+                    i + 1
+                ))
+            })?;
+        times.push(t);
+    }
+    times.sort_unstable();
+    let start = times.first().copied().unwrap_or(0);
+    Ok(times
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut r = Request::new(format!("r{i}"), t - start);
+            r.tag = i as u64;
+            r
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exported_requests_become_arrivals_from_the_first() {
+        let lines = b"{\"level\": 0, \"scheduled_us\": 1700000000002000, \"send_us\": 1700000000002100, \"response_us\": [1700000000003000], \"error\": null}\n\
+{\"level\": 0, \"scheduled_us\": 1700000000000000, \"send_us\": 1700000000000050, \"response_us\": [], \"error\": \"cancelled\"}\n\n";
+        let r = export_requests(lines, "x.jsonl").unwrap();
+        let t: Vec<u64> = r.iter().map(|r| r.arrival_us).collect();
+        assert_eq!(t, [0, 2000]);
+        let e = export_requests(b"{\"scheduled_us\": -1}\n", "x.jsonl").unwrap_err();
+        assert!(e.to_string().starts_with("x.jsonl:1: expected"), "{e}");
+        let e = export_requests(b"{\"scheduled_us\": 1}\n{oops\n", "x.jsonl").unwrap_err();
+        assert!(
+            e.to_string().starts_with("x.jsonl:2:2: not a JSON line"),
+            "{e}"
+        );
+    }
+}
