@@ -526,7 +526,11 @@ impl Session {
     /// [`Session::close`].
     pub async fn start(&mut self, servers: Vec<PerfClient>, slots: usize) -> Result<(), String> {
         self.servers = servers;
-        live().lock().expect("shm registry lock").servers = self.servers.clone();
+        live()
+            .lock()
+            .expect("shm registry lock")
+            .servers
+            .extend(self.servers.iter().cloned());
         if let Some(obj) = &self.input {
             self.register(obj).await?;
         }
@@ -659,7 +663,17 @@ impl Session {
     /// A region is forgotten only once every server was asked to drop it:
     /// a signal during the close still finds the ones left.
     pub async fn close(&self) -> Result<(), String> {
-        let names: Vec<(String, Kind)> = live().lock().expect("shm registry lock").regions.clone();
+        // this session's regions only: a process may run more than one
+        // (the library's tests do)
+        let mine = format!("{}_", self.prefix);
+        let names: Vec<(String, Kind)> = live()
+            .lock()
+            .expect("shm registry lock")
+            .regions
+            .iter()
+            .filter(|(n, _)| n.starts_with(&mine))
+            .cloned()
+            .collect();
         let mut first = None;
         for (n, kind) in &names {
             for s in &self.servers {
@@ -673,7 +687,14 @@ impl Session {
                 .regions
                 .retain(|(r, _)| r != n);
         }
-        live().lock().expect("shm registry lock").servers.clear();
+        {
+            // the servers stay known to the signal path while another
+            // session has regions
+            let mut l = live().lock().expect("shm registry lock");
+            if l.regions.is_empty() {
+                l.servers.clear();
+            }
+        }
         // unlinked now: a slot still held somewhere unlinks again when it
         // drops, which is harmless
         let keys: Vec<String> = live()
