@@ -247,7 +247,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__perf)
-            opts="-m -x -u -i -H -p -s -r -a -l -b -f -q -v -h -V --model --model-version --url --protocol --streaming --endpoint --prompt-words --max-tokens --profile-export-file --export-requests --header --ssl-grpc-use-ssl --ssl-grpc-root-certifications-file --ssl-grpc-private-key-file --ssl-grpc-certificate-chain-file --ssl-https-verify-peer --ssl-https-verify-host --ssl-https-ca-certificates-file --ssl-https-client-certificate-file --ssl-https-client-certificate-type --ssl-https-private-key-file --ssl-https-private-key-type --concurrency-range --request-rate-range --request-intervals --request-distribution --seed --shard --start-at --max-concurrency --measurement-interval --stability-percentage --max-trials --measurement-mode --measurement-request-count --percentile --async --sync --max-threads --latency-threshold --binary-search --collect-metrics --metrics-url --metrics-interval --duration --request-count --warmup --timeout --max-response-bytes --max-input-bytes --input-data --string-length --string-data --shared-memory --output-shared-memory-size --shape --batch-size --input-tensor-format --output-tensor-format --max-error-rate --format --csv --plot --batched --sequence-length --sequence-length-variation --sequence-id-prefix --sequence-id-range --num-of-sequences --progress --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version merge"
+            opts="-m -x -u -i -H -p -s -r -a -l -b -f -q -v -h -V --model --model-version --url --protocol --streaming --endpoint --prompt-words --max-tokens --profile-export-file --export-requests --header --ssl-grpc-use-ssl --ssl-grpc-root-certifications-file --ssl-grpc-private-key-file --ssl-grpc-certificate-chain-file --ssl-https-verify-peer --ssl-https-verify-host --ssl-https-ca-certificates-file --ssl-https-client-certificate-file --ssl-https-client-certificate-type --ssl-https-private-key-file --ssl-https-private-key-type --concurrency-range --request-rate-range --request-intervals --request-distribution --seed --shard --start-at --max-concurrency --measurement-interval --stability-percentage --max-trials --measurement-mode --measurement-request-count --percentile --async --sync --max-threads --latency-threshold --binary-search --collect-metrics --metrics-url --metrics-interval --duration --request-count --warmup --timeout --max-response-bytes --max-input-bytes --input-data --string-length --string-data --shared-memory --output-shared-memory-size --shared-memory-device --shape --batch-size --input-tensor-format --output-tensor-format --max-error-rate --format --csv --plot --batched --sequence-length --sequence-length-variation --sequence-id-prefix --sequence-id-range --num-of-sequences --progress --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version merge"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -482,6 +482,10 @@ _tritonctl() {
                     return 0
                     ;;
                 --output-shared-memory-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --shared-memory-device)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -938,8 +938,10 @@ pub struct PerfArgs {
     /// Inputs and outputs in shared memory registered with the server
     /// (Triton's shared-memory extensions, as perf_analyzer's flag):
     /// `system` uses POSIX shared memory under /dev/shm, so the server must
-    /// run on this host and share its /dev/shm; `cuda` needs a CUDA GPU
-    /// and driver.
+    /// run on this host and share its /dev/shm (POSIX systems only);
+    /// `cuda` uses GPU memory shared through CUDA IPC handles, so the
+    /// server must run on this host and reach the GPU of
+    /// `--shared-memory-device`.
     #[arg(long = "shared-memory", value_enum, value_name = "KIND", default_value_t = SharedMemoryKind::None, ignore_case = true)]
     pub shared_memory: SharedMemoryKind,
     /// With `--shared-memory`: bytes of shared memory per output and
@@ -950,6 +952,10 @@ pub struct PerfArgs {
         default_value_t = 102_400
     )]
     pub output_shared_memory_size: u64,
+    /// With `--shared-memory cuda`: the GPU whose memory holds the tensors
+    /// (its CUDA device number, as the server sees it; default 0).
+    #[arg(long = "shared-memory-device", value_name = "N")]
+    pub shared_memory_device: Option<u32>,
     /// Shape of an input without the batch dimension, `NAME:D1,D2`
     /// (needed for variable dims; repeatable).
     #[arg(long, value_name = "NAME:DIMS")]

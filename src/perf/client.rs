@@ -893,6 +893,52 @@ impl PerfClient {
         }
     }
 
+    /// Registers a CUDA shared-memory region: `handle`, the 64-byte CUDA
+    /// IPC handle of device memory on GPU `device_id`
+    /// (docs/spec/v2-protocol.md §7a); the error quotes the server's.
+    pub async fn register_cuda_shm(
+        &self,
+        name: &str,
+        handle: &[u8],
+        device_id: i64,
+        byte_size: u64,
+    ) -> Result<(), String> {
+        let r = match self {
+            PerfClient::Http(c) => {
+                let body = serde_json::json!({
+                    "raw_handle": {"b64": crate::inputs::codec::b64_encode(handle)},
+                    "device_id": device_id,
+                    "byte_size": byte_size,
+                });
+                c.post_shm(
+                    &format!("/v2/cudasharedmemory/region/{name}/register"),
+                    Bytes::from(body.to_string()),
+                )
+                .await
+            }
+            PerfClient::Grpc(g) => {
+                g.register_cuda_shm(name, handle, device_id, byte_size)
+                    .await
+            }
+        };
+        r.map_err(|e| format!("cannot register CUDA shared-memory region '{name}': {e}"))
+    }
+
+    /// Unregisters a CUDA shared-memory region.
+    pub async fn unregister_cuda_shm(&self, name: &str) -> Result<(), String> {
+        let r = match self {
+            PerfClient::Http(c) => {
+                c.post_shm(
+                    &format!("/v2/cudasharedmemory/region/{name}/unregister"),
+                    Bytes::new(),
+                )
+                .await
+            }
+            PerfClient::Grpc(g) => g.unregister_cuda_shm(name).await,
+        };
+        r.map_err(|e| format!("cannot unregister CUDA shared-memory region '{name}': {e}"))
+    }
+
     /// Sends one inference request and returns the server's error text
     /// when it fails (the request before a `--shared-memory` load, whose
     /// refusal is the clearest account of what is wrong).

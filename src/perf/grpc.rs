@@ -982,6 +982,40 @@ impl GrpcClient {
             .map_err(|s| self.describe(&s))
     }
 
+    /// Registers a CUDA shared-memory region (`handle`: the CUDA IPC
+    /// handle of the device memory).
+    pub async fn register_cuda_shm(
+        &self,
+        name: &str,
+        handle: &[u8],
+        device_id: i64,
+        byte_size: u64,
+    ) -> Result<(), String> {
+        let req = self.request(pb::CudaSharedMemoryRegisterRequest {
+            name: name.to_string(),
+            raw_handle: bytes::Bytes::copy_from_slice(handle),
+            device_id,
+            byte_size,
+        });
+        let mut c = self.client.clone();
+        self.within(c.cuda_shared_memory_register(req))
+            .await
+            .map(|_| ())
+            .map_err(|s| self.describe(&s))
+    }
+
+    /// Unregisters a CUDA shared-memory region.
+    pub async fn unregister_cuda_shm(&self, name: &str) -> Result<(), String> {
+        let req = self.request(pb::CudaSharedMemoryUnregisterRequest {
+            name: name.to_string(),
+        });
+        let mut c = self.client.clone();
+        self.within(c.cuda_shared_memory_unregister(req))
+            .await
+            .map(|_| ())
+            .map_err(|s| self.describe(&s))
+    }
+
     /// The same connection, sending requests over `ModelStreamInfer`
     /// streams (decoupled models need them).
     pub fn streaming(&self) -> GrpcClient {

@@ -783,13 +783,19 @@ async fn run_async(
             if opts.batched { " (--batched: its first dim is the batch dim)" } else { "" }
         ));
     }
-    let use_shm = opts.shared_memory == SharedMemory::System;
+    let use_shm = !matches!(opts.shared_memory, SharedMemory::None);
+    // what the server needs to reach the regions
+    let shm_needs = match &opts.shared_memory {
+        SharedMemory::Cuda(dev) => format!("run on this host and reach GPU {}", dev.id()),
+        _ => "run on this host and share its /dev/shm".to_string(),
+    };
     let (mut binary_inputs, mut binary_outputs) = (opts.binary_inputs, opts.binary_outputs);
     if use_shm {
+        let extension = format!("{}_shared_memory", opts.shared_memory.name());
         if let Some(ext) = client.server_extensions().await {
-            if !ext.iter().any(|e| e == "system_shared_memory") {
+            if !ext.contains(&extension) {
                 return Err(StartError::Usage(format!(
-                    "the server at {} does not list the system_shared_memory extension: leave out --shared-memory",
+                    "the server at {} does not list the {extension} extension: leave out --shared-memory",
                     client.authority()
                 )));
             }
@@ -801,7 +807,8 @@ async fn run_async(
             .collect();
         if !remote.is_empty() {
             notes.push(format!(
-                "--shared-memory system: the server at {} must run on this host and share its /dev/shm",
+                "--shared-memory {}: the server at {} must {shm_needs}",
+                opts.shared_memory.name(),
                 remote.join(", ")
             ));
         }
@@ -1002,7 +1009,8 @@ async fn run_async(
             data.iter().collect()
         };
         let (session, placed) =
-            shm::Session::new(&all, outputs, opts.output_shm_size).map_err(StartError::Usage)?;
+            shm::Session::new(&opts.shared_memory, &all, outputs, opts.output_shm_size)
+                .map_err(StartError::Usage)?;
         let body = placed[0].clone();
         let data = if data.is_empty() { Vec::new() } else { placed };
         (body, data, Some(session))
@@ -1060,7 +1068,8 @@ async fn run_async(
                 .await
                 .map_err(|e| {
                     StartError::Unreachable(format!(
-                        "{e}; with --shared-memory system the server must run on this host and share its /dev/shm"
+                        "{e}; with --shared-memory {} the server must {shm_needs}",
+                        opts.shared_memory.name()
                     ))
                 });
             let probed = match started {

@@ -20,8 +20,10 @@
 //! - [`grpc`]: the gRPC client (unary and streaming, decoupled models);
 //! - [`generative`]: Triton's generate extension and OpenAI-compatible
 //!   servers over HTTP;
-//! - [`shm`]: `--shared-memory system`: tensors in registered POSIX
-//!   shared-memory regions;
+//! - [`shm`]: `--shared-memory system|cuda`: tensors in registered POSIX
+//!   shared-memory or GPU memory regions;
+//! - [`device`]: GPU memory for `--shared-memory cuda` (the CUDA driver,
+//!   or a fake for tests);
 //! - [`sse`]: server-sent events, read with a bound on one event's size;
 //! - [`exchange`]: what one request brought back (every response's
 //!   arrival), and the signal that cancels streams at the end of a level;
@@ -39,6 +41,7 @@
 //! Nothing here prints; progress is reported through a callback.
 
 pub mod client;
+pub mod device;
 pub mod ensemble;
 pub mod exchange;
 #[doc(hidden)]

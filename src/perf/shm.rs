@@ -1,6 +1,8 @@
-//! `perf --shared-memory system`: input and output tensors in POSIX shared
-//! memory registered with the server (Triton's system shared-memory
-//! extension, docs/spec/v2-protocol.md, "Shared memory").
+//! `perf --shared-memory system|cuda`: input and output tensors in memory
+//! registered with the server instead of in the requests: POSIX shared
+//! memory (Triton's system shared-memory extension) or GPU memory shared
+//! through CUDA IPC handles (the CUDA shared-memory extension),
+//! docs/spec/v2-protocol.md §7a. Both kinds are laid out alike:
 //!
 //! - every input tensor of every request body (the generated one and one
 //!   per `--input-data` entry) is written once, before the load, into one
@@ -13,22 +15,30 @@
 //!   (registered then) when an open loop has more requests in flight;
 //! - after a response the outputs are read from the slot's region;
 //! - at the end (and when the run fails after registering) every region is
-//!   unregistered from every server and its memory object unlinked; on
-//!   SIGINT, SIGTERM or SIGHUP `main.rs` calls [`release_on_signal`].
+//!   unregistered from every server, then its memory object unlinked or its
+//!   device memory freed; on SIGINT, SIGTERM or SIGHUP `main.rs` calls
+//!   [`release_on_signal`] (device memory goes with the process: the
+//!   driver frees a process's allocations when it exits).
 //!
 //! The memory objects are made with `shm_open` (`libc`: the call Triton
 //! itself makes with the key it is given, so both name the same object on
 //! every POSIX system; on Linux it is a file under `/dev/shm`) and written
 //! and read with `pwrite`/`pread` through the file descriptor: no memory
 //! mapping on this side, so no `unsafe` beyond the two calls that name the
-//! object. Names are `tritonctl_<pid>_<random>_...`, unique per run.
+//! object. Only POSIX systems have it: elsewhere `system` is refused.
+//!
+//! GPU memory is one allocation per region (`cuMemAlloc`, filled with
+//! `cuMemcpyHtoD`, read with `cuMemcpyDtoH`), registered with its 64-byte
+//! IPC handle and the device number, through the [`Device`] trait.
+//!
+//! Names are `tritonctl_<pid>_<random>_...`, unique per run.
 
 use super::client::{ErrorKind, PerfClient};
+use super::device::{Buffer, Device};
 use super::inputs::Body;
 use bytes::Bytes;
+use posix::{unlink, ShmObject};
 use serde_json::{json, Map, Value};
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -38,86 +48,196 @@ use std::time::Duration;
 pub const DEFAULT_OUTPUT_SIZE: u64 = 102_400;
 
 /// Where tensors travel (`--shared-memory`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum SharedMemory {
     None,
+    System,
+    /// GPU memory of this device.
+    Cuda(Arc<dyn Device>),
+}
+
+impl SharedMemory {
+    /// `none`, `system` or `cuda`, as the flag spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SharedMemory::None => "none",
+            SharedMemory::System => "system",
+            SharedMemory::Cuda(_) => "cuda",
+        }
+    }
+}
+
+/// The extension a region is registered with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
     System,
     Cuda,
 }
 
+/// The message where `--shared-memory system` cannot work.
+pub const NEEDS_POSIX: &str =
+    "--shared-memory system needs a POSIX system (shm_open); use --shared-memory none or cuda";
+
 /// Tensors start at multiples of this in the input region.
 const ALIGN: u64 = 64;
 
-/// One POSIX shared-memory object made by this run; unlinked when dropped.
-#[derive(Debug)]
-struct ShmObject {
-    /// `/tritonctl_...`: the name given to `shm_open` (Triton's `key`).
-    key: String,
-    file: File,
+/// POSIX shared-memory objects (`shm_open`).
+#[cfg(unix)]
+mod posix {
+    use std::fs::File;
+    use std::os::unix::fs::FileExt;
+
+    /// One POSIX shared-memory object made by this run; unlinked when dropped.
+    #[derive(Debug)]
+    pub(super) struct ShmObject {
+        /// `/tritonctl_...`: the name given to `shm_open` (Triton's `key`).
+        pub(super) key: String,
+        file: File,
+    }
+
+    impl ShmObject {
+        pub(super) fn create(key: &str, size: u64) -> Result<Self, String> {
+            use std::os::fd::FromRawFd;
+            let c = std::ffi::CString::new(key).map_err(|_| format!("bad key {key}"))?;
+            // SAFETY: `c` is a valid NUL-terminated string; the descriptor
+            // returned is owned by the `File` made from it below.
+            let fd = unsafe {
+                libc::shm_open(
+                    c.as_ptr(),
+                    libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+                    0o600 as libc::mode_t,
+                )
+            };
+            if fd < 0 {
+                return Err(format!(
+                    "cannot create the shared-memory object {key}: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            // SAFETY: `fd` was just opened and is owned by nobody else.
+            let file = unsafe { File::from_raw_fd(fd) };
+            super::live()
+                .lock()
+                .expect("shm registry lock")
+                .keys
+                .push(key.to_string());
+            let obj = ShmObject {
+                key: key.to_string(),
+                file,
+            };
+            obj.file.set_len(size).map_err(|e| {
+                format!("cannot size the shared-memory object {key} to {size} bytes: {e}")
+            })?;
+            Ok(obj)
+        }
+
+        pub(super) fn write_at(&self, bytes: &[u8], off: u64) -> std::io::Result<()> {
+            self.file.write_all_at(bytes, off)
+        }
+
+        pub(super) fn read_at(&self, buf: &mut [u8], off: u64) -> std::io::Result<()> {
+            self.file.read_exact_at(buf, off)
+        }
+    }
+
+    pub(super) fn unlink(key: &str) {
+        if let Ok(c) = std::ffi::CString::new(key) {
+            // SAFETY: a valid NUL-terminated string; unlinking a name that is
+            // gone already only fails.
+            unsafe {
+                libc::shm_unlink(c.as_ptr());
+            }
+        }
+    }
+
+    impl Drop for ShmObject {
+        fn drop(&mut self) {
+            unlink(&self.key);
+            super::live()
+                .lock()
+                .expect("shm registry lock")
+                .keys
+                .retain(|k| k != &self.key);
+        }
+    }
+}
+
+/// No POSIX shared memory here: `system` is refused before the run
+/// (`NEEDS_POSIX`); these only keep the types whole.
+#[cfg(not(unix))]
+mod posix {
+    #[derive(Debug)]
+    pub(super) struct ShmObject {
+        pub(super) key: String,
+    }
+
+    impl ShmObject {
+        pub(super) fn create(_key: &str, _size: u64) -> Result<Self, String> {
+            Err(super::NEEDS_POSIX.into())
+        }
+        pub(super) fn write_at(&self, _bytes: &[u8], _off: u64) -> std::io::Result<()> {
+            Err(std::io::ErrorKind::Unsupported.into())
+        }
+        pub(super) fn read_at(&self, _buf: &mut [u8], _off: u64) -> std::io::Result<()> {
+            Err(std::io::ErrorKind::Unsupported.into())
+        }
+    }
+
+    pub(super) fn unlink(_key: &str) {}
+}
+
+/// The memory of one region.
+enum Memory {
+    System(ShmObject),
+    Cuda(Box<dyn Buffer>),
+}
+
+/// One region made by this run: its name (Triton's region name) and
+/// memory.
+struct Region {
+    name: String,
     size: u64,
+    mem: Memory,
 }
 
-impl ShmObject {
-    fn create(key: &str, size: u64) -> Result<Self, String> {
-        use std::os::fd::FromRawFd;
-        let c = std::ffi::CString::new(key).map_err(|_| format!("bad key {key}"))?;
-        // SAFETY: `c` is a valid NUL-terminated string; the descriptor
-        // returned is owned by the `File` made from it below.
-        let fd = unsafe {
-            libc::shm_open(
-                c.as_ptr(),
-                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
-                0o600 as libc::mode_t,
-            )
+impl Region {
+    /// `name` (unique per run) of `size` bytes, of the kind of `place`.
+    fn create(place: &SharedMemory, name: String, size: u64) -> Result<Region, String> {
+        let mem = match place {
+            SharedMemory::Cuda(dev) => Memory::Cuda(dev.alloc(size)?),
+            _ => Memory::System(ShmObject::create(&format!("/{name}"), size)?),
         };
-        if fd < 0 {
-            return Err(format!(
-                "cannot create the shared-memory object {key}: {}",
-                std::io::Error::last_os_error()
-            ));
+        Ok(Region { name, size, mem })
+    }
+
+    fn kind(&self) -> Kind {
+        match self.mem {
+            Memory::System(_) => Kind::System,
+            Memory::Cuda(_) => Kind::Cuda,
         }
-        // SAFETY: `fd` was just opened and is owned by nobody else.
-        let file = unsafe { File::from_raw_fd(fd) };
-        live()
-            .lock()
-            .expect("shm registry lock")
-            .keys
-            .push(key.to_string());
-        let obj = ShmObject {
-            key: key.to_string(),
-            file,
-            size,
-        };
-        obj.file.set_len(size).map_err(|e| {
-            format!("cannot size the shared-memory object {key} to {size} bytes: {e}")
-        })?;
-        Ok(obj)
     }
 
-    /// The region name: the key without its slash.
-    fn name(&self) -> &str {
-        self.key.trim_start_matches('/')
+    fn write_at(&self, bytes: &[u8], off: u64) -> Result<(), String> {
+        match &self.mem {
+            Memory::System(o) => o.write_at(bytes, off).map_err(|e| e.to_string()),
+            Memory::Cuda(b) => b.write(off, bytes),
+        }
+        .map_err(|e| format!("cannot write the input region {}: {e}", self.name))
     }
-}
 
-fn unlink(key: &str) {
-    if let Ok(c) = std::ffi::CString::new(key) {
-        // SAFETY: a valid NUL-terminated string; unlinking a name that is
-        // gone already only fails.
-        unsafe {
-            libc::shm_unlink(c.as_ptr());
+    fn read_at(&self, buf: &mut [u8], off: u64) -> Result<(), String> {
+        match &self.mem {
+            Memory::System(o) => o.read_at(buf, off).map_err(|e| e.to_string()),
+            Memory::Cuda(b) => b.read(off, buf),
         }
     }
 }
 
-impl Drop for ShmObject {
-    fn drop(&mut self) {
-        unlink(&self.key);
-        live()
-            .lock()
-            .expect("shm registry lock")
-            .keys
-            .retain(|k| k != &self.key);
+/// Unregisters region `name` from `server`.
+async fn unregister(server: &PerfClient, kind: Kind, name: &str) -> Result<(), String> {
+    match kind {
+        Kind::System => server.unregister_system_shm(name).await,
+        Kind::Cuda => server.unregister_cuda_shm(name).await,
     }
 }
 
@@ -125,8 +245,9 @@ impl Drop for ShmObject {
 #[derive(Default)]
 struct Live {
     keys: Vec<String>,
-    /// Region names registered, and the servers they are registered with.
-    regions: Vec<String>,
+    /// Region names registered (with their extension), and the servers
+    /// they are registered with.
+    regions: Vec<(String, Kind)>,
     servers: Vec<PerfClient>,
 }
 
@@ -158,8 +279,8 @@ pub fn release_on_signal() {
     rt.block_on(async {
         let all = async {
             for s in &servers {
-                for r in &regions {
-                    let _ = s.unregister_system_shm(r).await;
+                for (r, kind) in &regions {
+                    let _ = unregister(s, *kind, r).await;
                 }
             }
         };
@@ -169,7 +290,7 @@ pub fn release_on_signal() {
 
 /// The output buffers of one request in flight.
 pub struct Slot {
-    obj: ShmObject,
+    obj: Region,
     /// The `outputs` of an HTTP request naming this slot's buffers.
     pub http_outputs: Value,
     /// The same as encoded gRPC `ModelInferRequest` fields (appended to
@@ -180,7 +301,9 @@ pub struct Slot {
 /// The shared memory of one run.
 pub struct Session {
     prefix: String,
-    input: Option<ShmObject>,
+    /// System or CUDA (never `None`).
+    place: SharedMemory,
+    input: Option<Region>,
     input_bytes: u64,
     /// Output names, and the bytes read of each after a response (the
     /// size from the config at the batch size sent, else the whole
@@ -205,8 +328,11 @@ pub struct Session {
 /// The report's `shared_memory` object.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ShmReport {
-    /// "system".
+    /// "system" or "cuda".
     pub kind: String,
+    /// With "cuda": the GPU the regions are on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<i64>,
     /// Bytes of input tensors placed in shared memory (written once).
     pub input_bytes: u64,
     /// `--output-shared-memory-size`.
@@ -265,6 +391,7 @@ impl Session {
     /// model's outputs with the bytes of each at the batch size sent when
     /// the config tells.
     pub fn new(
+        place: &SharedMemory,
         bodies: &[&Body],
         outputs: Vec<(String, Option<u64>)>,
         output_size: u64,
@@ -284,22 +411,17 @@ impl Session {
         }
         let input_bytes = end;
         let input = if end > 0 {
-            let obj = ShmObject::create(&format!("/{prefix}_input"), end)?;
+            let obj = Region::create(place, format!("{prefix}_input"), end)?;
             for at in &placed {
                 for (_, bytes, off) in at {
-                    obj.file
-                        .write_all_at(bytes, *off)
-                        .map_err(|e| format!("cannot write the input region {}: {e}", obj.key))?;
+                    obj.write_at(bytes, *off)?;
                 }
             }
             Some(obj)
         } else {
             None
         };
-        let region = input
-            .as_ref()
-            .map(|o| o.name().to_string())
-            .unwrap_or_default();
+        let region = input.as_ref().map(|o| o.name.clone()).unwrap_or_default();
         let mut out = Vec::new();
         for (b, at) in bodies.iter().zip(placed) {
             let mut header = b.header.clone();
@@ -339,6 +461,7 @@ impl Session {
         Ok((
             Session {
                 prefix,
+                place: place.clone(),
                 input,
                 input_bytes,
                 outputs,
@@ -360,23 +483,38 @@ impl Session {
     /// or [`Session::close`] during or after a partial registration
     /// unregisters it; when a server refuses it, it is unregistered from
     /// every server again and forgotten.
-    async fn register(&self, obj: &ShmObject) -> Result<(), String> {
-        let name = obj.name().to_string();
+    async fn register(&self, obj: &Region) -> Result<(), String> {
+        let name = obj.name.clone();
+        let kind = obj.kind();
+        let handle =
+            match &obj.mem {
+                Memory::Cuda(b) => Some(b.ipc_handle().map_err(|e| {
+                    format!("cannot get the CUDA IPC handle of region '{name}': {e}")
+                })?),
+                Memory::System(_) => None,
+            };
         live()
             .lock()
             .expect("shm registry lock")
             .regions
-            .push(name.clone());
+            .push((name.clone(), kind));
         for s in &self.servers {
-            if let Err(e) = s.register_system_shm(&name, &obj.key, obj.size).await {
+            let registered = match (&obj.mem, &handle, &self.place) {
+                (Memory::System(o), _, _) => s.register_system_shm(&name, &o.key, obj.size).await,
+                (Memory::Cuda(_), Some(h), SharedMemory::Cuda(dev)) => {
+                    s.register_cuda_shm(&name, h, dev.id(), obj.size).await
+                }
+                _ => Err(format!("region '{name}' has no CUDA IPC handle")),
+            };
+            if let Err(e) = registered {
                 for s in &self.servers {
-                    let _ = s.unregister_system_shm(&name).await;
+                    let _ = unregister(s, kind, &name).await;
                 }
                 live()
                     .lock()
                     .expect("shm registry lock")
                     .regions
-                    .retain(|n| n != &name);
+                    .retain(|(n, _)| n != &name);
                 return Err(e);
             }
         }
@@ -388,7 +526,11 @@ impl Session {
     /// [`Session::close`].
     pub async fn start(&mut self, servers: Vec<PerfClient>, slots: usize) -> Result<(), String> {
         self.servers = servers;
-        live().lock().expect("shm registry lock").servers = self.servers.clone();
+        live()
+            .lock()
+            .expect("shm registry lock")
+            .servers
+            .extend(self.servers.iter().cloned());
         if let Some(obj) = &self.input {
             self.register(obj).await?;
         }
@@ -409,8 +551,8 @@ impl Session {
                 self.output_size
             )
         })?;
-        let obj = ShmObject::create(&format!("/{}_output{k}", self.prefix), size)?;
-        let name = obj.name().to_string();
+        let obj = Region::create(&self.place, format!("{}_output{k}", self.prefix), size)?;
+        let name = obj.name.clone();
         let mut http = Vec::new();
         let mut grpc = super::grpc::pb::ModelInferRequest::default();
         for (i, (o, _)) in self.outputs.iter().enumerate() {
@@ -478,12 +620,7 @@ impl Session {
                     let mut done = 0u64;
                     while done < *size {
                         let n = (*size - done).min(chunk.len() as u64) as usize;
-                        if slot
-                            .obj
-                            .file
-                            .read_exact_at(&mut chunk[..n], base + done)
-                            .is_err()
-                        {
+                        if slot.obj.read_at(&mut chunk[..n], base + done).is_err() {
                             break;
                         }
                         done += n as u64;
@@ -508,7 +645,11 @@ impl Session {
     /// What the report says.
     pub fn report(&self) -> ShmReport {
         ShmReport {
-            kind: "system".into(),
+            kind: self.place.name().into(),
+            device_id: match &self.place {
+                SharedMemory::Cuda(dev) => Some(dev.id()),
+                _ => None,
+            },
             input_bytes: self.input_bytes,
             output_size: self.output_size,
             output_regions: self.made.load(Ordering::Relaxed) as u64,
@@ -517,15 +658,26 @@ impl Session {
     }
 
     /// Unregisters every region from every server and unlinks the memory
-    /// objects; returns the first failure to unregister.
+    /// objects (device memory is freed when the session drops, after
+    /// this); returns the first failure to unregister.
     /// A region is forgotten only once every server was asked to drop it:
     /// a signal during the close still finds the ones left.
     pub async fn close(&self) -> Result<(), String> {
-        let names: Vec<String> = live().lock().expect("shm registry lock").regions.clone();
+        // this session's regions only: a process may run more than one
+        // (the library's tests do)
+        let mine = format!("{}_", self.prefix);
+        let names: Vec<(String, Kind)> = live()
+            .lock()
+            .expect("shm registry lock")
+            .regions
+            .iter()
+            .filter(|(n, _)| n.starts_with(&mine))
+            .cloned()
+            .collect();
         let mut first = None;
-        for n in &names {
+        for (n, kind) in &names {
             for s in &self.servers {
-                if let Err(e) = s.unregister_system_shm(n).await {
+                if let Err(e) = unregister(s, *kind, n).await {
                     first.get_or_insert(e);
                 }
             }
@@ -533,9 +685,16 @@ impl Session {
                 .lock()
                 .expect("shm registry lock")
                 .regions
-                .retain(|r| r != n);
+                .retain(|(r, _)| r != n);
         }
-        live().lock().expect("shm registry lock").servers.clear();
+        {
+            // the servers stay known to the signal path while another
+            // session has regions
+            let mut l = live().lock().expect("shm registry lock");
+            if l.regions.is_empty() {
+                l.servers.clear();
+            }
+        }
         // unlinked now: a slot still held somewhere unlinks again when it
         // drops, which is harmless
         let keys: Vec<String> = live()
@@ -572,30 +731,36 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     #[test]
     fn inputs_are_written_once_at_aligned_offsets() {
         let b = body();
         let (s, bodies) = Session::new(
+            &SharedMemory::System,
             &[&b, &b],
             vec![("Y".into(), Some(8)), ("Z".into(), None)],
             100,
         )
         .unwrap();
-        let obj = s.input.as_ref().unwrap();
+        let region = s.input.as_ref().unwrap();
+        let Memory::System(obj) = &region.mem else {
+            panic!("not a system region")
+        };
         assert!(obj
             .key
             .starts_with(&format!("/tritonctl_{}_", std::process::id())));
+        assert_eq!(obj.key, format!("/{}", region.name));
         // A at 0, B at 64, then the second body's at 128 and 192
-        assert_eq!(obj.size, 194);
+        assert_eq!(region.size, 194);
         let mut got = [0u8; 2];
-        obj.file.read_exact_at(&mut got, 192).unwrap();
+        region.read_at(&mut got, 192).unwrap();
         assert_eq!(got, [4, 5]);
         let v: Value = serde_json::from_slice(&bodies[1].bytes).unwrap();
         assert_eq!(v["inputs"][1]["parameters"]["shared_memory_offset"], 192);
         assert_eq!(v["inputs"][1]["parameters"]["shared_memory_byte_size"], 2);
         assert_eq!(
             v["inputs"][0]["parameters"]["shared_memory_region"],
-            obj.name()
+            region.name
         );
         assert!(
             v.get("parameters").is_none() && v.get("outputs").is_none(),
@@ -611,5 +776,42 @@ mod tests {
             drop(s);
             assert!(!std::path::Path::new(&path).exists(), "{path} left behind");
         }
+    }
+
+    #[test]
+    fn cuda_inputs_go_to_device_memory_freed_with_the_session() {
+        use crate::perf::device::fake::{open_handle, FakeDevice};
+        let b = body();
+        let dev = FakeDevice::new(3);
+        let place = SharedMemory::Cuda(dev.clone());
+        let (s, bodies) =
+            Session::new(&place, &[&b, &b], vec![("Y".into(), Some(8))], 100).unwrap();
+        let region = s.input.as_ref().unwrap();
+        let Memory::Cuda(buf) = &region.mem else {
+            panic!("not a CUDA region")
+        };
+        assert_eq!(buf.size(), 194);
+        // what the server sees through the handle: the same layout as a
+        // system region (A at 0, B at 64, then 128 and 192)
+        let mem = open_handle(&buf.ipc_handle().unwrap()).expect("handle opens");
+        {
+            let m = mem.lock().unwrap();
+            assert_eq!(&m[..3], &[1, 2, 3]);
+            assert_eq!(&m[64..66], &[4, 5]);
+            assert_eq!(&m[192..194], &[4, 5]);
+        }
+        let v: Value = serde_json::from_slice(&bodies[1].bytes).unwrap();
+        assert_eq!(v["inputs"][1]["parameters"]["shared_memory_offset"], 192);
+        assert_eq!(
+            v["inputs"][0]["parameters"]["shared_memory_region"],
+            region.name
+        );
+        assert_eq!(s.report().kind, "cuda");
+        assert_eq!(s.report().device_id, Some(3));
+        let handle = buf.ipc_handle().unwrap();
+        assert_eq!(dev.allocated.load(Ordering::SeqCst), 1);
+        drop(s);
+        assert_eq!(dev.freed.load(Ordering::SeqCst), 1);
+        assert!(open_handle(&handle).is_none(), "freed memory still open");
     }
 }

@@ -33,7 +33,8 @@
 //! On top of the library:
 //! - [`report`](mod@report): what this machine offers (ONNX Runtime, its execution
 //!   providers, the CUDA driver and devices), for `tritonctl doctor`;
-//! - [`cuda`]: the CUDA driver probe (cudarc, loaded at run time);
+//! - [`cuda`]: the CUDA driver probe (cudarc, loaded at run time), and
+//!   device memory with CUDA IPC handles for `perf --shared-memory cuda`;
 //! - [`device`]: resolving `--device` into a [`Device`];
 //! - [`session`]: [`ModelSession`], one ONNX Runtime session per model
 //!   instance, running host [`crate::tensor::Tensor`]s;
@@ -43,7 +44,9 @@
 //! Untested (no GPU and no GPU build of ONNX Runtime on the test
 //! machines): the CUDA driver queries past "no driver", loading the CUDA
 //! execution provider library, sessions on the CUDA execution provider,
-//! and state kept in device memory. These paths are small and sit behind
+//! state kept in device memory, and the device memory of
+//! `perf --shared-memory cuda` (its registration and request code is
+//! tested with a fake device, `perf::device::fake`). These paths are small and sit behind
 //! the probes; the CPU paths around them are tested.
 
 pub mod bench;

@@ -335,23 +335,87 @@ pub fn xml_entity(r: &quick_xml::events::BytesRef) -> char {
     }
 }
 
-/// The loopback servers' system shared-memory regions: name -> (key, byte
-/// size). The memory object of region `name`, opened as Triton opens it
-/// (`shm_open` of the key: a file under /dev/shm on Linux), and its size.
+/// The memory of a loopback server's shared-memory region: a system
+/// region's memory object, or a CUDA region's device memory (the fake
+/// device's, reached through the IPC handle as Triton's
+/// `cudaIpcOpenMemHandle` reaches real device memory).
+#[cfg(feature = "perf")]
+pub enum ShmRegion {
+    File(std::fs::File),
+    Cuda(std::sync::Arc<std::sync::Mutex<Vec<u8>>>),
+}
+
+/// The key under which the loopback servers keep a CUDA region: the
+/// registered handle, base64.
+#[cfg(feature = "perf")]
+pub const CUDA_KEY: &str = "cuda:";
+
+#[cfg(feature = "perf")]
+impl ShmRegion {
+    pub fn read_exact_at(&self, buf: &mut [u8], off: u64) -> std::io::Result<()> {
+        match self {
+            ShmRegion::File(f) => std::os::unix::fs::FileExt::read_exact_at(f, buf, off),
+            ShmRegion::Cuda(m) => {
+                let m = m.lock().unwrap();
+                let src = m
+                    .get(off as usize..off as usize + buf.len())
+                    .ok_or(std::io::ErrorKind::UnexpectedEof)?;
+                buf.copy_from_slice(src);
+                Ok(())
+            }
+        }
+    }
+
+    pub fn write_all_at(&self, buf: &[u8], off: u64) -> std::io::Result<()> {
+        match self {
+            ShmRegion::File(f) => std::os::unix::fs::FileExt::write_all_at(f, buf, off),
+            ShmRegion::Cuda(m) => {
+                let mut m = m.lock().unwrap();
+                let dst = m
+                    .get_mut(off as usize..off as usize + buf.len())
+                    .ok_or(std::io::ErrorKind::WriteZero)?;
+                dst.copy_from_slice(buf);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The device memory of a CUDA IPC handle (base64), while the client's
+/// fake device holds it.
+#[cfg(feature = "perf")]
+pub fn open_cuda_handle(b64: &str) -> Result<std::sync::Arc<std::sync::Mutex<Vec<u8>>>, String> {
+    let raw = tritonctl::inputs::codec::b64_decode(b64)?;
+    if raw.len() != 64 {
+        return Err(format!("a CUDA IPC handle has 64 bytes, not {}", raw.len()));
+    }
+    tritonctl::perf::device::fake::open_handle(&raw)
+        .ok_or_else(|| "Unable to open CUDA IPC handle: invalid handle".to_string())
+}
+
+/// The loopback servers' shared-memory regions: name -> (key, byte
+/// size); a CUDA region's key is [`CUDA_KEY`] and its handle. The memory
+/// of region `name`, opened as Triton opens it (`shm_open` of the key: a
+/// file under /dev/shm on Linux; the IPC handle of a CUDA region), and its
+/// size.
+#[cfg(feature = "perf")]
 pub fn shm_region_file(
     regions: &std::sync::Mutex<std::collections::BTreeMap<String, (String, u64)>>,
     name: &str,
-) -> Result<(std::fs::File, u64), String> {
+) -> Result<(ShmRegion, u64), String> {
     let (key, size) = regions
         .lock()
         .unwrap()
         .get(name)
         .cloned()
-        .ok_or_else(|| format!("Unable to find system shared memory region: '{name}'"))?;
+        .ok_or_else(|| format!("Unable to find shared memory region: '{name}'"))?;
+    if let Some(h) = key.strip_prefix(CUDA_KEY) {
+        return Ok((ShmRegion::Cuda(open_cuda_handle(h)?), size));
+    }
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open(format!("/dev/shm{key}"))
         .map_err(|e| format!("cannot open {key}: {e}"))?;
-    Ok((f, size))
+    Ok((ShmRegion::File(f), size))
 }

@@ -200,15 +200,73 @@ struct Counters {
     /// outputs written to one.
     shm_inputs: AtomicU64,
     shm_outputs: AtomicU64,
+    /// The bodies of CUDA shared-memory registrations, and the regions
+    /// unregistered, in order.
+    cuda_registrations: Mutex<Vec<Value>>,
+    cuda_unregistered: Mutex<Vec<String>>,
 }
 
 /// The memory object of a registered region.
-fn region_file(c: &Counters, name: &str) -> Result<(std::fs::File, u64), String> {
+fn region_file(c: &Counters, name: &str) -> Result<(crate::common::ShmRegion, u64), String> {
     crate::common::shm_region_file(&c.regions, name)
+}
+
+/// Triton's CUDA shared-memory extension: register (the device memory
+/// opened through its IPC handle, as Triton does) and unregister.
+fn cuda_shm_endpoint(
+    method: &str,
+    rest: &str,
+    body: &[u8],
+    c: &Counters,
+) -> Option<(u16, Vec<u8>)> {
+    let (name, action) = rest.strip_prefix("/region/")?.rsplit_once('/')?;
+    let err = |m: String| Some((400, json!({ "error": m }).to_string().into_bytes()));
+    match (method, action) {
+        ("POST", "register") => {
+            let v: Value = serde_json::from_slice(body).unwrap_or_default();
+            c.cuda_registrations.lock().unwrap().push(v.clone());
+            let (Some(b64), Some(_), Some(size)) = (
+                v["raw_handle"]["b64"].as_str(),
+                v["device_id"].as_i64(),
+                v["byte_size"].as_u64(),
+            ) else {
+                return err(format!("bad register request {v}"));
+            };
+            match crate::common::open_cuda_handle(b64) {
+                Ok(m) if m.lock().unwrap().len() as u64 >= size => {}
+                Ok(_) => return err(format!("region '{name}' is larger than its memory")),
+                Err(e) => return err(e),
+            }
+            let mut regions = c.regions.lock().unwrap();
+            if regions.contains_key(name) {
+                return err(format!("shared memory region '{name}' already in manager"));
+            }
+            let key = format!("{}{b64}", crate::common::CUDA_KEY);
+            regions.insert(name.to_string(), (key, size));
+            c.registered.fetch_add(1, Ordering::SeqCst);
+            Some((200, Vec::new()))
+        }
+        ("POST", "unregister") => {
+            // the memory must still be there: freed only after this
+            if let Ok((crate::common::ShmRegion::File(_), _)) | Err(_) = region_file(c, name) {
+                c.bad.lock().unwrap().push(format!(
+                    "CUDA region '{name}' unregistered after its memory was freed, or unknown"
+                ));
+            }
+            c.regions.lock().unwrap().remove(name);
+            c.cuda_unregistered.lock().unwrap().push(name.to_string());
+            c.unregistered.fetch_add(1, Ordering::SeqCst);
+            Some((200, Vec::new()))
+        }
+        _ => err(format!("unknown shared-memory request {method} {rest}")),
+    }
 }
 
 /// Triton's system shared-memory extension: register, unregister, status.
 fn shm_endpoint(method: &str, path: &str, body: &[u8], c: &Counters) -> Option<(u16, Vec<u8>)> {
+    if let Some(rest) = path.strip_prefix("/v2/cudasharedmemory") {
+        return cuda_shm_endpoint(method, rest, body, c);
+    }
     let rest = path.strip_prefix("/v2/systemsharedmemory")?;
     if method == "GET" && rest == "/status" {
         let list: Vec<Value> = c
@@ -625,7 +683,6 @@ fn infer(
                 ));
             }
             let mut buf = vec![0; size as usize];
-            use std::os::unix::fs::FileExt;
             f.read_exact_at(&mut buf, off).map_err(|e| e.to_string())?;
             Ok(buf)
         });
@@ -740,10 +797,8 @@ fn infer(
                 ),
             );
         }
-        let written = region_file(c, region).and_then(|(f, _)| {
-            use std::os::unix::fs::FileExt;
-            f.write_all_at(&y, off).map_err(|e| e.to_string())
-        });
+        let written = region_file(c, region)
+            .and_then(|(f, _)| f.write_all_at(&y, off).map_err(|e| e.to_string()));
         if let Err(e) = written {
             return fail(out, e);
         }
@@ -3666,6 +3721,240 @@ fn shared_memory_is_released_when_perf_is_interrupted() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{status:?}");
     assert_no_shm_left(&r);
+}
+
+/// Options of a `perf` run through the library, with its tensors in the
+/// memory of `device` (`--shared-memory cuda` with a fake GPU: the
+/// command line opens the real driver, which these machines lack):
+/// `--input-data FILE`, `-b batch`, `--concurrency-range conc`,
+/// `--request-count 20`.
+pub(crate) fn cuda_options(
+    url: &str,
+    protocol: tritonctl::perf::client::Protocol,
+    device: std::sync::Arc<dyn tritonctl::perf::device::Device>,
+    data: &std::path::Path,
+    conc: u64,
+    batch: u64,
+) -> tritonctl::perf::load::PerfOptions {
+    use tritonctl::perf::generative::Api;
+    use tritonctl::perf::load::{PerfOptions, Window};
+    let (input_data, data_file, _) =
+        tritonctl::perf::options::input_data(data.to_str().unwrap(), Api::Infer).unwrap();
+    PerfOptions {
+        model: "m".into(),
+        version: None,
+        url: url.into(),
+        urls: vec![url.into()],
+        headers: Vec::new(),
+        protocol,
+        levels: vec![tritonctl::perf::schedule::Level::Concurrency(conc)],
+        distribution: tritonctl::perf::schedule::Distribution::Constant,
+        intervals: None,
+        seed: 1,
+        shard: None,
+        start_at: None,
+        max_concurrency: 16,
+        window: Window::Count(20),
+        percentile: None,
+        strings: tritonctl::perf::inputs::Strings::default(),
+        warmup: Duration::ZERO,
+        timeout: Duration::from_secs(30),
+        max_response_bytes: None,
+        max_input_bytes: 1 << 30,
+        input_data,
+        data_file,
+        shapes: Vec::new(),
+        batch,
+        binary_inputs: true,
+        binary_outputs: true,
+        tensor_formats_given: (false, false),
+        batched: false,
+        sequence_length: None,
+        sequence_length_variation: 0.0,
+        sequence_id_prefix: None,
+        sequence_ids: (1, 1 << 20),
+        num_sequences: 4,
+        api: Api::Infer,
+        prompts: None,
+        prompt_words: None,
+        max_tokens: None,
+        shared_memory: tritonctl::perf::shm::SharedMemory::Cuda(device),
+        output_shm_size: 102_400,
+        tls: Default::default(),
+        latency_threshold_ms: None,
+        binary_search: None,
+        metrics: None,
+    }
+}
+
+/// What a CUDA region registration must say: a 64-byte handle of live
+/// device memory of the fake GPU, its device id, and the region's size.
+fn check_cuda_registration(handle: &[u8], device_id: i64, byte_size: u64, want_device: i64) {
+    assert_eq!(handle.len(), 64, "CUipcMemHandle is 64 bytes");
+    assert_eq!(device_id, want_device);
+    assert!(byte_size > 0);
+}
+
+#[test]
+fn shared_memory_cuda_registers_device_memory_and_frees_it_after_unregistering() {
+    use tritonctl::perf::device::fake::FakeDevice;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.json");
+    std::fs::write(
+        &file,
+        r#"{"data": [{"X": [1, 2, 3, 4]}, {"X": [5, 6, 7, 8]}]}"#,
+    )
+    .unwrap();
+    for (conc, batch) in [(1u64, 1u64), (3, 2)] {
+        let r = Responder::start(Behaviour {
+            extensions: Some(vec!["binary_tensor_data", "cuda_shared_memory"]),
+            ..triton_like()
+        });
+        let dev = FakeDevice::new(1);
+        let opts = cuda_options(
+            &r.url(),
+            tritonctl::perf::client::Protocol::Http,
+            dev.clone(),
+            &file,
+            conc,
+            batch,
+        );
+        let report = tritonctl::perf::load::run(&opts, Default::default(), None)
+            .unwrap_or_else(|e| panic!("{e} {:?}", r.bad()));
+        assert!(r.bad().is_empty(), "{:?}", r.bad());
+        let c = &r.counters;
+        let n = c.infer.load(Ordering::SeqCst);
+        // every request took its input from device memory and wrote its
+        // output there: no tensor bytes in any request or answer
+        assert!(n >= 21, "{n}");
+        assert_eq!(c.shm_inputs.load(Ordering::SeqCst), n);
+        assert_eq!(c.shm_outputs.load(Ordering::SeqCst), n);
+        assert_eq!(c.binary.load(Ordering::SeqCst), 0);
+        assert_eq!(c.json.load(Ordering::SeqCst), 0);
+        // the bytes of --input-data, as the server read them through the
+        // IPC handle
+        let e = [vec![1.0, 2.0, 3.0, 4.0], vec![5.0, 6.0, 7.0, 8.0]];
+        for v in c.x_values.lock().unwrap().iter() {
+            assert!(
+                e.iter().any(|want| *v == want.repeat(batch as usize)),
+                "{v:?} is not an entry"
+            );
+        }
+        // the registration bodies: the handle as base64 of 64 bytes, the
+        // device, the region's size (the input region: two entries of
+        // 16 bytes per batch element, 64-byte aligned; each output
+        // region: --output-shared-memory-size for the one output)
+        let regs = c.cuda_registrations.lock().unwrap().clone();
+        assert_eq!(regs.len() as u64, 1 + conc, "{regs:?}");
+        for v in &regs {
+            let raw =
+                tritonctl::inputs::codec::b64_decode(v["raw_handle"]["b64"].as_str().unwrap())
+                    .unwrap();
+            check_cuda_registration(
+                &raw,
+                v["device_id"].as_i64().unwrap(),
+                v["byte_size"].as_u64().unwrap(),
+                1,
+            );
+            assert_eq!(v.as_object().unwrap().len(), 3, "{v}");
+        }
+        let sizes: Vec<u64> = regs
+            .iter()
+            .map(|v| v["byte_size"].as_u64().unwrap())
+            .collect();
+        assert_eq!(sizes[0], 64 + 16 * batch);
+        assert!(sizes[1..].iter().all(|s| *s == 102_400), "{sizes:?}");
+        // every region unregistered (while its memory was alive: the
+        // responder checks), then every allocation freed
+        assert_eq!(c.cuda_unregistered.lock().unwrap().len() as u64, 1 + conc);
+        assert!(c.regions.lock().unwrap().is_empty());
+        assert_eq!(dev.allocated.load(Ordering::SeqCst), 1 + conc);
+        assert_eq!(dev.freed.load(Ordering::SeqCst), 1 + conc);
+        let shm = report.shared_memory.as_ref().unwrap();
+        assert_eq!(shm.kind, "cuda");
+        assert_eq!(shm.device_id, Some(1));
+        assert_eq!(shm.output_regions, conc);
+        assert_eq!(shm.input_bytes, 64 + 16 * batch);
+        // each answered request's output read back from device memory;
+        // the request before the load is not read
+        assert_eq!(shm.output_bytes_read, (n - 1) * 16 * batch);
+        let doc = serde_json::to_value(&report).unwrap();
+        assert_matches_schema(&doc);
+        assert_eq!(doc["shared_memory"]["device_id"], 1);
+    }
+}
+
+#[test]
+fn shared_memory_cuda_needs_the_servers_extension() {
+    use tritonctl::perf::device::fake::FakeDevice;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.json");
+    std::fs::write(&file, r#"{"data": [{"X": [1, 2, 3, 4]}]}"#).unwrap();
+    // a server with only the system extension
+    let r = Responder::start(with_shm(triton_like()));
+    let dev = FakeDevice::new(0);
+    let opts = cuda_options(
+        &r.url(),
+        tritonctl::perf::client::Protocol::Http,
+        dev.clone(),
+        &file,
+        1,
+        1,
+    );
+    let e = tritonctl::perf::load::run(&opts, Default::default(), None).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("does not list the cuda_shared_memory extension"),
+        "{e}"
+    );
+    assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0);
+    assert_eq!(dev.allocated.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn shared_memory_cuda_without_a_driver_is_exit_2_before_any_request() {
+    // this machine has no CUDA driver (TRITONCTL_NO_CUDA makes any other
+    // machine answer the same)
+    let r = Responder::start(Behaviour {
+        extensions: Some(vec!["binary_tensor_data", "cuda_shared_memory"]),
+        ..triton_like()
+    });
+    for extra in [&[][..], &["--shared-memory-device", "1"][..]] {
+        let (code, _out, err) = tritonctl()
+            .env("TRITONCTL_NO_CUDA", "1")
+            .args(["perf", "-m", "m", "-u", &r.url(), "--shared-memory", "cuda"])
+            .args(extra)
+            .timeout(HANG)
+            .run()
+            .parts();
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains("--shared-memory cuda needs a CUDA GPU and driver on this host")
+                && err.contains("use --shared-memory system"),
+            "{err}"
+        );
+    }
+    let (code, _out, err) = tritonctl()
+        .args([
+            "perf",
+            "-m",
+            "m",
+            "-u",
+            &r.url(),
+            "--shared-memory-device",
+            "0",
+        ])
+        .timeout(HANG)
+        .run()
+        .parts();
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--shared-memory-device 0 is for --shared-memory cuda"),
+        "{err}"
+    );
+    // nothing was asked of the server
+    assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0);
+    assert!(r.counters.discovery.lock().unwrap().is_empty());
 }
 
 #[test]

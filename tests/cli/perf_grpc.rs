@@ -103,9 +103,16 @@ struct State {
     shm_inputs: AtomicU64,
     shm_outputs: AtomicU64,
     raw_requests: AtomicU64,
+    /// CUDA registrations (name, handle bytes, device id, byte size) and
+    /// the regions unregistered, in order.
+    cuda_registrations: Mutex<Vec<CudaRegistration>>,
+    cuda_unregistered: Mutex<Vec<String>>,
     /// The values of X of each request, in order.
     x_values: Mutex<Vec<Vec<f32>>>,
 }
+
+/// A `CudaSharedMemoryRegister`: name, handle bytes, device id, byte size.
+type CudaRegistration = (String, Vec<u8>, i64, u64);
 
 /// An `int64_param`, as Triton requires for the shared-memory sizes.
 fn int_param(p: &std::collections::HashMap<String, pb::InferParameter>, k: &str) -> Option<i64> {
@@ -116,7 +123,7 @@ fn int_param(p: &std::collections::HashMap<String, pb::InferParameter>, k: &str)
 }
 
 /// The memory object of a registered region.
-fn region_file(s: &State, name: &str) -> Result<(std::fs::File, u64), String> {
+fn region_file(s: &State, name: &str) -> Result<(crate::common::ShmRegion, u64), String> {
     crate::common::shm_region_file(&s.regions, name)
 }
 
@@ -211,7 +218,6 @@ impl Svc {
                     return Err(format!("{off} + {size} beyond region '{name}'"));
                 }
                 let mut buf = vec![0; size as usize];
-                use std::os::unix::fs::FileExt;
                 f.read_exact_at(&mut buf, off as u64)
                     .map_err(|e| e.to_string())?;
                 Ok(buf)
@@ -287,10 +293,8 @@ impl Svc {
                     y.len()
                 )));
             }
-            let written = region_file(&self.s, &name).and_then(|(f, _)| {
-                use std::os::unix::fs::FileExt;
-                f.write_all_at(&y, off as u64).map_err(|e| e.to_string())
-            });
+            let written = region_file(&self.s, &name)
+                .and_then(|(f, _)| f.write_all_at(&y, off as u64).map_err(|e| e.to_string()));
             if let Err(e) = written {
                 return Err(self.bad(e));
             }
@@ -660,16 +664,53 @@ impl GrpcInferenceService for Svc {
 
     async fn cuda_shared_memory_register(
         &self,
-        _: Request<pb::CudaSharedMemoryRegisterRequest>,
+        r: Request<pb::CudaSharedMemoryRegisterRequest>,
     ) -> Result<Response<pb::CudaSharedMemoryRegisterResponse>, Status> {
-        Err(Status::unimplemented("no shared memory here"))
+        let r = r.into_inner();
+        self.s.cuda_registrations.lock().unwrap().push((
+            r.name.clone(),
+            r.raw_handle.to_vec(),
+            r.device_id,
+            r.byte_size,
+        ));
+        // the device memory, opened through the handle as Triton does
+        let b64 = tritonctl::inputs::codec::b64_encode(&r.raw_handle);
+        match crate::common::open_cuda_handle(&b64) {
+            Ok(m) if m.lock().unwrap().len() as u64 >= r.byte_size => {}
+            Ok(_) => return Err(Status::invalid_argument("region larger than its memory")),
+            Err(e) => return Err(Status::invalid_argument(e)),
+        }
+        let mut regions = self.s.regions.lock().unwrap();
+        if regions.contains_key(&r.name) {
+            return Err(Status::already_exists(format!(
+                "shared memory region '{}' already in manager",
+                r.name
+            )));
+        }
+        regions.insert(
+            r.name,
+            (format!("{}{b64}", crate::common::CUDA_KEY), r.byte_size),
+        );
+        Ok(Response::new(pb::CudaSharedMemoryRegisterResponse {}))
     }
 
     async fn cuda_shared_memory_unregister(
         &self,
-        _: Request<pb::CudaSharedMemoryUnregisterRequest>,
+        r: Request<pb::CudaSharedMemoryUnregisterRequest>,
     ) -> Result<Response<pb::CudaSharedMemoryUnregisterResponse>, Status> {
-        Err(Status::unimplemented("no shared memory here"))
+        let name = r.into_inner().name;
+        // the memory must still be there: freed only after this
+        if !matches!(
+            region_file(&self.s, &name),
+            Ok((crate::common::ShmRegion::Cuda(_), _))
+        ) {
+            return Err(self.bad(format!(
+                "CUDA region '{name}' unregistered after its memory was freed, or unknown"
+            )));
+        }
+        self.s.regions.lock().unwrap().remove(&name);
+        self.s.cuda_unregistered.lock().unwrap().push(name);
+        Ok(Response::new(pb::CudaSharedMemoryUnregisterResponse {}))
     }
 
     type ModelStreamInferStream = std::pin::Pin<
@@ -1677,6 +1718,71 @@ fn shared_memory_system_over_grpc_unary_and_streams() {
                 "{k} left"
             );
         }
+    }
+}
+
+#[test]
+fn shared_memory_cuda_over_grpc_unary_and_streams() {
+    use tritonctl::perf::device::fake::FakeDevice;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.json");
+    std::fs::write(
+        &file,
+        r#"{"data": [{"X": [1, 2, 3, 4]}, {"X": [5, 6, 7, 8]}]}"#,
+    )
+    .unwrap();
+    for streaming in [false, true] {
+        let s = Server::start(Behaviour::default());
+        let dev = FakeDevice::new(2);
+        let opts = crate::perf::cuda_options(
+            &s.url(),
+            tritonctl::perf::client::Protocol::Grpc { streaming },
+            dev.clone(),
+            &file,
+            3,
+            1,
+        );
+        let report = tritonctl::perf::load::run(&opts, Default::default(), None)
+            .unwrap_or_else(|e| panic!("{e} {:?}", s.bad()));
+        assert!(s.bad().is_empty(), "{:?}", s.bad());
+        let st = &s.state;
+        let n = st.unary.load(Ordering::SeqCst) + st.streamed.load(Ordering::SeqCst);
+        assert!(n >= 21, "{n}");
+        // every request named its tensors in device memory (read and
+        // written by the server through the IPC handles); none carried
+        // raw bytes
+        assert_eq!(st.raw_requests.load(Ordering::SeqCst), 0);
+        assert_eq!(st.shm_inputs.load(Ordering::SeqCst), n);
+        assert_eq!(st.shm_outputs.load(Ordering::SeqCst), n);
+        for v in st.x_values.lock().unwrap().iter() {
+            assert!(
+                *v == [1.0, 2.0, 3.0, 4.0] || *v == [5.0, 6.0, 7.0, 8.0],
+                "{v:?} is not an entry"
+            );
+        }
+        // CudaSharedMemoryRegister: a 64-byte handle, the device, the
+        // region's size: the input region (two entries of 16 bytes,
+        // 64-byte aligned), then one output region per request in flight
+        let regs = st.cuda_registrations.lock().unwrap().clone();
+        assert_eq!(regs.len(), 4, "{regs:?}");
+        for (i, (name, handle, device, size)) in regs.iter().enumerate() {
+            assert_eq!(handle.len(), 64);
+            assert_eq!(*device, 2);
+            assert_eq!(*size, if i == 0 { 80 } else { 102_400 }, "{name}");
+            assert!(name.starts_with("tritonctl_"), "{name}");
+        }
+        // all unregistered (the server checks: before the memory was
+        // freed), then all freed
+        let mut gone = st.cuda_unregistered.lock().unwrap().clone();
+        let mut names: Vec<String> = regs.iter().map(|r| r.0.clone()).collect();
+        gone.sort();
+        names.sort();
+        assert_eq!(gone, names);
+        assert!(st.regions.lock().unwrap().is_empty());
+        assert_eq!(dev.freed.load(Ordering::SeqCst), 4);
+        let shm = report.shared_memory.as_ref().unwrap();
+        assert_eq!((shm.kind.as_str(), shm.device_id), ("cuda", Some(2)));
+        assert_eq!(shm.output_bytes_read, (n - 1) * 16);
     }
 }
 

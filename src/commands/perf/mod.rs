@@ -28,8 +28,10 @@ pub fn run(
     ))
 }
 
-/// `--shared-memory` and `--output-shared-memory-size`, checked: the
-/// combinations that cannot work are usage errors (exit 2).
+/// `--shared-memory`, `--output-shared-memory-size` and
+/// `--shared-memory-device`, checked: the combinations that cannot work
+/// are usage errors (exit 2), and `cuda` opens the GPU here, before
+/// anything is sent, so that a missing driver or GPU says so first.
 #[cfg(feature = "perf")]
 fn shared_memory(
     args: &PerfArgs,
@@ -38,19 +40,18 @@ fn shared_memory(
     use crate::cli::SharedMemoryKind;
     use crate::perf::shm::SharedMemory;
     let usage = CommandError::Usage;
-    let kind = match args.shared_memory {
-        SharedMemoryKind::None => return Ok(SharedMemory::None),
-        SharedMemoryKind::System => SharedMemory::System,
-        SharedMemoryKind::Cuda => SharedMemory::Cuda,
-    };
-    let flag = format!(
-        "--shared-memory {}",
-        if kind == SharedMemory::Cuda {
-            "cuda"
-        } else {
-            "system"
+    let flag = match args.shared_memory {
+        SharedMemoryKind::None => {
+            if let Some(d) = args.shared_memory_device {
+                return Err(usage(format!(
+                    "--shared-memory-device {d} is for --shared-memory cuda"
+                )));
+            }
+            return Ok(SharedMemory::None);
         }
-    );
+        SharedMemoryKind::System => "--shared-memory system",
+        SharedMemoryKind::Cuda => "--shared-memory cuda",
+    };
     if api != crate::perf::generative::Api::Infer {
         return Err(usage(format!(
             "{flag} is for KServe v2 inference requests: leave out --endpoint {}",
@@ -62,29 +63,29 @@ fn shared_memory(
             "--output-shared-memory-size must be at least 1".into(),
         ));
     }
-    if kind == SharedMemory::Cuda {
-        return Err(usage(cuda_unavailable()));
-    }
-    Ok(kind)
-}
-
-/// Why `--shared-memory cuda` cannot run here: the CUDA driver or a GPU is
-/// missing, or (with one) this build does not place tensors in GPU memory.
-#[cfg(feature = "perf")]
-fn cuda_unavailable() -> String {
-    #[cfg(feature = "run")]
-    {
-        match crate::runtime::cuda::probe() {
-            Err(e) => format!(
-                "--shared-memory cuda needs a CUDA GPU and driver on this host: {e}; use --shared-memory system or none"
-            ),
-            Ok(d) if d.devices.is_empty() => "--shared-memory cuda needs a CUDA GPU: the driver reports none; use --shared-memory system or none".into(),
-            Ok(_) => "--shared-memory cuda is not supported yet by this tritonctl (CUDA IPC handles are not made); use --shared-memory system or none".into(),
+    match args.shared_memory {
+        SharedMemoryKind::System => {
+            if let Some(d) = args.shared_memory_device {
+                return Err(usage(format!(
+                    "--shared-memory-device {d} is for --shared-memory cuda (system shared memory is on no device)"
+                )));
+            }
+            if cfg!(unix) {
+                Ok(SharedMemory::System)
+            } else {
+                Err(usage(crate::perf::shm::NEEDS_POSIX.into()))
+            }
         }
-    }
-    #[cfg(not(feature = "run"))]
-    {
-        "--shared-memory cuda needs the CUDA driver binding of feature `run`, which this tritonctl was built without; use --shared-memory system or none".into()
+        _ => {
+            let ordinal = args.shared_memory_device.unwrap_or(0);
+            crate::perf::device::cuda(ordinal)
+                .map(SharedMemory::Cuda)
+                .map_err(|e| {
+                    usage(format!(
+                        "--shared-memory cuda needs a CUDA GPU and driver on this host: {e}; use --shared-memory system or none"
+                    ))
+                })
+        }
     }
 }
 
