@@ -42,4 +42,6 @@ mod scale;
 mod scale_out;
 mod simulate;
 mod snapshots;
+#[cfg(feature = "perf")]
+mod tune_live;
 mod untrusted_text;
