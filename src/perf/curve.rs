@@ -1,10 +1,13 @@
 //! `tune`'s latency curve, measured once on a live Triton: for each batch
 //! size the config allows, a few requests of that size one after another
 //! (concurrency 1, so every execution holds exactly one request and its
-//! batch is the request's batch size), then the compute time per
+//! batch is the request's batch size), and the compute time of each
 //! execution from the statistics extension's `batch_stats` (input +
-//! infer + output, the difference of two reads; docs/spec/v2-protocol.md
-//! section 8). The result converts to `simulate`'s `--latency` spec.
+//! infer + output, the difference of the reads before and after each
+//! request; docs/spec/v2-protocol.md section 8). A batch size's time is
+//! the median of its executions' (a slow outlier on a busy machine does
+//! not move it), with the mean beside it. The result converts to
+//! `simulate`'s `--latency` spec.
 //!
 //! Requests are built as `perf` builds them ([`super::inputs`]); only
 //! HTTP. Other clients of the model during the measurement add their
@@ -31,6 +34,9 @@ pub struct CurveOptions {
     pub version: Option<String>,
     /// Requests per batch size, at most (at least 1 is sent).
     pub requests: u32,
+    /// Requests per batch size sent before the measurement, not measured
+    /// (a model's first executions are often slower).
+    pub warmup: u32,
     /// No further request of a batch size after this long.
     pub time_per_size: Duration,
     /// Batch sizes to measure; empty: [`batch_sizes_of`] the server's
@@ -43,12 +49,14 @@ pub struct CurveOptions {
 }
 
 impl CurveOptions {
-    /// 20 requests or 2 s per batch size, random inputs, seed 0.
+    /// 20 requests or 2 s per batch size after 2 unmeasured ones, random
+    /// inputs, seed 0.
     pub fn new(model: impl Into<String>) -> Self {
         CurveOptions {
             model: model.into(),
             version: None,
             requests: 20,
+            warmup: 2,
             time_per_size: Duration::from_secs(2),
             batch_sizes: Vec::new(),
             input_data: InputData::Random,
@@ -62,8 +70,12 @@ impl CurveOptions {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CurvePoint {
     pub batch_size: u64,
-    /// Compute input + infer + output per execution, µs.
+    /// Compute input + infer + output of one execution, µs: the median
+    /// of the executions measured one by one (the mean when no single one
+    /// could be told apart).
     pub compute_us: f64,
+    /// The same, the mean over all executions of the size.
+    pub mean_us: f64,
     /// Executions of this size the server counted (the samples).
     pub executions: u64,
     /// Requests sent.
@@ -78,9 +90,10 @@ pub struct Curve {
 }
 
 /// The column names of [`Curve::rows`].
-pub const TABLE_HEADER: [&str; 5] = [
+pub const TABLE_HEADER: [&str; 6] = [
     "batch",
     "compute µs",
+    "mean µs",
     "µs per item",
     "executions",
     "requests",
@@ -115,13 +128,14 @@ impl Curve {
 
     /// The table's rows (columns [`TABLE_HEADER`]); values are numbers,
     /// nothing from the server's text.
-    pub fn rows(&self) -> Vec<[String; 5]> {
+    pub fn rows(&self) -> Vec<[String; 6]> {
         self.points
             .iter()
             .map(|p| {
                 [
                     p.batch_size.to_string(),
                     format!("{:.0}", p.compute_us),
+                    format!("{:.0}", p.mean_us),
                     format!("{:.1}", p.compute_us / p.batch_size.max(1) as f64),
                     p.executions.to_string(),
                     p.requests.to_string(),
@@ -173,8 +187,9 @@ pub fn batch_sizes_of(config: &Value) -> Vec<u64> {
 }
 
 /// One batch size from two statistics reads: the executions and compute
-/// time per execution in µs; the error says what the server counted
-/// instead when it counted no execution of that size.
+/// time per execution in µs (median and mean both the mean of the
+/// interval); the error says what the server counted instead when it
+/// counted no execution of that size.
 pub fn point_from_stats(
     model: &str,
     batch_size: u64,
@@ -211,13 +226,34 @@ pub fn point_from_stats(
             }
         ));
     }
+    let mean = ns as f64 / executions as f64 / 1000.0;
     Ok(CurvePoint {
         batch_size,
-        compute_us: ns as f64 / executions as f64 / 1000.0,
+        compute_us: mean,
+        mean_us: mean,
         executions: executions as u64,
         requests,
     })
 }
+
+/// The middle value (the mean of the two middle ones for an even count).
+fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// How many times, and how long apart, the statistics are read again
+/// when the server has not yet counted the last execution.
+const STATS_WAITS: u32 = 20;
+const STATS_WAIT: Duration = Duration::from_millis(10);
 
 /// The largest input tensor built for the curve's requests (as `perf`'s
 /// `--max-input-bytes` default).
@@ -316,12 +352,7 @@ pub fn measure_curve(server: &Server, opts: &CurveOptions) -> Result<Curve, Star
             let req: Prepared = client
                 .prepare(body, model, version)
                 .map_err(StartError::Usage)?;
-            let before = read_stats().await?;
-            let start = Instant::now();
-            let mut sent = 0u64;
-            while sent < u64::from(opts.requests.max(1))
-                && (sent == 0 || start.elapsed() < opts.time_per_size)
-            {
+            let send = || async {
                 client
                     .try_infer(&infer_path, &req, None)
                     .await
@@ -329,14 +360,46 @@ pub fn measure_curve(server: &Server, opts: &CurveOptions) -> Result<Curve, Star
                         StartError::Unreachable(format!(
                             "a request of batch size {b} to model '{model}' at {at} failed: {e}"
                         ))
-                    })?;
-                sent += 1;
+                    })
+            };
+            for _ in 0..opts.warmup {
+                send().await?;
             }
-            let after = read_stats().await?;
-            points.push(
-                point_from_stats(model, b, &before, &after, sent)
-                    .map_err(StartError::Unreachable)?,
-            );
+            let first = read_stats().await?;
+            let mut prev = first.clone();
+            let mut samples = Vec::new();
+            let start = Instant::now();
+            let mut sent = 0u64;
+            while sent < u64::from(opts.requests.max(1))
+                && (sent == 0 || start.elapsed() < opts.time_per_size)
+            {
+                send().await?;
+                sent += 1;
+                let now = read_stats().await?;
+                // the server may count an execution after its answer: an
+                // interval without one is no sample, one with two gives
+                // their mean
+                if let Ok(p) = point_from_stats(model, b, &prev, &now, 1) {
+                    samples.push(p.compute_us);
+                }
+                prev = now;
+            }
+            // the last execution counted late: wait a little for it
+            for _ in 0..STATS_WAITS {
+                let counted = prev.get(&b).map_or(0, |c| c.executions)
+                    - first.get(&b).map_or(0, |c| c.executions);
+                if counted >= sent as i64 {
+                    break;
+                }
+                tokio::time::sleep(STATS_WAIT).await;
+                prev = read_stats().await?;
+            }
+            let mut point = point_from_stats(model, b, &first, &prev, sent)
+                .map_err(StartError::Unreachable)?;
+            if let Some(m) = median(&mut samples) {
+                point.compute_us = m;
+            }
+            points.push(point);
         }
         Ok(Curve {
             model: model.to_string(),
@@ -399,6 +462,7 @@ mod tests {
             CurvePoint {
                 batch_size: 4,
                 compute_us: 3000.0,
+                mean_us: 3000.0,
                 executions: 20,
                 requests: 20
             }
@@ -418,6 +482,13 @@ mod tests {
     }
 
     #[test]
+    fn medians() {
+        assert_eq!(median(&mut []), None);
+        assert_eq!(median(&mut [3.0, 1.0, 200.0]), Some(3.0));
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 100.0]), Some(3.0));
+    }
+
+    #[test]
     fn the_curve_is_a_latency_spec_and_a_table() {
         let curve = Curve {
             model: "m".into(),
@@ -425,12 +496,14 @@ mod tests {
                 CurvePoint {
                     batch_size: 1,
                     compute_us: 2500.4,
+                    mean_us: 2600.0,
                     executions: 20,
                     requests: 20,
                 },
                 CurvePoint {
                     batch_size: 4,
                     compute_us: 3999.6,
+                    mean_us: 4100.0,
                     executions: 19,
                     requests: 20,
                 },
@@ -444,7 +517,7 @@ mod tests {
         assert_eq!(parsed.eval(2), 3000);
         assert_eq!(
             curve.rows()[1],
-            ["4", "4000", "999.9", "19", "20"].map(String::from)
+            ["4", "4000", "4100", "999.9", "19", "20"].map(String::from)
         );
         assert_eq!(TABLE_HEADER.len(), curve.rows()[0].len());
     }
