@@ -200,7 +200,11 @@ pub fn point_from_stats(
     let delta = |size: u64| {
         let a = after.get(&size).copied().unwrap_or_default();
         let b = before.get(&size).copied().unwrap_or_default();
-        (a.executions - b.executions, a.compute_ns - b.compute_ns)
+        // counters from the server: no overflow whatever they hold
+        (
+            a.executions.saturating_sub(b.executions),
+            a.compute_ns.saturating_sub(b.compute_ns),
+        )
     };
     let (executions, ns) = delta(batch_size);
     if executions < 0 || ns < 0 {
@@ -386,8 +390,10 @@ pub fn measure_curve(server: &Server, opts: &CurveOptions) -> Result<Curve, Star
             }
             // the last execution counted late: wait a little for it
             for _ in 0..STATS_WAITS {
-                let counted = prev.get(&b).map_or(0, |c| c.executions)
-                    - first.get(&b).map_or(0, |c| c.executions);
+                let counted = prev
+                    .get(&b)
+                    .map_or(0, |c| c.executions)
+                    .saturating_sub(first.get(&b).map_or(0, |c| c.executions));
                 if counted >= sent as i64 {
                     break;
                 }
@@ -479,6 +485,12 @@ mod tests {
         // counters reset by a reload
         let e = point_from_stats("m", 4, &after, &before, 5).unwrap_err();
         assert!(e.contains("went backwards"), "{e}");
+        // hostile counters do not overflow
+        let low = stats(&[(4, i64::MIN, i64::MIN)]);
+        let high = stats(&[(4, i64::MAX, i64::MAX)]);
+        let p = point_from_stats("m", 4, &low, &high, 1).unwrap();
+        assert_eq!((p.executions, p.compute_us), (i64::MAX as u64, 1e-3));
+        assert!(point_from_stats("m", 4, &high, &low, 1).is_err());
     }
 
     #[test]
