@@ -259,6 +259,31 @@ fn median(v: &mut [f64]) -> Option<f64> {
 const STATS_WAITS: u32 = 20;
 const STATS_WAIT: Duration = Duration::from_millis(10);
 
+/// The statistics once they count `n` executions of `batch` more than
+/// `since`, read again at most [`STATS_WAITS`] times (then as they are: the
+/// point's execution count says what was counted).
+async fn counted<F, Fut>(
+    read: &F,
+    since: &BTreeMap<u64, BatchCompute>,
+    batch: u64,
+    n: u64,
+) -> Result<BTreeMap<u64, BatchCompute>, StartError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<BTreeMap<u64, BatchCompute>, StartError>>,
+{
+    let executions = |s: &BTreeMap<u64, BatchCompute>| s.get(&batch).map_or(0, |c| c.executions);
+    let mut now = read().await?;
+    for _ in 0..STATS_WAITS {
+        if executions(&now).saturating_sub(executions(since)) >= n as i64 {
+            break;
+        }
+        tokio::time::sleep(STATS_WAIT).await;
+        now = read().await?;
+    }
+    Ok(now)
+}
+
 /// The largest input tensor built for the curve's requests (as `perf`'s
 /// `--max-input-bytes` default).
 const MAX_INPUT_BYTES: u64 = 1 << 30;
@@ -366,10 +391,13 @@ pub fn measure_curve(server: &Server, opts: &CurveOptions) -> Result<Curve, Star
                         ))
                     })
             };
+            let pre = read_stats().await?;
             for _ in 0..opts.warmup {
                 send().await?;
             }
-            let first = read_stats().await?;
+            // Triton counts an execution after its answer: the warm-up's
+            // must be in before the measured ones start
+            let first = counted(&read_stats, &pre, b, u64::from(opts.warmup)).await?;
             let mut prev = first.clone();
             let mut samples = Vec::new();
             let start = Instant::now();
@@ -389,17 +417,7 @@ pub fn measure_curve(server: &Server, opts: &CurveOptions) -> Result<Curve, Star
                 prev = now;
             }
             // the last execution counted late: wait a little for it
-            for _ in 0..STATS_WAITS {
-                let counted = prev
-                    .get(&b)
-                    .map_or(0, |c| c.executions)
-                    .saturating_sub(first.get(&b).map_or(0, |c| c.executions));
-                if counted >= sent as i64 {
-                    break;
-                }
-                tokio::time::sleep(STATS_WAIT).await;
-                prev = read_stats().await?;
-            }
+            let prev = counted(&read_stats, &first, b, sent).await?;
             let mut point = point_from_stats(model, b, &first, &prev, sent)
                 .map_err(StartError::Unreachable)?;
             if let Some(m) = median(&mut samples) {

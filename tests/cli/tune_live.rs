@@ -240,6 +240,8 @@ fn against_real_triton() {
             "batch {}: {p:?} against {want} µs",
             p.batch_size
         );
+        // one execution per request, each counted
+        assert_eq!(p.executions, p.requests, "{p:?}");
     }
     // another config through the repository extension
     let mut changed = cfg.clone();
