@@ -439,6 +439,28 @@ impl Client {
         Ok((a.status.as_u16(), text))
     }
 
+    /// POST a JSON body (the repository extension's load and unload):
+    /// the HTTP status and, for a failed answer, the server's error text.
+    pub async fn post_json(&self, path: &str, body: Bytes) -> Result<(u16, String), String> {
+        let a = self
+            .send(
+                Method::POST,
+                path,
+                body,
+                Some("application/json"),
+                None,
+                self.cfg.max_response_bytes,
+            )
+            .await
+            .map_err(|k| self.describe(&k))?;
+        let text = if a.status.is_success() {
+            String::new()
+        } else {
+            error_text(&a.body)
+        };
+        Ok((a.status.as_u16(), text))
+    }
+
     /// POST to a shared-memory endpoint; the error quotes the server's.
     async fn post_shm(&self, path: &str, body: Bytes) -> Result<(), String> {
         let ct = (!body.is_empty()).then_some("application/json");

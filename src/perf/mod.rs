@@ -36,11 +36,17 @@
 //! - [`merge`]: `perf merge`, several workers' JSON documents combined
 //!   into one report;
 //! - [`report`]: results as a table, JSON and perf_analyzer's CSV;
-//! - [`plot`]: results as an SVG picture (`--plot`).
+//! - [`plot`]: results as an SVG picture (`--plot`);
+//! - [`curve`]: `tune`'s latency curve by batch size, measured from the
+//!   statistics' `batch_stats`;
+//! - [`repository`]: the repository extension (load a model with a given
+//!   config, unload it);
+//! - [`verify`]: `tune --verify`'s open-loop Poisson level.
 //!
 //! Nothing here prints; progress is reported through a callback.
 
 pub mod client;
+pub mod curve;
 pub mod device;
 pub mod ensemble;
 pub mod exchange;
@@ -58,6 +64,7 @@ pub mod options;
 pub mod plot;
 pub mod prompts;
 pub mod report;
+pub mod repository;
 pub mod rng;
 pub mod schedule;
 pub mod shard;
@@ -65,3 +72,4 @@ pub mod shm;
 pub mod sse;
 pub mod stats;
 pub mod tls;
+pub mod verify;

@@ -5,6 +5,7 @@
 use super::model::lenient_int;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// `{count, ns}` pairs and counters summed over the model's versions.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -167,6 +168,50 @@ pub fn diff_counts(before: &Snapshot, after: &Snapshot) -> Option<ServerStats> {
     })
 }
 
+/// One batch size's executions in the statistics' `batch_stats`: how many,
+/// and the compute time (input + infer + output) they took together.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchCompute {
+    /// Executions of this batch size (`compute_infer.count`).
+    pub executions: i64,
+    /// `compute_input.ns + compute_infer.ns + compute_output.ns`.
+    pub compute_ns: i64,
+}
+
+/// The `batch_stats` of `model` in a `/v2/models/M/stats` answer, by batch
+/// size, summed over the versions listed (docs/spec/v2-protocol.md section
+/// 8); `None` when the answer has no entry for the model. Counters from
+/// the server are added without overflow (saturating) and a negative or
+/// missing batch size is skipped.
+pub fn batch_compute(doc: &Value, model: &str) -> Option<BTreeMap<u64, BatchCompute>> {
+    let mut out: BTreeMap<u64, BatchCompute> = BTreeMap::new();
+    let mut found = false;
+    for m in doc["model_stats"].as_array()? {
+        if m["name"].as_str() != Some(model) {
+            continue;
+        }
+        found = true;
+        for b in m["batch_stats"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            let Some(size) = lenient_int(&b["batch_size"]).and_then(|s| u64::try_from(s).ok())
+            else {
+                continue;
+            };
+            let ns = ["compute_input", "compute_infer", "compute_output"]
+                .iter()
+                .map(|k| duration(&b[*k]).1)
+                .fold(0i64, i64::saturating_add);
+            let e = out.entry(size).or_default();
+            e.executions = e.executions.saturating_add(duration(&b["compute_infer"]).0);
+            e.compute_ns = e.compute_ns.saturating_add(ns);
+        }
+    }
+    found.then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,5 +252,50 @@ mod tests {
         assert!(diff_counts(&b, &a).is_none());
         assert_eq!(versions(&doc(1, 1), "m"), vec!["1"]);
         assert!(versions(&doc(1, 1), "x").is_empty());
+    }
+
+    #[test]
+    fn batch_stats_by_size() {
+        let d = |n: i64, ns: i64| json!({"count": n, "ns": ns});
+        let doc = json!({"model_stats": [
+            {"name": "m", "version": "1", "batch_stats": [
+                {"batch_size": 1, "compute_input": d(4, 400), "compute_infer": d(4, 8000),
+                 "compute_output": d(4, 600)},
+                {"batch_size": "8", "compute_input": d(2, 100), "compute_infer": {"count": 2, "ns": "900"},
+                 "compute_output": d(2, 0)},
+                {"batch_size": -1, "compute_infer": d(9, 9)}]},
+            {"name": "m", "version": "2", "batch_stats": [
+                {"batch_size": 1, "compute_input": d(1, 0), "compute_infer": d(1, 1000),
+                 "compute_output": d(1, 0)}]},
+            {"name": "other", "batch_stats": [{"batch_size": 2, "compute_infer": d(1, 1)}]}]});
+        let b = batch_compute(&doc, "m").unwrap();
+        // size 1: 4 + 1 executions, 400 + 8000 + 600 + 1000 ns; size 8 as a
+        // string, its infer ns as a string; the negative size is skipped
+        assert_eq!(
+            b.into_iter().collect::<Vec<_>>(),
+            vec![
+                (
+                    1,
+                    BatchCompute {
+                        executions: 5,
+                        compute_ns: 10_000
+                    }
+                ),
+                (
+                    8,
+                    BatchCompute {
+                        executions: 2,
+                        compute_ns: 1000
+                    }
+                ),
+            ]
+        );
+        assert!(batch_compute(&doc, "x").is_none());
+        // an entry without batch_stats: known, nothing executed
+        let empty = json!({"model_stats": [{"name": "m"}]});
+        assert!(batch_compute(&empty, "m").unwrap().is_empty());
+        let huge = json!({"model_stats": [{"name": "m", "batch_stats": [
+            {"batch_size": 1, "compute_input": d(1, i64::MAX), "compute_infer": d(1, i64::MAX)}]}]});
+        assert_eq!(batch_compute(&huge, "m").unwrap()[&1].compute_ns, i64::MAX);
     }
 }

@@ -43,4 +43,6 @@ mod scale_out;
 mod simulate;
 mod snapshots;
 mod tune;
+#[cfg(feature = "perf")]
+mod tune_live;
 mod untrusted_text;

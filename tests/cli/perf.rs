@@ -68,6 +68,16 @@ pub(crate) struct Behaviour {
     /// change with every read (true, see [`metrics_page`]), or without
     /// any, as Triton on a machine without GPUs (false).
     metrics_gpus: Option<bool>,
+    /// `tune`'s live steps (see [`tune_like`]): the statistics carry
+    /// `batch_stats` ...
+    batch_stats: bool,
+    /// ... counting every execution as batch size 1 (a server that splits
+    /// requests) ...
+    batch_stats_as_one: bool,
+    /// ... and the repository extension loads and unloads model "m"
+    /// (`/ready` answers 400 after an unload; a loaded `config` parameter
+    /// is what `/config` answers afterwards).
+    repository: bool,
 }
 
 /// The ensemble "m" of the responder, with composing models "pre"
@@ -204,6 +214,14 @@ struct Counters {
     /// unregistered, in order.
     cuda_registrations: Mutex<Vec<Value>>,
     cuda_unregistered: Mutex<Vec<String>>,
+    /// Executions by batch size (the first dim of input X).
+    batches: Mutex<BTreeMap<u64, u64>>,
+    /// The bodies of repository load requests, in order.
+    loads: Mutex<Vec<String>>,
+    /// The config of the last load's `config` parameter.
+    loaded_config: Mutex<Option<Value>>,
+    /// Model "m" was unloaded (and not loaded since).
+    unloaded: AtomicBool,
 }
 
 /// The memory object of a registered region.
@@ -357,6 +375,85 @@ impl Responder {
     pub(crate) fn bad(&self) -> Vec<String> {
         self.counters.bad.lock().unwrap().clone()
     }
+
+    /// The bodies of the repository load requests received, in order.
+    pub(crate) fn loads(&self) -> Vec<String> {
+        self.counters.loads.lock().unwrap().clone()
+    }
+
+    /// Executions by batch size.
+    pub(crate) fn batches(&self) -> BTreeMap<u64, u64> {
+        self.counters.batches.lock().unwrap().clone()
+    }
+}
+
+/// The compute time the responder's `batch_stats` give an execution of
+/// `batch` rows: (input, infer, output) ns.
+pub(crate) fn batch_cost_ns(batch: u64) -> (u64, u64, u64) {
+    (10_000, 1_000_000 + 250_000 * batch, 5_000 * batch)
+}
+
+/// The statistics of `tune`'s live steps: `batch_stats` at
+/// [`batch_cost_ns`] (all as batch size 1 with `as_one`), and the
+/// repository extension.
+pub(crate) fn tune_like(as_one: bool, delay: Option<Duration>) -> Behaviour {
+    Behaviour {
+        batch_stats: true,
+        batch_stats_as_one: as_one,
+        repository: true,
+        delay,
+        ..triton_like()
+    }
+}
+
+/// The repository extension of the responder: load (with an optional
+/// `config` parameter, a JSON text naming model "m") and unload.
+fn repository_endpoint(
+    method: &str,
+    path: &str,
+    body: &[u8],
+    c: &Counters,
+) -> Option<(u16, Vec<u8>)> {
+    let action = path.strip_prefix("/v2/repository/models/")?;
+    let err = |why: String| Some((400, json!({ "error": why }).to_string().into_bytes()));
+    match (method, action) {
+        ("POST", "m/load") => {
+            c.loads
+                .lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(body).into_owned());
+            let v: Value = match serde_json::from_slice(body) {
+                Ok(v) => v,
+                Err(e) => return err(format!("failed to parse the request JSON buffer: {e}")),
+            };
+            if let Some(text) = v["parameters"].get("config") {
+                let Some(cfg) = text
+                    .as_str()
+                    .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                else {
+                    return err(
+                        "failed to load 'm': the config parameter is not a JSON text".into(),
+                    );
+                };
+                if cfg.get("name").is_some_and(|n| n != "m") {
+                    return err(format!(
+                        "failed to load 'm': the config names model {}\u{1b}[31m",
+                        cfg["name"]
+                    ));
+                }
+                *c.loaded_config.lock().unwrap() = Some(cfg);
+            }
+            c.unloaded.store(false, Ordering::SeqCst);
+            Some((200, Vec::new()))
+        }
+        ("POST", "m/unload") => {
+            c.unloaded.store(true, Ordering::SeqCst);
+            Some((200, Vec::new()))
+        }
+        _ => err(format!(
+            "failed to load '{action}', no version is available"
+        )),
+    }
 }
 
 thread_local! {
@@ -475,6 +572,16 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
             }
             continue;
         }
+        if let Some((status, answer)) = b
+            .repository
+            .then(|| repository_endpoint(&method, &path, &body, c))
+            .flatten()
+        {
+            if !respond(&mut out, status, &[], &answer) || b.close_after_answer {
+                return;
+            }
+            continue;
+        }
         if let Some((status, answer)) = shm_endpoint(&method, &path, &body, c) {
             if !respond(&mut out, status, &[], &answer) || b.close_after_answer {
                 return;
@@ -493,6 +600,19 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
                 let p = b.ensemble.unwrap();
                 let mut cfg = step_config(p, "m").unwrap();
                 cfg["max_batch_size"] = json!(b.max_batch_size);
+                respond(&mut out, 200, &[], cfg.to_string().as_bytes())
+            }
+            ("GET", "/v2/models/m/ready") if b.repository => {
+                if c.unloaded.load(Ordering::SeqCst) {
+                    respond(&mut out, 400, &[], br#"{"error":"model 'm' is not ready"}"#)
+                } else {
+                    respond(&mut out, 200, &[], b"")
+                }
+            }
+            ("GET", "/v2/models/m/config")
+                if b.repository && c.loaded_config.lock().unwrap().is_some() =>
+            {
+                let cfg = c.loaded_config.lock().unwrap().clone().unwrap();
                 respond(&mut out, 200, &[], cfg.to_string().as_bytes())
             }
             ("GET", "/v2/models/m/config") if b.config => {
@@ -535,6 +655,25 @@ fn serve(stream: TcpStream, b: &Behaviour, c: &Counters, model_lock: &Mutex<()>)
                         let per: u64 = leaves.iter().map(|m| step_cost(m).unwrap()[k]).sum();
                         i[name] = d(per);
                     }
+                }
+                if b.batch_stats {
+                    let mut by_size: BTreeMap<u64, u64> = BTreeMap::new();
+                    for (&size, &n) in c.batches.lock().unwrap().iter() {
+                        *by_size
+                            .entry(if b.batch_stats_as_one { 1 } else { size })
+                            .or_default() += n;
+                    }
+                    let stats: Vec<Value> = by_size
+                        .iter()
+                        .map(|(&size, &n)| {
+                            let (ci, cf, co) = batch_cost_ns(size);
+                            json!({"batch_size": size,
+                                "compute_input": {"count": n, "ns": n * ci},
+                                "compute_infer": {"count": n, "ns": (n * cf).to_string()},
+                                "compute_output": {"count": n, "ns": n * co}})
+                        })
+                        .collect();
+                    doc["model_stats"][0]["batch_stats"] = json!(stats);
                 }
                 respond(&mut out, 200, &[], doc.to_string().as_bytes())
             }
@@ -709,6 +848,11 @@ fn infer(
     {
         return fail(out, format!("bad input {x}"));
     }
+    *c.batches
+        .lock()
+        .unwrap()
+        .entry(shape[0].max(0) as u64)
+        .or_default() += 1;
     let mut own_x: Vec<f32> = Vec::new();
     if x["datatype"] == "BYTES" {
         // binary: each element's 4-byte little-endian length, then its bytes
