@@ -80,6 +80,7 @@ fn main() {
                 slo_us: (case.slo_ms * 1000.0) as u64,
             },
             goal: Goal::Instances,
+            overhead_us: 0,
         };
         let mut best = Duration::MAX;
         let mut last = None;

@@ -687,6 +687,9 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l max-instanc
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l max-batch-size -d 'Largest max_batch_size searched (default: the config\'s); sizes are the powers of two below it and it' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l queue-delays -d 'The max_queue_delay_microseconds values searched' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l gpus -d 'GPU ids of the target server, comma-separated (default: none, a CPU-only server), as for simulate: a GPU group\'s count is per GPU' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -s u -l url -d 'A live Triton (HOST:PORT or http://HOST:PORT): without --latency and --profile, the latency curve is measured on it (batches of each size at concurrency 1, compute times from its statistics); with --verify, the recommendation is proven on it' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -s m -l model -d 'The model\'s name on the server (default: the config\'s name, else the directory\'s)' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l verify-duration -d '--verify: seconds measured per config' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l format -d 'Output format' -r -f -a "human\t'Summary tables (default)'
 json\t'One JSON document: every request, every batch and a summary'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
@@ -694,6 +697,7 @@ always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l write -d 'Edit the config.pbtxt in place to the recommended config (comments and layout kept; written atomically)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l verify -d 'Load the recommended config into the server (repository extension: Triton started with --model-control-mode=explicit), measure it at the workload\'s rate (Poisson, --seed), then the cheapest rejected candidate; the server\'s config of the model is loaded back at the end'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -s v -l verbose -d 'Also report what was checked (on standard error)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'

@@ -1088,7 +1088,7 @@ pub enum TuneObjective {
 
 #[derive(Debug, Clone, Args)]
 #[command(group(clap::ArgGroup::new("tune_workload").required(true).args(["rate", "trace"])))]
-#[command(group(clap::ArgGroup::new("tune_latency").required(true).args(["latency", "profile"])))]
+#[command(group(clap::ArgGroup::new("tune_latency").required(true).multiple(true).args(["latency", "profile", "url"])))]
 #[command(group(clap::ArgGroup::new("tune_slo").required(true).args(["slo_p99_ms", "slo_ms"])))]
 pub struct TuneArgs {
     /// The model directory (or its config.pbtxt), as `simulate --config`
@@ -1172,6 +1172,31 @@ pub struct TuneArgs {
     /// and layout kept; written atomically).
     #[arg(long)]
     pub write: bool,
+    /// A live Triton (HOST:PORT or http://HOST:PORT): without --latency
+    /// and --profile, the latency curve is measured on it (batches of each
+    /// size at concurrency 1, compute times from its statistics); with
+    /// --verify, the recommendation is proven on it.
+    #[arg(short = 'u', long = "url", value_name = "HOST:PORT")]
+    pub url: Option<String>,
+    /// The model's name on the server (default: the config's name, else
+    /// the directory's).
+    #[arg(short = 'm', long = "model", value_name = "NAME", requires = "url")]
+    pub server_model: Option<String>,
+    /// Load the recommended config into the server (repository extension:
+    /// Triton started with --model-control-mode=explicit), measure it at the
+    /// workload's rate (Poisson, --seed), then the cheapest rejected
+    /// candidate; the server's config of the model is loaded back at the
+    /// end.
+    #[arg(long, requires = "url")]
+    pub verify: bool,
+    /// --verify: seconds measured per config.
+    #[arg(
+        long = "verify-duration",
+        value_name = "S",
+        default_value_t = 10.0,
+        requires = "verify"
+    )]
+    pub verify_duration: f64,
     /// Output format.
     #[arg(long, value_enum, default_value_t = SimulateFormat::Human)]
     pub format: SimulateFormat,

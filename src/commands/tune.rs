@@ -25,26 +25,45 @@ pub fn run(
     ctx: &Context,
     out: &mut dyn Write,
 ) -> Result<ExitStatus, CommandError> {
-    let latency = match (&args.latency, &args.profile) {
-        (Some(spec), _) => simulate::read_latency(spec)?,
-        (None, Some(path)) => {
-            if !path.is_file() {
-                return Err(CommandError::Input(format!(
-                    "{}: --profile: not a file (the latency file `run --profile` writes)",
-                    crate::text::display::path(path)
-                )));
-            }
-            simulate::read_latency(&path.to_string_lossy())?
-        }
-        (None, None) => return Err(CommandError::Usage("give --latency or --profile".into())),
-    };
     let objective = objective(args)?;
+    if args.verify && !(args.verify_duration.is_finite() && args.verify_duration > 0.0) {
+        return Err(CommandError::Usage(format!(
+            "--verify-duration must be a positive number of seconds, not {}",
+            args.verify_duration
+        )));
+    }
     let base = match simulate::load_config(&args.model, &args.gpus) {
         Err(Error::Invalid(report)) => {
             super::convert::show_diagnostics(&report, ctx);
             return Ok(ExitStatus::Failure);
         }
         loaded => loaded?,
+    };
+    let model = base
+        .settings_of(base.config())
+        .map(|s| s.model)
+        .unwrap_or_default();
+    let server_model = args.server_model.clone().unwrap_or_else(|| model.clone());
+    let (latency, measured) = match (&args.latency, &args.profile, &args.url) {
+        (Some(spec), _, _) => (simulate::read_latency(spec)?, None),
+        (None, Some(path), _) => {
+            if !path.is_file() {
+                return Err(CommandError::Input(format!(
+                    "{}: --profile: not a file (the latency file `run --profile` writes)",
+                    crate::text::display::path(path)
+                )));
+            }
+            (simulate::read_latency(&path.to_string_lossy())?, None)
+        }
+        (None, None, Some(url)) => {
+            let curve = live::measure_curve(url, &server_model)?;
+            (live::latency(&curve), Some(curve))
+        }
+        (None, None, None) => {
+            return Err(CommandError::Usage(
+                "give --latency, --profile, or -u URL to measure the curve on a server".into(),
+            ))
+        }
     };
     let mut warn = |w: &str| crate::term::warning(ctx.global.color, w);
     let workload = workload(args, &base, &mut warn)?;
@@ -59,16 +78,42 @@ pub fn run(
             TuneObjective::Instances => Goal::Instances,
             TuneObjective::Throughput => Goal::Throughput,
         },
+        // predictions are of what the client sees when the curve was
+        // measured from one
+        overhead_us: measured.as_ref().map_or(0, live::overhead_us),
     };
     let tuned = tune::tune(&base, &latency, &workload, &opts)?;
-    let model = base
-        .settings_of(base.config())
-        .map(|s| s.model)
-        .unwrap_or_default();
+    let verified = match (&args.url, args.verify) {
+        (Some(url), true) => Some(live::verify(
+            url,
+            &server_model,
+            &tuned,
+            args.verify_duration,
+            args.seed,
+        )?),
+        _ => None,
+    };
     let name = base.name();
     match args.format {
-        SimulateFormat::Json => tune::report::write_json(out, &tuned, &model)?,
-        SimulateFormat::Human => tune::report::write_human(out, &tuned, &model, &name)?,
+        SimulateFormat::Json => {
+            let mut doc = tune::report::json_doc(&tuned, &model);
+            if let Some(curve) = &measured {
+                doc["measured_curve"] = live::curve_json(curve, args.url.as_deref());
+            }
+            if let Some(v) = &verified {
+                doc["verify"] = live::verified_json(v);
+            }
+            tune::report::write_doc(out, &doc)?;
+        }
+        SimulateFormat::Human => {
+            if let Some(curve) = &measured {
+                live::write_curve(out, curve, args.url.as_deref().unwrap_or_default())?;
+            }
+            tune::report::write_human(out, &tuned, &model, &name)?;
+            if let Some(v) = &verified {
+                live::write_verified(out, v, &tuned)?;
+            }
+        }
     }
     out.flush()?;
     if args.write && tuned.recommended.meets && tuned.recommended.config_text != tuned.current_text
@@ -87,7 +132,8 @@ pub fn run(
             ),
         );
     }
-    Ok(if tuned.recommended.meets {
+    let verified_ok = verified.as_ref().is_none_or(live::recommended_meets);
+    Ok(if tuned.recommended.meets && verified_ok {
         ExitStatus::Success
     } else {
         ExitStatus::Failure
@@ -178,4 +224,298 @@ fn write_config(base: &simulate::Loaded, text: &str) -> Result<(), CommandError>
             crate::files::io_message(&e)
         ))
     })
+}
+
+/// The live-server steps (`-u`, `--verify`): the curve measured on the
+/// server and the proof of the recommendation (docs/spec/cli.md, `tune`).
+#[cfg(feature = "perf")]
+mod live {
+    use super::CommandError;
+    use crate::batching::Latency;
+    use crate::config::ParsedConfig;
+    use crate::perf::curve::{self, Curve, CurveOptions};
+    use crate::perf::load::StartError;
+    use crate::perf::repository::{self, Server};
+    use crate::perf::verify::{self, Measured};
+    use crate::text::display::Untrusted;
+    use crate::tune::{Pick, Tuned};
+    use serde_json::{json, Value};
+    use std::io::Write;
+    use std::time::Duration;
+
+    fn error(e: StartError) -> CommandError {
+        match e {
+            StartError::Usage(m) => CommandError::Usage(m),
+            StartError::Unreachable(m) => CommandError::Input(m),
+            StartError::Export(e) => CommandError::Input(e.to_string()),
+        }
+    }
+
+    pub(super) fn measure_curve(url: &str, model: &str) -> Result<Curve, CommandError> {
+        curve::measure_curve(&Server::new(url), &CurveOptions::new(model)).map_err(error)
+    }
+
+    pub(super) fn latency(curve: &Curve) -> Latency {
+        curve.latency()
+    }
+
+    pub(super) fn overhead_us(curve: &Curve) -> u64 {
+        curve.overhead_us()
+    }
+
+    pub(super) fn curve_json(curve: &Curve, url: Option<&str>) -> Value {
+        json!({"url": url, "points": curve.points, "overhead_us": curve.overhead_us()})
+    }
+
+    pub(super) fn write_curve(
+        out: &mut dyn Write,
+        curve: &Curve,
+        url: &str,
+    ) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "latency curve measured on {} (model '{}', concurrency 1):",
+            Untrusted(url),
+            Untrusted(&curve.model)
+        )?;
+        for p in &curve.points {
+            writeln!(
+                out,
+                "  batch {:>4}: compute {:>9.0} µs (mean {:.0}), round trip {:.0} µs, {} executions",
+                p.batch_size, p.compute_us, p.mean_us, p.request_us, p.executions
+            )?;
+        }
+        Ok(())
+    }
+
+    /// One config measured on the server.
+    pub(super) struct Check {
+        pub(super) instances: usize,
+        pub(super) measured: Measured,
+        /// The objective's percentile of the measured requests (µs).
+        pub(super) objective_us: Option<u64>,
+        /// Within the objective, with no failed request.
+        pub(super) meets: bool,
+        pub(super) predicted_objective_us: Option<u64>,
+        pub predicted_p99_us: Option<u64>,
+    }
+
+    pub(super) struct Verified {
+        pub(super) url: String,
+        pub(super) rate: f64,
+        pub(super) duration_s: f64,
+        pub(super) recommended: Check,
+        pub(super) rejected: Option<Check>,
+    }
+
+    pub(super) fn recommended_meets(v: &Verified) -> bool {
+        v.recommended.meets
+    }
+
+    /// Triton's JSON form of a candidate's config text, named `model`
+    /// (the name the load request gives).
+    fn config_json(text: &str, model: &str) -> Result<String, CommandError> {
+        let parsed = ParsedConfig::parse(text.to_string());
+        let msg = parsed.message.ok_or_else(|| {
+            CommandError::Input(
+                "the recommended config does not parse (a bug: it was validated)".into(),
+            )
+        })?;
+        let mut doc: Value = serde_json::from_str(&crate::convert::to_json(&msg))
+            .map_err(|e| CommandError::Input(format!("the config's JSON form: {e}")))?;
+        doc["name"] = json!(model);
+        Ok(doc.to_string())
+    }
+
+    fn check(
+        server: &Server,
+        model: &str,
+        tuned: &Tuned,
+        pick: &Pick,
+        workload: &verify::Workload,
+    ) -> Result<Check, CommandError> {
+        repository::load_model(server, model, Some(&config_json(&pick.config_text, model)?))
+            .map_err(error)?;
+        let measured = verify::measure_poisson(server, model, workload).map_err(error)?;
+        let objective_us = measured
+            .level
+            .histograms
+            .as_ref()
+            .and_then(|h| h.latency_us.as_deref())
+            .and_then(|t| crate::perf::histogram::decode(t).ok())
+            .map(|h| h.value_at_quantile(tuned.objective.percentile / 100.0));
+        let meets = measured.errors == 0
+            && measured.requests > 0
+            && objective_us.is_some_and(|v| v <= tuned.objective.slo_us);
+        Ok(Check {
+            instances: pick.instances,
+            measured,
+            objective_us,
+            meets,
+            predicted_objective_us: pick.prediction.objective_us,
+            predicted_p99_us: pick.prediction.latency_us.p99,
+        })
+    }
+
+    /// Loads the recommended config, measures it, then the rejected one
+    /// (one instance fewer); the server's own config of the model is loaded
+    /// back at the end, also after a failure.
+    pub(super) fn verify(
+        url: &str,
+        model: &str,
+        tuned: &Tuned,
+        duration_s: f64,
+        seed: u64,
+    ) -> Result<Verified, CommandError> {
+        let server = Server::new(url);
+        let original = repository::model_config(&server, model).map_err(error)?;
+        let workload = verify::Workload {
+            rate: tuned.workload_rate,
+            duration: Duration::from_secs_f64(duration_s),
+            seed,
+            warmup: Duration::from_secs(1),
+        };
+        let recommended = check(&server, model, tuned, &tuned.recommended, &workload);
+        let rejected = match (&recommended, &tuned.rejected) {
+            (Ok(_), Some(pick)) => Some(check(&server, model, tuned, pick, &workload)),
+            _ => None,
+        };
+        let restored =
+            repository::load_model(&server, model, Some(&original.to_string())).map_err(error);
+        let recommended = recommended?;
+        let rejected = rejected.transpose()?;
+        restored?;
+        Ok(Verified {
+            url: url.to_string(),
+            rate: tuned.workload_rate,
+            duration_s,
+            recommended,
+            rejected,
+        })
+    }
+
+    fn check_json(c: &Check) -> Value {
+        json!({
+            "instances": c.instances,
+            "measured": {
+                "latency_us": c.measured.latency_us,
+                "objective_us": c.objective_us,
+                "requests": c.measured.requests,
+                "errors": c.measured.errors,
+                "requests_per_s": c.measured.requests_per_s,
+            },
+            "predicted": {"objective_us": c.predicted_objective_us, "p99_us": c.predicted_p99_us},
+            "meets_objective": c.meets,
+        })
+    }
+
+    pub(super) fn verified_json(v: &Verified) -> Value {
+        json!({
+            "url": v.url,
+            "rate_per_s": v.rate,
+            "duration_s": v.duration_s,
+            "recommended": check_json(&v.recommended),
+            "rejected": v.rejected.as_ref().map(check_json),
+        })
+    }
+
+    pub(super) fn write_verified(
+        out: &mut dyn Write,
+        v: &Verified,
+        t: &Tuned,
+    ) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "verified on {}: Poisson {:.1}/s for {} s per config",
+            Untrusted(&v.url),
+            v.rate,
+            v.duration_s
+        )?;
+        let p = t.objective.percentile;
+        let ms = |us: Option<u64>| {
+            us.map_or("-".to_string(), |v| format!("{:.2} ms", v as f64 / 1000.0))
+        };
+        for (what, c) in [
+            ("recommended", Some(&v.recommended)),
+            ("rejected", v.rejected.as_ref()),
+        ] {
+            let Some(c) = c else { continue };
+            let off = match (c.objective_us, c.predicted_objective_us) {
+                (Some(m), Some(pr)) if pr > 0 => {
+                    format!(" ({:+.1} %)", (m as f64 - pr as f64) / pr as f64 * 100.0)
+                }
+                _ => String::new(),
+            };
+            writeln!(
+                out,
+                "  {what} ({} instance{}): measured p{p} {}, predicted {}{off}; {} requests, {} errors: {} the objective",
+                c.instances,
+                if c.instances == 1 { "" } else { "s" },
+                ms(c.objective_us),
+                ms(c.predicted_objective_us),
+                c.measured.requests,
+                c.measured.errors,
+                if c.meets { "meets" } else { "misses" }
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Without the `perf` feature: `-u` and `--verify` are refused.
+#[cfg(not(feature = "perf"))]
+mod live {
+    use super::CommandError;
+    use crate::batching::Latency;
+    use crate::tune::Tuned;
+    use serde_json::Value;
+    use std::io::Write;
+
+    pub(super) enum Never {}
+    pub(super) type Curve = Never;
+    pub(super) type Verified = Never;
+
+    fn unavailable() -> CommandError {
+        CommandError::Usage(
+            "-u and --verify need a live server: this tritonctl was built without the `perf` feature"
+                .into(),
+        )
+    }
+    pub(super) fn measure_curve(_: &str, _: &str) -> Result<Curve, CommandError> {
+        Err(unavailable())
+    }
+    pub(super) fn verify(
+        _: &str,
+        _: &str,
+        _: &Tuned,
+        _: f64,
+        _: u64,
+    ) -> Result<Verified, CommandError> {
+        Err(unavailable())
+    }
+    pub(super) fn latency(c: &Curve) -> Latency {
+        match *c {}
+    }
+    pub(super) fn overhead_us(c: &Curve) -> u64 {
+        match *c {}
+    }
+    pub(super) fn curve_json(c: &Curve, _: Option<&str>) -> Value {
+        match *c {}
+    }
+    pub(super) fn write_curve(_: &mut dyn Write, c: &Curve, _: &str) -> std::io::Result<()> {
+        match *c {}
+    }
+    pub(super) fn verified_json(v: &Verified) -> Value {
+        match *v {}
+    }
+    pub(super) fn write_verified(
+        _: &mut dyn Write,
+        v: &Verified,
+        _: &Tuned,
+    ) -> std::io::Result<()> {
+        match *v {}
+    }
+    pub(super) fn recommended_meets(v: &Verified) -> bool {
+        match *v {}
+    }
 }

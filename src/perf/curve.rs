@@ -80,6 +80,9 @@ pub struct CurvePoint {
     pub executions: u64,
     /// Requests sent.
     pub requests: u64,
+    /// The client's round trip of one request, µs (the median; 0 when not
+    /// measured): the compute plus what the client sees beyond it.
+    pub request_us: f64,
 }
 
 /// The measured curve, by batch size ascending.
@@ -100,6 +103,19 @@ pub const TABLE_HEADER: [&str; 6] = [
 ];
 
 impl Curve {
+    /// What a client sees beyond the compute, per request (µs): the median
+    /// over the batch sizes of the round trip minus the compute, at least
+    /// 0 (0 without round trips).
+    pub fn overhead_us(&self) -> u64 {
+        let mut gaps: Vec<f64> = self
+            .points
+            .iter()
+            .filter(|p| p.request_us > 0.0)
+            .map(|p| (p.request_us - p.compute_us).max(0.0))
+            .collect();
+        median(&mut gaps).map_or(0, |m| m.round() as u64)
+    }
+
     /// `simulate`'s `--latency` spec: `SIZE:MICROSECONDS` pairs, the
     /// times rounded to whole µs (what [`Latency::parse`] reads).
     pub fn latency_spec(&self) -> String {
@@ -237,6 +253,7 @@ pub fn point_from_stats(
         mean_us: mean,
         executions: executions as u64,
         requests,
+        request_us: 0.0,
     })
 }
 
@@ -400,12 +417,15 @@ pub fn measure_curve(server: &Server, opts: &CurveOptions) -> Result<Curve, Star
             let first = counted(&read_stats, &pre, b, u64::from(opts.warmup)).await?;
             let mut prev = first.clone();
             let mut samples = Vec::new();
+            let mut trips = Vec::new();
             let start = Instant::now();
             let mut sent = 0u64;
             while sent < u64::from(opts.requests.max(1))
                 && (sent == 0 || start.elapsed() < opts.time_per_size)
             {
+                let t0 = Instant::now();
                 send().await?;
+                trips.push(t0.elapsed().as_secs_f64() * 1e6);
                 sent += 1;
                 let now = read_stats().await?;
                 // the server may count an execution after its answer: an
@@ -423,6 +443,7 @@ pub fn measure_curve(server: &Server, opts: &CurveOptions) -> Result<Curve, Star
             if let Some(m) = median(&mut samples) {
                 point.compute_us = m;
             }
+            point.request_us = median(&mut trips).unwrap_or(0.0);
             points.push(point);
         }
         Ok(Curve {
@@ -488,7 +509,8 @@ mod tests {
                 compute_us: 3000.0,
                 mean_us: 3000.0,
                 executions: 20,
-                requests: 20
+                requests: 20,
+                request_us: 0.0,
             }
         );
         // size 1 did not run in between
@@ -529,6 +551,7 @@ mod tests {
                     mean_us: 2600.0,
                     executions: 20,
                     requests: 20,
+                    request_us: 3000.4,
                 },
                 CurvePoint {
                     batch_size: 4,
@@ -536,10 +559,13 @@ mod tests {
                     mean_us: 4100.0,
                     executions: 19,
                     requests: 20,
+                    request_us: 5099.6,
                 },
             ],
         };
         assert_eq!(curve.latency_spec(), "1:2500,4:4000");
+        // round trips 500 and 1100 µs above the compute: their median
+        assert_eq!(curve.overhead_us(), 800);
         let parsed = Latency::parse(&curve.latency_spec()).unwrap();
         assert_eq!(parsed, curve.latency());
         // between measured sizes the simulator interpolates: 2 is a third

@@ -78,6 +78,8 @@ struct Probe<'a> {
     budget: usize,
     over: usize,
     stop: &'a Cell<bool>,
+    /// Added to every answered request's latency (see [`predict_at_client`]).
+    overhead_us: u64,
 }
 
 impl Sink for Probe<'_> {
@@ -90,6 +92,7 @@ impl Sink for Probe<'_> {
             (Status::Ok, Some(e)) => {
                 self.ok += 1;
                 e.saturating_sub(r.arrival_us)
+                    .saturating_add(self.overhead_us)
             }
             _ => u64::MAX,
         };
@@ -123,6 +126,24 @@ pub fn predict(
     percentile: f64,
     stop_above: Option<u64>,
 ) -> Option<Prediction> {
+    predict_at_client(
+        settings, latency, requests, time_scale, percentile, stop_above, 0,
+    )
+}
+
+/// [`predict`], with `overhead_us` added to every answered request's
+/// latency: what a client sees beyond the server's queue and compute
+/// (the network, the protocol, the server's own handling), measured with
+/// the curve (docs/spec/cli.md, `tune -u`).
+pub fn predict_at_client(
+    settings: &Settings,
+    latency: &Latency,
+    requests: &[Request],
+    time_scale: f64,
+    percentile: f64,
+    stop_above: Option<u64>,
+    overhead_us: u64,
+) -> Option<Prediction> {
     let n = requests.len();
     let stop = Cell::new(false);
     let mut probe = Probe {
@@ -137,6 +158,7 @@ pub fn predict(
         budget: n.saturating_sub(rank(percentile, n)),
         over: 0,
         stop: &stop,
+        overhead_us,
     };
     let scaled = requests.iter().take_while(|_| !stop.get()).map(|r| {
         let mut r = r.clone();
@@ -206,6 +228,9 @@ pub struct Tuner<'a> {
     pub simulated: usize,
     /// Of those, stopped early.
     pub stopped: usize,
+    /// Added to every predicted latency ([`predict_at_client`]); 0 unless
+    /// set after [`Tuner::new`].
+    pub overhead_us: u64,
 }
 
 impl<'a> Tuner<'a> {
@@ -228,6 +253,7 @@ impl<'a> Tuner<'a> {
             predicted: HashMap::new(),
             simulated: 0,
             stopped: 0,
+            overhead_us: 0,
         }
     }
 
@@ -288,13 +314,14 @@ impl<'a> Tuner<'a> {
             Checked::Accepted(s) => (**s).clone(),
         };
         self.simulated += 1;
-        match predict(
+        match predict_at_client(
             &settings,
             self.latency,
             self.requests,
             time_scale,
             self.percentile,
             stop_above,
+            self.overhead_us,
         ) {
             Some(p) => {
                 if own_rate {
@@ -337,6 +364,8 @@ pub struct TuneOptions {
     pub space: SpaceOptions,
     pub objective: Objective,
     pub goal: Goal,
+    /// Added to every predicted latency ([`predict_at_client`]).
+    pub overhead_us: u64,
 }
 
 /// One candidate picked for the report.
@@ -362,6 +391,8 @@ pub struct Tuned {
     pub goal: Goal,
     /// The latency curve at the batch sizes the space can form.
     pub curve: Vec<(u32, u64)>,
+    /// Added to every predicted latency ([`TuneOptions::overhead_us`]).
+    pub overhead_us: u64,
     pub workload_source: String,
     pub workload_requests: usize,
     pub workload_rate: f64,
@@ -445,6 +476,7 @@ pub fn tune(
         &space,
         objective.percentile,
     );
+    tuner.overhead_us = opts.overhead_us;
     let base_rate = workload.rate_per_s;
     let mut tried = Vec::new();
     let (recommended, rejected, front) = match opts.goal {
@@ -582,6 +614,7 @@ pub fn tune(
         objective,
         goal: opts.goal,
         curve,
+        overhead_us: opts.overhead_us,
         workload_source: workload.source.clone(),
         workload_requests: workload.requests.len(),
         workload_rate: base_rate,

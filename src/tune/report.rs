@@ -77,6 +77,13 @@ pub fn write_human(out: &mut dyn Write, t: &Tuned, model: &str, name: &str) -> R
     )?;
     let curve: Vec<String> = t.curve.iter().map(|(b, us)| format!("{b}:{us}")).collect();
     writeln!(out, "latency curve (batch size:µs): {}", curve.join(" "))?;
+    if t.overhead_us > 0 {
+        writeln!(
+            out,
+            "client overhead: {} µs per request, added to every predicted latency",
+            t.overhead_us
+        )?;
+    }
     writeln!(
         out,
         "workload: {}: {} requests, {:.1}/s",
@@ -244,6 +251,18 @@ fn pick_json(p: &Pick) -> Value {
 
 /// The JSON document.
 pub fn write_json(out: &mut dyn Write, t: &Tuned, model: &str) -> Result<(), Error> {
+    write_doc(out, &json_doc(t, model))
+}
+
+/// Writes a JSON document (pretty, one trailing newline).
+pub fn write_doc(out: &mut dyn Write, doc: &Value) -> Result<(), Error> {
+    serde_json::to_writer_pretty(&mut *out, doc).map_err(std::io::Error::other)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The JSON document of docs/spec/cli.md (`tune --format json`).
+pub fn json_doc(t: &Tuned, model: &str) -> Value {
     let candidates: Vec<Value> = t
         .tried
         .iter()
@@ -282,6 +301,7 @@ pub fn write_json(out: &mut dyn Write, t: &Tuned, model: &str) -> Result<(), Err
             "slo_us": t.objective.slo_us,
         },
         "latency_curve": t.curve.iter().map(|(b, us)| json!({"batch_size": b, "us": us})).collect::<Vec<_>>(),
+        "overhead_us": t.overhead_us,
         "workload": {
             "source": t.workload_source,
             "requests": t.workload_requests,
@@ -301,7 +321,5 @@ pub fn write_json(out: &mut dyn Write, t: &Tuned, model: &str) -> Result<(), Err
         "stopped_early": t.stopped,
         "grid": t.grid(),
     });
-    serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
-    writeln!(out)?;
-    Ok(())
+    doc
 }

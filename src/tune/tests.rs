@@ -188,6 +188,7 @@ instance_group [ { count: 1 kind: KIND_CPU } ]\n";
             slo_us: 3000,
         },
         goal: Goal::Instances,
+        overhead_us: 0,
     };
     let t = tune(&base, &latency, &w, &opts).unwrap();
     let refused: Vec<_> = t
