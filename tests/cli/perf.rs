@@ -4215,6 +4215,7 @@ fn three_shards_started_together_send_one_open_loop_sequence_load() {
     assert!(r.bad().is_empty(), "{:?}", r.bad());
     assert_eq!(r.counters.live_sequences(), 0);
     let mut total = 0;
+    let mut latencies: Vec<u64> = Vec::new();
     let mut ids = Vec::new();
     for (i, (code, doc, err)) in results.iter().enumerate() {
         assert_eq!(*code, 0, "worker {i}: {doc:#}\n{err}");
@@ -4231,6 +4232,9 @@ fn three_shards_started_together_send_one_open_loop_sequence_load() {
         total += u(&l["requests"]);
         let lines = export_lines(&dir.path().join(format!("w{i}.jsonl")));
         assert_eq!(lines.len(), 200);
+        latencies.extend(lines.iter().filter(|x| x["error"].is_null()).map(|x| {
+            u(x["response_us"].as_array().unwrap().last().unwrap()) - u(&x["scheduled_us"])
+        }));
         // nothing was sent before --start-at; the first arrival, i/300 s
         // after it, was due promptly
         let start_us = (start * 1e6) as u64;
@@ -4288,6 +4292,26 @@ fn three_shards_started_together_send_one_open_loop_sequence_load() {
     ]);
     assert_eq!(code, 0, "{alone:#}");
     assert_eq!(u(&alone["levels"][0]["requests"]), total);
+    // the merged rate is one worker's at the full rate (within 5 %)
+    let (merged_rate, alone_rate) = (
+        l["requests_per_s"].as_f64().unwrap(),
+        alone["levels"][0]["requests_per_s"].as_f64().unwrap(),
+    );
+    assert!(
+        (merged_rate - alone_rate).abs() <= alone_rate * 0.05,
+        "merged {merged_rate}/s, alone {alone_rate}/s"
+    );
+    // the merged p99 is the p99 of every exported request (nearest rank),
+    // within the histogram's precision (3 significant digits: a value and
+    // its bucket's highest equivalent differ by at most 1/1024 of it; the
+    // export and the histogram read the clock separately)
+    latencies.sort_unstable();
+    let exported = latencies[(latencies.len() * 99).div_ceil(100) - 1];
+    let p99 = u(&l["latency_us"]["p99"]);
+    assert!(
+        p99.abs_diff(exported) <= exported / 512 + 2,
+        "merged p99 {p99} µs, exported requests' p99 {exported} µs"
+    );
     for a in 0..3 {
         for b in a + 1..3 {
             assert!(
