@@ -44,24 +44,7 @@ pub fn run(
         inputs.push(input);
     }
     let report = merge::merge(&inputs).map_err(|e| CommandError::Input(e.0))?;
-    if !ctx.global.quiet {
-        for n in &report.notes {
-            crate::term::eprint(&format!("note: {}\n", crate::text::display::Untrusted(n)));
-        }
-    }
-    for w in &report.warnings {
-        crate::term::warning(ctx.global.color, w);
-    }
-    if let Some(path) = &args.csv {
-        crate::files::write_atomic(path, report.csv().as_bytes(), crate::files::Replace::Allow)
-            .map_err(|e| {
-                CommandError::Input(format!(
-                    "cannot write {}: {}",
-                    crate::text::display::path(path),
-                    crate::files::io_message(&e)
-                ))
-            })?;
-    }
+    super::notes_and_csv(&report, ctx, args.csv.as_deref())?;
     match args.format {
         PerfMergeFormat::Json => writeln!(out, "{}", report.to_json())?,
         PerfMergeFormat::Table => write!(out, "{}", report.table())?,

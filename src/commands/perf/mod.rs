@@ -408,37 +408,10 @@ pub fn run(
             )));
         }
     };
-    if !ctx.global.quiet {
-        for n in &report.notes {
-            // Notes quote the server's answers.
-            crate::term::eprint(&format!("note: {}\n", crate::text::display::Untrusted(n)));
-        }
-    }
-    for w in &report.warnings {
-        crate::term::warning(ctx.global.color, w);
-    }
-    if let Some(path) = &args.csv {
-        crate::files::write_atomic(path, report.csv().as_bytes(), crate::files::Replace::Allow)
-            .map_err(|e| {
-                CommandError::Input(format!(
-                    "cannot write {}: {}",
-                    path.display(),
-                    crate::files::io_message(&e)
-                ))
-            })?;
-    }
+    notes_and_csv(&report, ctx, args.csv.as_deref())?;
     // what was measured is plotted, failed levels included
     if let Some(path) = &args.plot {
-        let svg = crate::perf::plot::render(&report);
-        crate::files::write_atomic(path, svg.as_bytes(), crate::files::Replace::Allow).map_err(
-            |e| {
-                CommandError::Input(format!(
-                    "cannot write {}: {}",
-                    crate::text::display::path(path),
-                    crate::files::io_message(&e)
-                ))
-            },
-        )?;
+        write_file(path, crate::perf::plot::render(&report).as_bytes())?;
     }
     match args.format {
         PerfFormat::Json => writeln!(out, "{}", report.to_json())?,
@@ -552,4 +525,37 @@ fn check_plot_path(path: &std::path::Path) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A report's notes (unless `-q`) and warnings on standard error, and its
+/// CSV to `csv` (`-f`): for `perf` and `perf merge` alike.
+pub(super) fn notes_and_csv(
+    report: &crate::perf::report::PerfReport,
+    ctx: &Context,
+    csv: Option<&std::path::Path>,
+) -> Result<(), CommandError> {
+    if !ctx.global.quiet {
+        for n in &report.notes {
+            // notes quote the server's answers and the files merged
+            crate::term::eprint(&format!("note: {}\n", crate::text::display::Untrusted(n)));
+        }
+    }
+    for w in &report.warnings {
+        crate::term::warning(ctx.global.color, w);
+    }
+    if let Some(path) = csv {
+        write_file(path, report.csv().as_bytes())?;
+    }
+    Ok(())
+}
+
+/// `bytes` written atomically to `path` (an output file of the command).
+fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), CommandError> {
+    crate::files::write_atomic(path, bytes, crate::files::Replace::Allow).map_err(|e| {
+        CommandError::Input(format!(
+            "cannot write {}: {}",
+            crate::text::display::path(path),
+            crate::files::io_message(&e)
+        ))
+    })
 }
