@@ -246,8 +246,9 @@ fn check_shares(inputs: &[Input]) -> Result<(), MergeError> {
         if let Some(a) = first.report.levels[k].request_rate {
             for i in &inputs[1..] {
                 let b = i.report.levels[k].request_rate.unwrap_or(f64::NAN);
-                // NaN compares false: refused too
-                if !((a - b).abs() <= 1e-9 * a.abs().max(b.abs())) {
+                // a NaN is not close to anything: refused too
+                let close = (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+                if !close {
                     return Err(MergeError(format!(
                         "{} and {} are not shards of one load: level {} is rate {a}/s in one and {b}/s in the other (each shard sends R/N)",
                         first.name,

@@ -543,7 +543,10 @@ mod tests {
         // shard 2 keeps 3 live on its 2 ids
         let (_, ids) = shard(2, 3).ids((1, 8)).unwrap();
         let e = check_ids(Some(shard(2, 3)), ids, &[Level::Concurrency(9)], 4).unwrap_err();
-        assert!(e.contains("--shard 2/3: this worker has 2 sequence ids but keeps 3"), "{e}");
+        assert!(
+            e.contains("--shard 2/3: this worker has 2 sequence ids but keeps 3"),
+            "{e}"
+        );
         // at a rate, the --num-of-sequences share counts
         let levels = [Level::Rate(10.0)];
         check_ids(Some(shard(0, 3)), 3, &levels, 9).unwrap();
@@ -551,8 +554,7 @@ mod tests {
         assert!(e.contains("keeps 4 sequences live"), "{e}");
         // without --shard too: 3 ids for concurrency 4 would wrap
         check_ids(None, 4, &[Level::Concurrency(4)], 4).unwrap();
-        let e = check_ids(None, 3, &[Level::Concurrency(2), Level::Concurrency(4)], 1)
-            .unwrap_err();
+        let e = check_ids(None, 3, &[Level::Concurrency(2), Level::Concurrency(4)], 1).unwrap_err();
         assert!(e.contains("holds 3 ids but 4 sequences are live"), "{e}");
         let e = check_ids(None, 3, &[Level::Rate(1.0)], 5).unwrap_err();
         assert!(e.contains("(--num-of-sequences)"), "{e}");
