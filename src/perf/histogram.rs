@@ -114,6 +114,20 @@ pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
     if plain.len() < V2_HEADER || plain.len() - V2_HEADER < payload {
         return Err("truncated: shorter than its declared length".into());
     }
+    // the deserializer allocates and walks counts for the declared range:
+    // only perf's own range is taken (significant digits at byte 12, lowest
+    // and highest trackable value at 16 and 24, all big-endian)
+    let long = |at: usize| {
+        let mut w = [0; 8];
+        w.copy_from_slice(&plain[at..at + 8]);
+        u64::from_be_bytes(w)
+    };
+    let (digits, lowest, highest) = (word(&plain, 12).unwrap_or(0), long(16), long(24));
+    if lowest != 1 || highest > HIGHEST_US || digits > u32::from(SIGNIFICANT_DIGITS) {
+        return Err(format!(
+            "declares values {lowest} .. {highest} at {digits} significant digits; perf's histograms hold 1 .. {HIGHEST_US} at {SIGNIFICANT_DIGITS}"
+        ));
+    }
     Deserializer::new()
         .deserialize::<u64, _>(&mut &plain[..V2_HEADER + payload])
         .map_err(|e| e.to_string())
@@ -217,5 +231,36 @@ mod tests {
         bomb.extend((z.len() as u32).to_be_bytes());
         bomb.extend(z);
         assert!(decode(&b64(&bomb)).unwrap_err().contains("inflates"));
+    }
+
+    /// A plain V2 header with no counts, declaring this range.
+    fn header(digits: u32, lowest: u64, highest: u64) -> String {
+        let mut h = V2_COOKIE.to_be_bytes().to_vec();
+        h.extend(0u32.to_be_bytes()); // payload length
+        h.extend(0u32.to_be_bytes()); // normalizing offset
+        h.extend(digits.to_be_bytes());
+        h.extend(lowest.to_be_bytes());
+        h.extend(highest.to_be_bytes());
+        h.extend(1.0f64.to_bits().to_be_bytes());
+        crate::inputs::codec::b64_encode(&h)
+    }
+
+    #[test]
+    fn a_range_beyond_perfs_is_refused_before_it_is_allocated() {
+        // 1 .. 2^62 at 5 digits: millions of counts to allocate and walk
+        let e = decode(&header(5, 1, 1 << 62)).unwrap_err();
+        assert!(
+            e.contains("declares values 1 .. 4611686018427387904 at 5 significant digits"),
+            "{e}"
+        );
+        assert!(decode(&header(3, 1, 1 << 62)).is_err());
+        assert!(decode(&header(4, 1, HIGHEST_US)).is_err());
+        assert!(decode(&header(3, 2, HIGHEST_US)).is_err());
+        // perf's own range decodes (to an empty histogram here)
+        let h = decode(&header(3, 1, HIGHEST_US)).unwrap();
+        assert_eq!(
+            (h.low(), h.high(), h.sigfig(), h.len()),
+            (1, HIGHEST_US, 3, 0)
+        );
     }
 }

@@ -971,6 +971,15 @@ async fn run_async(
             )));
         }
     }
+    if info.sequence {
+        super::shard::check_ids(
+            opts.shard,
+            opts.sequence_ids.1,
+            &opts.levels,
+            opts.num_sequences as u64,
+        )
+        .map_err(StartError::Usage)?;
+    }
     // --shared-memory: the inputs go to a region, the bodies name them
     let (body, data, session) = if use_shm {
         let batch = if info.max_batch_size > 0 {

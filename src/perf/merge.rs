@@ -16,7 +16,7 @@ use super::report::{
 };
 use hdrhistogram::Histogram;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Why the files cannot be merged: the message names the files.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -55,10 +55,61 @@ pub fn parse(name: &str, text: &str) -> Result<Input, MergeError> {
             i + 1
         )));
     }
+    known_values(name, &report)?;
     Ok(Input {
         name: name.to_string(),
         report,
     })
+}
+
+/// The fields that `perf` writes from a fixed set (and the table shows or
+/// branches on) hold one of those values; anything else is not a
+/// document of `perf`, and is refused rather than shown.
+fn known_values(name: &str, r: &PerfReport) -> Result<(), MergeError> {
+    let fields: [(&str, Option<&str>, &[&str]); 6] = [
+        ("protocol", Some(&r.protocol), &["http", "grpc"]),
+        (
+            "mode",
+            Some(&r.mode),
+            &["concurrency", "request_rate", "request_intervals"],
+        ),
+        (
+            "endpoint",
+            Some(&r.endpoint),
+            &["infer", "generate", "openai-chat", "openai-completions"],
+        ),
+        (
+            "input_tensor_format",
+            Some(&r.input_tensor_format),
+            &["binary", "json"],
+        ),
+        (
+            "output_tensor_format",
+            Some(&r.output_tensor_format),
+            &["binary", "json"],
+        ),
+        (
+            "request_distribution",
+            r.request_distribution.as_deref(),
+            &["constant", "poisson"],
+        ),
+    ];
+    for (field, value, known) in fields {
+        if let Some(v) = value.filter(|v| !known.contains(v)) {
+            return Err(MergeError(format!(
+                "{name}: \"{field}\" is '{}', not one of {}: not a document of `tritonctl perf --format json`",
+                crate::text::display::Untrusted(v),
+                known.join(", ")
+            )));
+        }
+    }
+    // --percentile takes 1 to 100
+    if let Some(p) = r.percentile.filter(|p| !(1..=100).contains(p)) {
+        return Err(MergeError(format!(
+            "{name}: \"percentile\" is {p}, outside the 1 to 100 that --percentile takes"
+        )));
+    }
+    Ok(())
 }
 
 /// The fields that must agree for two documents to be parts of one load.
@@ -178,6 +229,76 @@ fn check(inputs: &[Input], sharded: bool) -> Result<(), MergeError> {
             )));
         }
     }
+    if sharded {
+        check_shares(inputs)?;
+    }
+    Ok(())
+}
+
+/// With shards, each level of each file must be its shard's part of one
+/// load (docs/spec/cli.md, "Scale-out"): the same rate R/N in every file,
+/// and concurrencies that are the shares of one C (floor(C/N), plus one
+/// for the first C mod N shards). A file of another load with the same
+/// number of levels is refused here, naming the files.
+fn check_shares(inputs: &[Input]) -> Result<(), MergeError> {
+    let first = &inputs[0];
+    for k in 0..first.report.levels.len() {
+        if let Some(a) = first.report.levels[k].request_rate {
+            for i in &inputs[1..] {
+                let b = i.report.levels[k].request_rate.unwrap_or(f64::NAN);
+                // a NaN is not close to anything: refused too
+                let close = (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+                if !close {
+                    return Err(MergeError(format!(
+                        "{} and {} are not shards of one load: level {} is rate {a}/s in one and {b}/s in the other (each shard sends R/N)",
+                        first.name,
+                        i.name,
+                        k + 1
+                    )));
+                }
+            }
+        }
+        if first.report.levels[k].concurrency.is_none() {
+            continue;
+        }
+        // (index, concurrency, file) of each shard
+        let shares: Vec<(u64, u64, &str)> = inputs
+            .iter()
+            .map(|i| {
+                (
+                    i.report.shard.map_or(0, |s| s.index),
+                    i.report.levels[k].concurrency.unwrap_or(0),
+                    i.name.as_str(),
+                )
+            })
+            .collect();
+        let lo = shares.iter().min_by_key(|s| s.1).expect("one input");
+        let hi = shares.iter().max_by_key(|s| s.1).expect("one input");
+        // the shares of one C differ by at most one, and the larger ones
+        // are those of the lowest indexes
+        let bad = if hi.1 - lo.1 > 1 {
+            Some((lo, hi))
+        } else {
+            let last_big = shares.iter().filter(|s| s.1 > lo.1).max_by_key(|s| s.0);
+            let first_small = shares.iter().filter(|s| s.1 == lo.1).min_by_key(|s| s.0);
+            match (last_big, first_small) {
+                (Some(b), Some(s)) if b.0 > s.0 => Some((s, b)),
+                _ => None,
+            }
+        };
+        if let Some((a, b)) = bad {
+            return Err(MergeError(format!(
+                "{} and {} are not shards of one load: at level {} shard {} has concurrency {} and shard {} has {}, which are not the shares of one concurrency",
+                a.2,
+                b.2,
+                k + 1,
+                a.0,
+                a.1,
+                b.0,
+                b.1
+            )));
+        }
+    }
     Ok(())
 }
 
@@ -229,9 +350,21 @@ fn merge_level(
         }
     }
     let [lat, first_resp, inter, seq] = hist;
-    let sum = |f: fn(&LevelResult) -> u64| parts.iter().map(|(_, l)| f(l)).sum::<u64>();
+    // counters from a file may be anything: a sum past u64 is refused,
+    // naming the file that overflows it
+    let overflow = |name: &str, what: &str| {
+        MergeError(format!(
+            "{name}: level {}: \"{what}\" is too large to add to the other files' (not a count of a real run)",
+            k + 1
+        ))
+    };
+    let sum = |what: &str, f: fn(&LevelResult) -> u64| -> Result<u64, MergeError> {
+        parts.iter().try_fold(0u64, |acc, (name, l)| {
+            acc.checked_add(f(l)).ok_or_else(|| overflow(name, what))
+        })
+    };
     let sum_f = |f: fn(&LevelResult) -> f64| parts.iter().map(|(_, l)| f(l)).sum::<f64>();
-    let ok = sum(|l| l.successful_requests);
+    let ok = sum("successful_requests", |l| l.successful_requests)?;
     let start = parts
         .iter()
         .map(|(_, l)| l.window_start_us)
@@ -245,24 +378,45 @@ fn merge_level(
     let duration_s = end.saturating_sub(start) as f64 / 1e6;
     let secs = duration_s.max(1e-9);
     let mut errors_by_kind: BTreeMap<String, u64> = BTreeMap::new();
-    for (_, l) in &parts {
+    for (name, l) in &parts {
         for (kind, n) in &l.errors_by_kind {
-            *errors_by_kind.entry(kind.clone()).or_insert(0) += n;
+            let e = errors_by_kind.entry(kind.clone()).or_insert(0);
+            *e = e
+                .checked_add(*n)
+                .ok_or_else(|| overflow(name, "errors_by_kind"))?;
         }
     }
+    // in the order first seen; the index keeps the merge linear in the
+    // number of targets
     let mut targets: Vec<TargetCount> = Vec::new();
-    for (_, l) in &parts {
+    let mut at: HashMap<&str, usize> = HashMap::new();
+    for (name, l) in &parts {
         for t in &l.targets {
-            match targets.iter_mut().find(|s| s.url == t.url) {
-                Some(s) => s.requests += t.requests,
-                None => targets.push(t.clone()),
+            match at.get(t.url.as_str()) {
+                Some(&j) => {
+                    targets[j].requests = targets[j]
+                        .requests
+                        .checked_add(t.requests)
+                        .ok_or_else(|| overflow(name, "targets"))?;
+                }
+                None => {
+                    at.insert(&t.url, targets.len());
+                    targets.push(t.clone());
+                }
             }
         }
     }
-    let tokens = parts
-        .iter()
-        .filter_map(|(_, l)| l.output_token_count)
-        .reduce(|a, b| a + b);
+    let mut tokens: Option<u64> = None;
+    for (name, l) in &parts {
+        if let Some(n) = l.output_token_count {
+            tokens = Some(
+                tokens
+                    .unwrap_or(0)
+                    .checked_add(n)
+                    .ok_or_else(|| overflow(name, "output_token_count"))?,
+            );
+        }
+    }
     let stable = if parts.iter().any(|(_, l)| l.stable == Some(false)) {
         Some(false)
     } else if parts.iter().all(|(_, l)| l.stable == Some(true)) {
@@ -272,26 +426,30 @@ fn merge_level(
     };
     let (concurrency, request_rate) = if sharded {
         (
-            first
-                .concurrency
-                .map(|_| sum(|l| l.concurrency.unwrap_or(0))),
+            match first.concurrency {
+                Some(_) => Some(sum("concurrency", |l| l.concurrency.unwrap_or(0))?),
+                None => None,
+            },
+            // every shard's rate is R/N (checked): R is one of them times
+            // the shards merged, rounded to 12 significant digits so that
+            // the division and this product leave no float noise
             first
                 .request_rate
-                .map(|_| sum_f(|l| l.request_rate.unwrap_or(0.0))),
+                .map(|r| round_rate(r * parts.len() as f64)),
         )
     } else {
         (first.concurrency, first.request_rate)
     };
     let send_total = sum_f(|l| l.client_send_total_us);
     let recv_total = sum_f(|l| l.client_recv_total_us);
-    let successful_responses = sum(|l| l.successful_responses);
-    let inferences = sum(|l| l.inferences);
+    let successful_responses = sum("successful_responses", |l| l.successful_responses)?;
+    let inferences = sum("inferences", |l| l.inferences)?;
     Ok(LevelResult {
         concurrency,
         request_rate,
         duration_s,
-        requests: sum(|l| l.requests),
-        errors: sum(|l| l.errors),
+        requests: sum("requests", |l| l.requests)?,
+        errors: sum("errors", |l| l.errors)?,
         errors_by_kind,
         throughput_per_s: inferences as f64 / secs,
         requests_per_s: ok as f64 / secs,
@@ -301,8 +459,8 @@ fn merge_level(
         } else {
             cdf(&lat)
         },
-        cancelled: sum(|l| l.cancelled),
-        responses: sum(|l| l.responses),
+        cancelled: sum("cancelled", |l| l.cancelled)?,
+        responses: sum("responses", |l| l.responses)?,
         first_response_us: (!first_resp.is_empty()).then(|| latency(&first_resp, None)),
         inter_response_us: (!inter.is_empty()).then(|| latency(&inter, None)),
         responses_per_request: (ok > 0).then(|| PerRequest {
@@ -316,7 +474,7 @@ fn merge_level(
         output_tokens_per_s: tokens.map(|t| t as f64 / secs),
         output_tokens_source: None,
         sequence_latency_us: (!seq.is_empty()).then(|| latency(&seq, None)),
-        late_sends: sum(|l| l.late_sends),
+        late_sends: sum("late_sends", |l| l.late_sends)?,
         client: (ok > 0).then(|| ClientStats {
             send_us: send_total / ok as f64,
             recv_us: recv_total / ok as f64,
@@ -348,6 +506,12 @@ fn merge_level(
             sequence_latency_us: encode(&seq),
         }),
     })
+}
+
+/// `rate` rounded to 12 significant digits: a rate given on the command
+/// line, divided over the shards and multiplied back, is itself again.
+fn round_rate(rate: f64) -> f64 {
+    format!("{rate:.11e}").parse().unwrap_or(rate)
 }
 
 /// The documents of `inputs` (at least one), merged into one report: the
@@ -415,8 +579,9 @@ pub fn merge(inputs: &[Input]) -> Result<PerfReport, MergeError> {
         notes.push("the server's statistics and GPU metrics are left out of a merge: each worker's include the other workers' load".into());
     }
     let mut urls: Vec<String> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for u in inputs.iter().flat_map(|i| &i.report.urls) {
-        if !urls.contains(u) {
+        if seen.insert(u) {
             urls.push(u.clone());
         }
     }

@@ -480,7 +480,9 @@ impl PerfReport {
                     let kinds: Vec<String> = l
                         .errors_by_kind
                         .iter()
-                        .map(|(k, n)| format!("{k} {n}"))
+                        // kinds may come from a server's status text, or a
+                        // merged file: escaped as untrusted
+                        .map(|(k, n)| format!("{} {n}", crate::text::display::Untrusted(k)))
                         .collect();
                     format!("{} ({})", l.errors, kinds.join(", "))
                 },

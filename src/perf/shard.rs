@@ -87,7 +87,9 @@ impl Shard {
 
     /// This worker's part of the sequence ids `(first, how many)`: the
     /// range cut into N contiguous parts, part I (the parts are disjoint
-    /// and cover the range). A range of fewer than N ids is refused.
+    /// and cover the range), sized as [`Shard::share`] sizes concurrency,
+    /// so that the shard with one more live sequence also has one more
+    /// id. A range of fewer than N ids is refused.
     pub fn ids(&self, (first, count): (u64, u64)) -> Result<(u64, u64), String> {
         if count < self.count {
             return Err(format!(
@@ -96,9 +98,8 @@ impl Shard {
                 n = self.count
             ));
         }
-        let cut = |k: u64| (u128::from(count) * u128::from(k) / u128::from(self.count)) as u64;
-        let (lo, hi) = (cut(self.index), cut(self.index + 1));
-        Ok((first + lo, hi - lo))
+        let lo = self.index * (count / self.count) + self.index.min(count % self.count);
+        Ok((first + lo, self.share(count)))
     }
 
     /// Of `len` things taken in turn (data streams, data entries), the
@@ -107,6 +108,38 @@ impl Shard {
         (self.index as usize..len)
             .step_by(self.count as usize)
             .collect()
+    }
+}
+
+/// Refuses a worker with fewer sequence ids than the sequences it keeps
+/// live at once (its largest concurrency share, or its `--num-of-sequences`
+/// share at a rate): ids wrap around, so two live sequences would share a
+/// correlation id. `shard` is `None` without `--shard`.
+pub fn check_ids(
+    shard: Option<Shard>,
+    ids: u64,
+    levels: &[Level],
+    num_sequences: u64,
+) -> Result<(), String> {
+    let part = |total: u64| shard.map_or(total, |s| s.share(total));
+    let live = levels
+        .iter()
+        .map(|l| match l {
+            Level::Concurrency(c) => (part(*c), "concurrency"),
+            Level::Rate(_) => (part(num_sequences), "--num-of-sequences"),
+        })
+        .max_by_key(|(n, _)| *n);
+    match live {
+        Some((n, what)) if n > ids => Err(match shard {
+            Some(s) => format!(
+                "--shard {}/{}: this worker has {ids} sequence ids but keeps {n} sequences live (its share of {what}), so two would share an id; give --sequence-id-range at least {n} ids per worker",
+                s.index, s.count
+            ),
+            None => format!(
+                "--sequence-id-range holds {ids} ids but {n} sequences are live at once ({what}), so two would share an id; give a range of at least {n} ids"
+            ),
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -473,6 +506,13 @@ mod tests {
             }
             assert_eq!(at, first + count);
         }
+        // extras go to the first shards, as concurrency shares do: 8 ids
+        // over 3 shards are 3, 3, 2
+        let p: Vec<(u64, u64)> = (0..3).map(|i| shard(i, 3).ids((1, 8)).unwrap()).collect();
+        assert_eq!(p, [(1, 3), (4, 3), (7, 2)]);
+        for i in 0..3 {
+            assert_eq!(p[i as usize].1, shard(i, 3).share(8));
+        }
         let e = shard(0, 4).ids((1, 3)).unwrap_err();
         assert!(e.contains("3 ids, fewer than the 4 workers"), "{e}");
         // the default: the same base for every shard, 2^20 ids each
@@ -489,6 +529,35 @@ mod tests {
         // another --seed or start instant moves the base
         assert_ne!(default_ids(shard(0, 5), 4, at).0, base);
         assert_ne!(default_ids(shard(0, 5), 3, None).0, base);
+    }
+
+    #[test]
+    fn too_few_ids_for_the_live_sequences_are_refused() {
+        // --sequence-id-range 1:9 --concurrency-range 8 over 3 workers: 3, 3
+        // and 2 ids for 3, 3 and 2 live sequences
+        for i in 0..3 {
+            let (_, ids) = shard(i, 3).ids((1, 8)).unwrap();
+            check_ids(Some(shard(i, 3)), ids, &[Level::Concurrency(8)], 4).unwrap();
+        }
+        // concurrency 9 on 8 ids: shard 1 keeps 3 live on 3 ids (fine),
+        // shard 2 keeps 3 live on its 2 ids
+        let (_, ids) = shard(2, 3).ids((1, 8)).unwrap();
+        let e = check_ids(Some(shard(2, 3)), ids, &[Level::Concurrency(9)], 4).unwrap_err();
+        assert!(
+            e.contains("--shard 2/3: this worker has 2 sequence ids but keeps 3"),
+            "{e}"
+        );
+        // at a rate, the --num-of-sequences share counts
+        let levels = [Level::Rate(10.0)];
+        check_ids(Some(shard(0, 3)), 3, &levels, 9).unwrap();
+        let e = check_ids(Some(shard(0, 3)), 3, &levels, 10).unwrap_err();
+        assert!(e.contains("keeps 4 sequences live"), "{e}");
+        // without --shard too: 3 ids for concurrency 4 would wrap
+        check_ids(None, 4, &[Level::Concurrency(4)], 4).unwrap();
+        let e = check_ids(None, 3, &[Level::Concurrency(2), Level::Concurrency(4)], 1).unwrap_err();
+        assert!(e.contains("holds 3 ids but 4 sequences are live"), "{e}");
+        let e = check_ids(None, 3, &[Level::Rate(1.0)], 5).unwrap_err();
+        assert!(e.contains("(--num-of-sequences)"), "{e}");
     }
 
     #[test]

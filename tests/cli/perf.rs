@@ -4386,6 +4386,74 @@ fn sharded_closed_loop_splits_concurrency_and_the_id_range() {
 }
 
 #[test]
+fn sharded_id_parts_follow_the_concurrency_shares() {
+    let r = Responder::start(sequence_model());
+    let dir = tempfile::tempdir().unwrap();
+    let url = r.url();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "-m",
+            "m",
+            "-u",
+            url.as_str(),
+            "--request-count",
+            "30",
+            "--sequence-length",
+            "3",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        tritonctl()
+            .arg("perf")
+            .args(&args)
+            .timeout(HANG)
+            .run()
+            .parts()
+    };
+    // 8 ids (1:9) over 3: 3, 3, 2 ids, extras first as for concurrency;
+    // shard 0 has ids 1..4 (a floor cut gave it 2 ids). Concurrency 3:
+    // one live sequence per worker, so ids are reused in turn
+    let export = dir.path().join("s0.jsonl");
+    let (code, _, err) = run(&[
+        "--concurrency-range",
+        "3",
+        "--sequence-id-range",
+        "1:9",
+        "--shard",
+        "0/3",
+        "--export-requests",
+        export.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let ids = exported_ids(&export_lines(&export));
+    assert_eq!(ids, (1..4).collect(), "{ids:?}");
+    // concurrency 9: shard 2 keeps 3 sequences live on its 2 ids
+    let (code, _, err) = run(&[
+        "--concurrency-range",
+        "9",
+        "--sequence-id-range",
+        "1:9",
+        "--shard",
+        "2/3",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--shard 2/3: this worker has 2 sequence ids but keeps 3"),
+        "{err}"
+    );
+    // without --shard too
+    let (code, _, err) = run(&["--concurrency-range", "4", "--sequence-id-range", "10:13"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("holds 3 ids but 4 sequences are live"),
+        "{err}"
+    );
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+}
+
+#[test]
 fn sharded_input_data_entries_are_divided() {
     let r = Responder::start(triton_like());
     let dir = tempfile::tempdir().unwrap();

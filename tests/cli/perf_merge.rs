@@ -338,3 +338,40 @@ fn merge_is_a_subcommand_and_merge_still_a_model_name() {
     assert_eq!(code, 2);
     assert!(err.contains("<FILE.json>"), "{err}");
 }
+
+#[test]
+fn control_characters_in_a_merged_file_never_reach_the_terminal() {
+    let r = Responder::start(triton_like());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = run_to(d, "a.json", &r.url(), &["--request-count", "20"]);
+    let doc = read(&a);
+    // a field of a fixed set with an escape sequence: refused, named
+    for field in ["mode", "endpoint", "input_tensor_format", "protocol"] {
+        let bad = edited(d, "esc.json", &doc, |v| {
+            v[field] = "\u{1b}[2J\u{1b}]0;owned\u{7}".into()
+        });
+        let (code, out, err) = merge(&[&bad], &[]);
+        assert_eq!(code, 2, "{field}: {out}{err}");
+        assert!(
+            err.contains("esc.json") && err.contains(field),
+            "{field}: {err}"
+        );
+        assert!(
+            !out.contains('\u{1b}') && !err.contains('\u{1b}'),
+            "{err:?}"
+        );
+    }
+    // an error kind (it may come from a server's status text): escaped
+    let kinds = edited(d, "kinds.json", &doc, |v| {
+        v["levels"][0]["errors"] = 1.into();
+        v["levels"][0]["errors_by_kind"] = serde_json::json!({"HTTP 500 \u{1b}[31mred": 1});
+    });
+    let (code, out, err) = merge(&[&kinds], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("HTTP 500 ") && out.contains("red 1"), "{out}");
+    assert!(
+        !out.contains('\u{1b}') && !err.contains('\u{1b}'),
+        "{out:?}"
+    );
+}

@@ -475,3 +475,216 @@ fn the_chosen_percentile_and_the_threshold_come_from_the_merged_histogram() {
     let merged = merge(&[through_json("a", &tight), through_json("b", &tight_b)]).unwrap();
     assert_eq!(merged.levels[0].latency_threshold_met, Some(false));
 }
+
+#[test]
+fn fields_of_a_fixed_set_with_another_value_are_refused() {
+    let a = report(vec![level(1, &[100], (0, 10))]);
+    for (field, change) in [
+        (
+            "mode",
+            (|r: &mut PerfReport| r.mode = "concurrency\x1b[31m".into()) as fn(&mut PerfReport),
+        ),
+        ("endpoint", |r| r.endpoint = "infer\x1b]0;x\x07".into()),
+        ("protocol", |r| r.protocol = "ftp".into()),
+        ("input_tensor_format", |r| {
+            r.input_tensor_format = "\x1b[2J".into()
+        }),
+        ("output_tensor_format", |r| {
+            r.output_tensor_format = "raw".into()
+        }),
+        ("request_distribution", |r| {
+            r.request_distribution = Some("uniform".into())
+        }),
+    ] {
+        let mut b = a.clone();
+        change(&mut b);
+        let e = parse("b.json", &b.to_json()).unwrap_err().0;
+        assert!(
+            e.starts_with(&format!("b.json: \"{field}\" is '")),
+            "{field}: {e}"
+        );
+        assert!(!e.contains('\x1b') && !e.contains('\x07'), "{e:?}");
+    }
+    // --percentile takes 1 to 100
+    for (p, ok) in [
+        (0u8, false),
+        (1, true),
+        (100, true),
+        (101, false),
+        (250, false),
+    ] {
+        let mut b = a.clone();
+        b.percentile = Some(p);
+        let got = parse("p.json", &b.to_json());
+        assert_eq!(got.is_ok(), ok, "{p}");
+        if !ok {
+            let e = got.unwrap_err().0;
+            assert!(e.contains("p.json: \"percentile\" is"), "{e}");
+        }
+    }
+}
+
+#[test]
+fn error_kinds_from_a_file_are_shown_escaped() {
+    let mut l = level(1, &[100], (0, 1_000_000));
+    l.errors_by_kind = [("HTTP 500 \x1b[31mred".to_string(), 1)].into();
+    let merged = merge(&[through_json("a", &report(vec![l]))]).unwrap();
+    let table = merged.table();
+    assert!(!table.contains('\x1b'), "{table:?}");
+    assert!(
+        table.contains("HTTP 500 \\u{1b}[31mred 1") || table.contains("HTTP 500 \\x1b[31mred 1"),
+        "{table}"
+    );
+}
+
+#[test]
+fn counters_past_u64_are_refused_naming_the_file() {
+    let set = |f: fn(&mut LevelResult)| {
+        let mut l = level(1, &[100], (0, 10));
+        f(&mut l);
+        report(vec![l])
+    };
+    let a = report(vec![level(1, &[100], (0, 10))]);
+    for (what, f) in [
+        (
+            "requests",
+            (|l: &mut LevelResult| l.requests = u64::MAX) as fn(&mut LevelResult),
+        ),
+        ("late_sends", |l| l.late_sends = u64::MAX),
+        ("errors_by_kind", |l| {
+            l.errors_by_kind = [("timeout".to_string(), u64::MAX)].into()
+        }),
+        ("targets", |l| l.targets[0].requests = u64::MAX),
+        ("output_token_count", |l| {
+            l.output_token_count = Some(u64::MAX)
+        }),
+    ] {
+        let mut first = a.clone();
+        first.levels[0].output_token_count = Some(1);
+        let e = err(&[
+            through_json("a.json", &first),
+            through_json("big.json", &set(f)),
+        ]);
+        assert!(
+            e.contains(&format!("big.json: level 1: \"{what}\" is too large")),
+            "{what}: {e}"
+        );
+    }
+}
+
+#[test]
+fn shards_of_different_loads_are_refused() {
+    let shard = |index: u64, count: u64, concurrency: u64| {
+        let mut r = report(vec![level(concurrency, &[100], (0, 1_000_000))]);
+        r.shard = Some(Shard { index, count });
+        r
+    };
+    let merge_of = |parts: &[(u64, u64, u64)]| {
+        let inputs: Vec<Input> = parts
+            .iter()
+            .map(|&(i, n, c)| through_json(&format!("s{i}"), &shard(i, n, c)))
+            .collect();
+        merge(&inputs)
+    };
+    // shard 0/2 at concurrency 2 and shard 1/2 at 40: not shares of 42
+    let e = merge_of(&[(0, 2, 2), (1, 2, 40)]).unwrap_err().0;
+    assert!(
+        e.contains("s0 and s1 are not shards of one load: at level 1 shard 0 has concurrency 2 and shard 1 has 40"),
+        "{e}"
+    );
+    // 3, 3, 2 are the shares of 8; 2, 3, 3 are not (extras go first)
+    assert_eq!(
+        merge_of(&[(0, 3, 3), (1, 3, 3), (2, 3, 2)]).unwrap().levels[0].concurrency,
+        Some(8)
+    );
+    let e = merge_of(&[(0, 3, 2), (1, 3, 3), (2, 3, 3)]).unwrap_err().0;
+    assert!(e.contains("s0 and s2 are not shards of one load"), "{e}");
+    // part of the shards: consistent ones merge, others do not
+    assert!(merge_of(&[(0, 3, 3), (2, 3, 2)]).is_ok());
+    assert!(merge_of(&[(1, 3, 3), (2, 3, 3)]).is_ok());
+    assert!(merge_of(&[(1, 3, 2), (2, 3, 3)]).is_err());
+
+    // rates: R/N in every shard
+    let rated = |index: u64, rate: f64| {
+        let mut r = shard(index, 2, 0);
+        r.levels[0].concurrency = None;
+        r.levels[0].request_rate = Some(rate);
+        r.mode = "request_rate".into();
+        r.request_distribution = Some("poisson".into());
+        through_json(&format!("r{index}"), &r)
+    };
+    let e = err(&[rated(0, 50.0), rated(1, 5.0)]);
+    assert!(
+        e.contains("r0 and r1 are not shards of one load: level 1 is rate 50/s in one and 5/s in the other"),
+        "{e}"
+    );
+    assert_eq!(
+        merge(&[rated(0, 50.0), rated(1, 50.0)]).unwrap().levels[0].request_rate,
+        Some(100.0)
+    );
+}
+
+#[test]
+fn a_rate_split_over_shards_merges_back_without_float_noise() {
+    for (rate, n) in [
+        (1000.0, 6u64),
+        (100.0, 3),
+        (33.3, 7),
+        (0.5, 9),
+        (12345.678, 11),
+    ] {
+        let inputs: Vec<Input> = (0..n)
+            .map(|index| {
+                let mut l = level(0, &[100], (0, 1_000_000));
+                l.concurrency = None;
+                // what each worker writes: Shard::load divides R by N
+                l.request_rate = Some(rate / n as f64);
+                let mut r = report(vec![l]);
+                r.mode = "request_rate".into();
+                r.request_distribution = Some("poisson".into());
+                r.shard = Some(Shard { index, count: n });
+                through_json(&format!("s{index}"), &r)
+            })
+            .collect();
+        let merged = merge(&inputs).unwrap();
+        assert_eq!(merged.levels[0].request_rate, Some(rate), "{rate} over {n}");
+    }
+}
+
+#[test]
+fn many_targets_and_urls_keep_their_first_seen_order() {
+    let mut a = report(vec![level(1, &[100], (0, 10))]);
+    let mut b = a.clone();
+    a.urls = (0..3000).map(|i| format!("h{i}:8000")).collect();
+    b.urls = (1500..4500).rev().map(|i| format!("h{i}:8000")).collect();
+    a.levels[0].targets = a
+        .urls
+        .iter()
+        .map(|u| TargetCount {
+            url: u.clone(),
+            requests: 1,
+        })
+        .collect();
+    b.levels[0].targets = b
+        .urls
+        .iter()
+        .map(|u| TargetCount {
+            url: u.clone(),
+            requests: 2,
+        })
+        .collect();
+    let merged = merge(&[through_json("a", &a), through_json("b", &b)]).unwrap();
+    let want: Vec<String> = a
+        .urls
+        .iter()
+        .chain(b.urls[..1500].iter())
+        .cloned()
+        .collect();
+    assert_eq!(merged.urls, want);
+    let t = &merged.levels[0].targets;
+    assert_eq!(t.iter().map(|t| t.url.clone()).collect::<Vec<_>>(), want);
+    assert_eq!(t[0].requests, 1);
+    assert_eq!(t[2999].requests, 3);
+    assert_eq!(t[3000].requests, 2);
+    assert_eq!(t[1500].requests, 3);
+}
