@@ -41,10 +41,21 @@ impl Workload {
     }
 }
 
+/// Most requests a workload holds: they are kept in memory (about 150
+/// bytes each) and replayed for every candidate (docs/spec/cli.md, `tune`).
+pub const MAX_REQUESTS: u64 = 10_000_000;
+
 /// Poisson arrivals (or sequences of them) from the options of `trace
 /// generate`.
 pub fn generated(opts: &GenerateOptions) -> Result<Workload, Error> {
-    let requests = crate::trace::requests(opts).map_err(|e| Error::Usage(e.to_string()))?;
+    check_size(opts)?;
+    let requests = crate::trace::requests(opts, MAX_REQUESTS).map_err(|e| match e {
+        crate::trace::GenerateError::TooMany(max) => Error::Usage(format!(
+            "the workload has more than {max} requests, the most tune keeps in memory: \
+             lower --duration or --rate"
+        )),
+        e => Error::Usage(e.to_string()),
+    })?;
     let mut source = format!("Poisson arrivals at {}/s", opts.rate);
     if opts.sequences > 0 {
         source.push_str(&format!(
@@ -54,6 +65,62 @@ pub fn generated(opts: &GenerateOptions) -> Result<Workload, Error> {
     }
     source.push_str(&format!(", seed {}", opts.seed));
     Workload::new(requests, source)
+}
+
+/// Refuses options that ask for more than [`MAX_REQUESTS`] requests,
+/// naming the flag, before anything is generated (the generator stops at
+/// the bound too, for a Poisson count above its mean).
+fn check_size(opts: &GenerateOptions) -> Result<(), Error> {
+    let max = MAX_REQUESTS;
+    let too_many = |what: String| {
+        Err(Error::Usage(format!(
+            "{what}: more than {max} requests, the most tune keeps in memory"
+        )))
+    };
+    if let Some(n) = opts.requests.filter(|&n| n > max) {
+        return too_many(format!("--requests {n}"));
+    }
+    if opts.requests.is_some() {
+        return Ok(());
+    }
+    // no --requests: the duration and the sequences bound the count
+    let by_duration = opts
+        .duration_s
+        .filter(|d| d.is_finite() && *d >= 0.0)
+        .map(|d| d * opts.rate);
+    if opts.sequences == 0 {
+        return match by_duration {
+            Some(n) if n > max as f64 => too_many(format!(
+                "--rate {} for --duration {} is about {n:.3e} requests",
+                opts.rate,
+                opts.duration_s.unwrap_or_default()
+            )),
+            _ => Ok(()),
+        };
+    }
+    let longest = (opts.sequence_length as f64
+        * (1.0 + opts.sequence_length_variation.clamp(0.0, 100.0) / 100.0))
+        .round()
+        .max(1.0);
+    let starts = by_duration.map_or(opts.sequences as f64, |n| n.min(opts.sequences as f64));
+    let n = starts * longest;
+    if n > max as f64 {
+        let what = if by_duration.is_some_and(|d| d < opts.sequences as f64) {
+            format!(
+                "--rate {} for --duration {} with --sequence-length {}",
+                opts.rate,
+                opts.duration_s.unwrap_or_default(),
+                opts.sequence_length
+            )
+        } else {
+            format!(
+                "--sequences {} of --sequence-length {}",
+                opts.sequences, opts.sequence_length
+            )
+        };
+        return too_many(format!("{what} is about {n:.3e} requests"));
+    }
+    Ok(())
 }
 
 /// A trace file: `simulate`'s JSON Lines, or `perf --export-requests`
@@ -84,9 +151,12 @@ pub fn from_file(path: &Path, warn: &mut dyn FnMut(&str)) -> Result<Workload, Er
         |_| {},
         Some(warn),
         |it| {
-            requests.extend(it);
+            requests.extend(it.take(MAX_REQUESTS as usize + 1));
         },
     )?;
+    if requests.len() as u64 > MAX_REQUESTS {
+        return Err(too_many_lines(&name));
+    }
     Workload::new(requests, name)
 }
 
@@ -97,6 +167,9 @@ fn export_requests(bytes: &[u8], name: &str) -> Result<Vec<Request>, Error> {
     for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
+        }
+        if times.len() as u64 >= MAX_REQUESTS {
+            return Err(too_many_lines(name));
         }
         let v: serde_json::Value = serde_json::from_slice(line).map_err(|e| {
             Error::Input(format!(
@@ -127,6 +200,13 @@ fn export_requests(bytes: &[u8], name: &str) -> Result<Vec<Request>, Error> {
             r
         })
         .collect())
+}
+
+fn too_many_lines(name: &str) -> Error {
+    Error::Usage(format!(
+        "{name}: more than {MAX_REQUESTS} requests, the most tune keeps in memory: \
+         use a part of the trace"
+    ))
 }
 
 #[cfg(test)]

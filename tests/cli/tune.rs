@@ -326,3 +326,37 @@ fn usage_errors_are_exit_2() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+#[test]
+fn a_workload_too_large_to_keep_is_exit_2_naming_the_flag() {
+    // Before: each of these allocated until the process was killed.
+    for (args, flag) in [
+        (
+            vec!["--rate", "1000000", "--requests", "100000000000"],
+            "--requests 100000000000",
+        ),
+        (vec!["--rate", "1000000", "--duration", "1e8"], "--duration"),
+    ] {
+        let out = tritonctl()
+            .arg("tune")
+            .arg(densenet())
+            .args(["--latency", "1:800,8:2000", "--slo-p99-ms", "6"])
+            .args(&args)
+            .timeout(std::time::Duration::from_secs(60))
+            .run();
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(flag), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("10000000 requests"), "{}", out.stderr);
+        assert!(out.stdout.is_empty());
+    }
+    let out = tritonctl()
+        .arg("tune")
+        .arg(crate_root().join("testdata/model_repository/accumulator"))
+        .args(["--latency", "1000", "--slo-p99-ms", "6", "--rate", "10"])
+        .args(["--sequences", "5000000", "--sequence-length", "3"])
+        .args(["--duration", "1e9"])
+        .timeout(std::time::Duration::from_secs(60))
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--sequences 5000000"), "{}", out.stderr);
+}
