@@ -559,7 +559,10 @@ mod tests {
         o.requests = Some(1000);
         assert_eq!(requests(&o, 1000).unwrap().len(), 1000);
         o.requests = Some(1001);
-        assert!(matches!(requests(&o, 1000), Err(GenerateError::TooMany(1000))));
+        assert!(matches!(
+            requests(&o, 1000),
+            Err(GenerateError::TooMany(1000))
+        ));
     }
 
     #[test]

@@ -360,3 +360,41 @@ fn a_workload_too_large_to_keep_is_exit_2_naming_the_flag() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("--sequences 5000000"), "{}", out.stderr);
 }
+
+#[test]
+fn a_workload_no_candidate_answers_is_an_error_not_a_recommendation() {
+    // Requests without sequence ids: a sequence model rejects every one.
+    let d = tempfile::tempdir().unwrap();
+    let export = d.path().join("export.jsonl");
+    let lines: Vec<String> = (0..50)
+        .map(|i| {
+            format!(
+                "{{\"level\": 0, \"scheduled_us\": {}, \"sequence_id\": null}}",
+                1000 * i
+            )
+        })
+        .collect();
+    std::fs::write(&export, lines.join("\n") + "\n").unwrap();
+    let out = tritonctl()
+        .arg("tune")
+        .arg(crate_root().join("testdata/model_repository/accumulator"))
+        .args([
+            "--latency",
+            "1000",
+            "--slo-p99-ms",
+            "20",
+            "--max-instances",
+            "2",
+        ])
+        .arg("--trace")
+        .arg(&export)
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("no request of the workload was answered"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+}
