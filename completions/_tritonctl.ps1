@@ -387,6 +387,7 @@ Register-ArgumentCompleter -Native -CommandName 'tritonctl' -ScriptBlock {
             [CompletionResult]::new('--think-time-us', '--think-time-us', [CompletionResultType]::ParameterName, 'With --rate: microseconds between the steps of a sequence')
             [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Seed of the arrivals of --rate')
             [CompletionResult]::new('--trace', '--trace', [CompletionResultType]::ParameterName, 'Workload: a trace (simulate''s JSON Lines) or the lines `perf --export-requests` wrote (their scheduled times become arrivals)')
+            [CompletionResult]::new('--level', '--level', [CompletionResultType]::ParameterName, 'With --trace of a `perf --export-requests` file: the lines of level I only (required when the file holds more than one level)')
             [CompletionResult]::new('--slo-p99-ms', '--slo-p99-ms', [CompletionResultType]::ParameterName, 'Objective: the p99 latency at most MS milliseconds (the same as --slo-ms MS --slo-percentile 99)')
             [CompletionResult]::new('--slo-ms', '--slo-ms', [CompletionResultType]::ParameterName, 'Objective: the --slo-percentile latency at most MS milliseconds')
             [CompletionResult]::new('--slo-percentile', '--slo-percentile', [CompletionResultType]::ParameterName, 'The percentile --slo-ms applies to (above 0, at most 100)')

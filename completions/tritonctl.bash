@@ -803,7 +803,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__tune)
-            opts="-u -m -q -v -h -V --latency --profile --rate --requests --duration --sequences --sequence-length --sequence-length-variation --think-time-us --seed --trace --slo-p99-ms --slo-ms --slo-percentile --objective --max-instances --max-batch-size --queue-delays --gpus --write --url --model --verify --verify-duration --format --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-u -m -q -v -h -V --latency --profile --rate --requests --duration --sequences --sequence-length --sequence-length-variation --think-time-us --seed --trace --level --slo-p99-ms --slo-ms --slo-percentile --objective --max-instances --max-batch-size --queue-delays --gpus --write --url --model --verify --verify-duration --format --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -850,6 +850,10 @@ _tritonctl() {
                     return 0
                     ;;
                 --trace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --level)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -370,6 +370,7 @@ set edit:completion:arg-completer[tritonctl] = {|@words|
             cand --think-time-us 'With --rate: microseconds between the steps of a sequence'
             cand --seed 'Seed of the arrivals of --rate'
             cand --trace 'Workload: a trace (simulate''s JSON Lines) or the lines `perf --export-requests` wrote (their scheduled times become arrivals)'
+            cand --level 'With --trace of a `perf --export-requests` file: the lines of level I only (required when the file holds more than one level)'
             cand --slo-p99-ms 'Objective: the p99 latency at most MS milliseconds (the same as --slo-ms MS --slo-percentile 99)'
             cand --slo-ms 'Objective: the --slo-percentile latency at most MS milliseconds'
             cand --slo-percentile 'The percentile --slo-ms applies to (above 0, at most 100)'

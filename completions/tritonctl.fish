@@ -678,6 +678,7 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l sequence-le
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l think-time-us -d 'With --rate: microseconds between the steps of a sequence' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l seed -d 'Seed of the arrivals of --rate' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l trace -d 'Workload: a trace (simulate\'s JSON Lines) or the lines `perf --export-requests` wrote (their scheduled times become arrivals)' -r -F
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l level -d 'With --trace of a `perf --export-requests` file: the lines of level I only (required when the file holds more than one level)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l slo-p99-ms -d 'Objective: the p99 latency at most MS milliseconds (the same as --slo-ms MS --slo-percentile 99)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l slo-ms -d 'Objective: the --slo-percentile latency at most MS milliseconds' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l slo-percentile -d 'The percentile --slo-ms applies to (above 0, at most 100)' -r

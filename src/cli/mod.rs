@@ -1134,6 +1134,10 @@ pub struct TuneArgs {
     /// --export-requests` wrote (their scheduled times become arrivals).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// With --trace of a `perf --export-requests` file: the lines of level
+    /// I only (required when the file holds more than one level).
+    #[arg(long, value_name = "I", requires = "trace")]
+    pub level: Option<u64>,
     /// Objective: the p99 latency at most MS milliseconds (the same as
     /// --slo-ms MS --slo-percentile 99).
     #[arg(long, value_name = "MS", conflicts_with_all = ["slo_ms", "slo_percentile"])]

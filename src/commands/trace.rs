@@ -61,5 +61,7 @@ fn generate(a: &TraceGenerateArgs, out: &mut dyn Write) -> Result<ExitStatus, Co
         Ok(()) => Ok(ExitStatus::Success),
         Err(trace::GenerateError::Options(m)) => Err(CommandError::Usage(m)),
         Err(trace::GenerateError::Io(e)) => Err(CommandError::Output(e)),
+        // `generate` writes as it goes: it has no bound
+        Err(e @ trace::GenerateError::TooMany(_)) => Err(CommandError::Usage(e.to_string())),
     }
 }

@@ -172,7 +172,7 @@ fn workload(
     warn: &mut dyn FnMut(&str),
 ) -> Result<tune::Workload, CommandError> {
     if let Some(path) = &args.trace {
-        return Ok(tune::workload::from_file(path, warn)?);
+        return Ok(tune::workload::from_file(path, args.level, warn)?);
     }
     let Some(rate) = args.rate else {
         return Err(CommandError::Usage("give --rate or --trace".into()));

@@ -206,12 +206,15 @@ pub fn remove(src: &str, path: &[Step]) -> Result<String, EditError> {
     Ok(splice(src, edits))
 }
 
-/// The edit that removes `f`: its whole line when nothing else is on it.
+/// The edit that removes `f`: its whole line when nothing else is on it
+/// but a trailing comment, which is about the field and goes with it
+/// (comments on lines of their own stay).
 fn removal(src: &str, f: &Field) -> (usize, usize, String) {
     let (start, end) = (f.span.start as usize, f.span.end as usize);
     let ls = line_start(src, start);
     let le = src[end..].find('\n').map_or(src.len(), |i| end + i);
-    if src[ls..start].trim().is_empty() && src[end..le].trim().is_empty() {
+    let rest = src[end..le].trim_start();
+    if src[ls..start].trim().is_empty() && (rest.is_empty() || rest.starts_with('#')) {
         let le = if le < src.len() { le + 1 } else { le };
         (ls, le, String::new())
     } else {
@@ -307,5 +310,19 @@ mod tests {
         assert_eq!(remove("a: 1\n", &steps("x.y")).unwrap(), "a: 1\n");
         // Duplicates of a scalar: the first is set, the others go.
         assert_eq!(set_("a: 1\nb: 2\na: 3\n", "a", "9"), "a: 9\nb: 2\n");
+    }
+
+    #[test]
+    fn removal_takes_the_trailing_comment_and_keeps_comments_above() {
+        let src = "dynamic_batching {\n  # why the delay\n  max_queue_delay_microseconds: 100 # tuned\n  preserve_ordering: true\n}\n";
+        assert_eq!(
+            remove(src, &steps("dynamic_batching.max_queue_delay_microseconds")).unwrap(),
+            "dynamic_batching {\n  # why the delay\n  preserve_ordering: true\n}\n"
+        );
+        // Another field on the line: only the field goes.
+        assert_eq!(
+            remove("a { b: 1 c: 2 # both\n}\n", &steps("a.b")).unwrap(),
+            "a {  c: 2 # both\n}\n"
+        );
     }
 }

@@ -257,10 +257,14 @@ pub fn generate(opts: &GenerateOptions, out: &mut dyn Write) -> Result<(), Gener
 
 /// The requests [`generate`] writes, as the scheduler reads them (what
 /// `simulate` gets from the written trace), for callers that replay the
-/// same arrivals many times.
-pub fn requests(opts: &GenerateOptions) -> Result<Vec<Request>, GenerateError> {
+/// same arrivals many times. They are kept in memory, so more than `max`
+/// of them is [`GenerateError::TooMany`] (found before `max + 1` are kept).
+pub fn requests(opts: &GenerateOptions, max: u64) -> Result<Vec<Request>, GenerateError> {
     let mut out = Vec::new();
-    generate_steps(opts, &mut |step| {
+    let result = generate_steps(opts, &mut |step| {
+        if out.len() as u64 >= max {
+            return Err(io::Error::other(TOO_MANY));
+        }
         let mut r = Request::new(format!("r{}", step.index), step.arrival_us);
         if let Some((s, start, end)) = step.sequence {
             r.sequence_id = Some(if opts.string_ids {
@@ -275,9 +279,15 @@ pub fn requests(opts: &GenerateOptions) -> Result<Vec<Request>, GenerateError> {
         r.tag = step.index;
         out.push(r);
         Ok(())
-    })?;
-    Ok(out)
+    });
+    match result {
+        Err(GenerateError::Io(e)) if e.to_string() == TOO_MANY => Err(GenerateError::TooMany(max)),
+        other => other.map(|()| out),
+    }
 }
+
+/// The marker of [`requests`] stopping at its bound.
+const TOO_MANY: &str = "more requests than the bound";
 
 /// The arrival process: each request in arrival order to `emit`.
 fn generate_steps(
@@ -344,8 +354,9 @@ fn generate_steps(
             }
             pending.pop();
             if opts.requests.is_some_and(|n| written >= n) {
-                pending.clear();
-                break;
+                // nothing more is written: starting the remaining
+                // sequences would only take time
+                return Ok(());
             }
             emit(
                 &mut written,
@@ -375,6 +386,9 @@ pub enum GenerateError {
     Options(String),
     #[error(transparent)]
     Io(#[from] io::Error),
+    /// More requests than the bound of [`requests`].
+    #[error("more than {0} requests")]
+    TooMany(u64),
 }
 
 #[cfg(test)]
@@ -531,8 +545,36 @@ mod tests {
                 })
                 .collect();
             assert!(read.len() >= 5);
-            assert_eq!(requests(&o).unwrap(), read);
+            assert_eq!(requests(&o, u64::MAX).unwrap(), read);
         }
+    }
+
+    #[test]
+    fn requests_stop_at_their_bound() {
+        let mut o = GenerateOptions::new(1e6);
+        o.duration_s = Some(1e8);
+        let e = requests(&o, 1000).unwrap_err();
+        assert!(matches!(e, GenerateError::TooMany(1000)), "{e}");
+        o.duration_s = None;
+        o.requests = Some(1000);
+        assert_eq!(requests(&o, 1000).unwrap().len(), 1000);
+        o.requests = Some(1001);
+        assert!(matches!(
+            requests(&o, 1000),
+            Err(GenerateError::TooMany(1000))
+        ));
+    }
+
+    #[test]
+    fn many_sequences_and_few_requests_end_at_the_requests() {
+        // before: every one of the sequences was started (hours)
+        let mut o = GenerateOptions::new(1000.0);
+        o.sequences = u64::MAX;
+        o.sequence_length = 2;
+        o.requests = Some(10);
+        let t = std::time::Instant::now();
+        assert_eq!(requests(&o, 100).unwrap().len(), 10);
+        assert!(t.elapsed() < std::time::Duration::from_secs(5));
     }
 
     #[test]

@@ -513,6 +513,19 @@ pub fn tune(
                     let Some((_, s)) = best else {
                         return Err(refused_everywhere(&tried));
                     };
+                    // the closest answers the most requests: none means
+                    // the workload is not one this model can serve
+                    if let Outcome::Done(p) = &tuner.full(s, c, 1.0) {
+                        if p.ok == 0 {
+                            return Err(Error::Input(format!(
+                                "no request of the workload was answered under any candidate \
+                                 (all {} rejected or timed out, also with {c} instances): \
+                                 check that the workload fits the model (sequence ids and \
+                                 start/end flags for a sequence model)",
+                                p.requests
+                            )));
+                        }
+                    }
                     (s, c)
                 }
             };

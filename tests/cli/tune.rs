@@ -326,3 +326,75 @@ fn usage_errors_are_exit_2() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+#[test]
+fn a_workload_too_large_to_keep_is_exit_2_naming_the_flag() {
+    // Before: each of these allocated until the process was killed.
+    for (args, flag) in [
+        (
+            vec!["--rate", "1000000", "--requests", "100000000000"],
+            "--requests 100000000000",
+        ),
+        (vec!["--rate", "1000000", "--duration", "1e8"], "--duration"),
+    ] {
+        let out = tritonctl()
+            .arg("tune")
+            .arg(densenet())
+            .args(["--latency", "1:800,8:2000", "--slo-p99-ms", "6"])
+            .args(&args)
+            .timeout(std::time::Duration::from_secs(60))
+            .run();
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(flag), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("10000000 requests"), "{}", out.stderr);
+        assert!(out.stdout.is_empty());
+    }
+    let out = tritonctl()
+        .arg("tune")
+        .arg(crate_root().join("testdata/model_repository/accumulator"))
+        .args(["--latency", "1000", "--slo-p99-ms", "6", "--rate", "10"])
+        .args(["--sequences", "5000000", "--sequence-length", "3"])
+        .args(["--duration", "1e9"])
+        .timeout(std::time::Duration::from_secs(60))
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--sequences 5000000"), "{}", out.stderr);
+}
+
+#[test]
+fn a_workload_no_candidate_answers_is_an_error_not_a_recommendation() {
+    // Requests without sequence ids: a sequence model rejects every one.
+    let d = tempfile::tempdir().unwrap();
+    let export = d.path().join("export.jsonl");
+    let lines: Vec<String> = (0..50)
+        .map(|i| {
+            format!(
+                "{{\"level\": 0, \"scheduled_us\": {}, \"sequence_id\": null}}",
+                1000 * i
+            )
+        })
+        .collect();
+    std::fs::write(&export, lines.join("\n") + "\n").unwrap();
+    let out = tritonctl()
+        .arg("tune")
+        .arg(crate_root().join("testdata/model_repository/accumulator"))
+        .args([
+            "--latency",
+            "1000",
+            "--slo-p99-ms",
+            "20",
+            "--max-instances",
+            "2",
+        ])
+        .arg("--trace")
+        .arg(&export)
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("no request of the workload was answered"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+}
