@@ -529,6 +529,7 @@ fn check_plot_path(path: &std::path::Path) -> Result<(), String> {
 
 /// A report's notes (unless `-q`) and warnings on standard error, and its
 /// CSV to `csv` (`-f`): for `perf` and `perf merge` alike.
+#[cfg(feature = "perf")]
 pub(super) fn notes_and_csv(
     report: &crate::perf::report::PerfReport,
     ctx: &Context,
@@ -550,6 +551,7 @@ pub(super) fn notes_and_csv(
 }
 
 /// `bytes` written atomically to `path` (an output file of the command).
+#[cfg(feature = "perf")]
 fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), CommandError> {
     crate::files::write_atomic(path, bytes, crate::files::Replace::Allow).map_err(|e| {
         CommandError::Input(format!(
