@@ -96,6 +96,17 @@ fn remove_temporary_files_on_signals() {
                 // `perf --shared-memory`: its regions and memory objects
                 #[cfg(feature = "perf")]
                 tritonctl::perf::shm::release_on_signal();
+                // `tune --verify`: the server's own config of the model
+                #[cfg(feature = "perf")]
+                if let Some((model, done)) = tritonctl::perf::repository::restore_on_signal() {
+                    let model = tritonctl::text::display::Untrusted(&model);
+                    let message = if done {
+                        format!("note: the server's config of model '{model}' was loaded back\n")
+                    } else {
+                        format!("error: the server's config of model '{model}' could not be loaded back: it still runs a candidate of tune --verify\n")
+                    };
+                    tritonctl::term::eprint(&message);
+                }
                 // `_exit`, not `exit`: the other threads are still running
                 // (ONNX Runtime, tokio), and the C and C++ exit handlers
                 // `exit` runs could wait on them or free what they use.

@@ -26,9 +26,9 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<ExitStatus, CommandError> {
     let objective = objective(args)?;
-    if args.verify && !(args.verify_duration.is_finite() && args.verify_duration > 0.0) {
+    if args.verify && !(0.001..=86_400.0).contains(&args.verify_duration) {
         return Err(CommandError::Usage(format!(
-            "--verify-duration must be a positive number of seconds, not {}",
+            "--verify-duration must be 0.001 to 86400 seconds, not {}",
             args.verify_duration
         )));
     }
@@ -39,11 +39,16 @@ pub fn run(
         }
         loaded => loaded?,
     };
-    let model = base
-        .settings_of(base.config())
-        .map(|s| s.model)
-        .unwrap_or_default();
+    let model = match base.settings_of(base.config()) {
+        Ok(s) => s.model,
+        // an ensemble (refused by the search): not measured first
+        Err(e) if args.url.is_some() => return Err(CommandError::Usage(e)),
+        Err(_) => String::new(),
+    };
     let server_model = args.server_model.clone().unwrap_or_else(|| model.clone());
+    let mut warn = |w: &str| crate::term::warning(ctx.global.color, w);
+    // before the curve is measured on a server: a bad workload fails fast
+    let workload = workload(args, &base, &mut warn)?;
     let (latency, measured) = match (&args.latency, &args.profile, &args.url) {
         (Some(spec), _, _) => (simulate::read_latency(spec)?, None),
         (None, Some(path), _) => {
@@ -65,8 +70,9 @@ pub fn run(
             ))
         }
     };
-    let mut warn = |w: &str| crate::term::warning(ctx.global.color, w);
-    let workload = workload(args, &base, &mut warn)?;
+    if args.verify && measured.is_none() {
+        warn("--verify with --latency or --profile: the predictions leave out what a client sees beyond the compute (measured only with the curve, from -u alone); expect the server's latencies above them");
+    }
     let opts = TuneOptions {
         space: SpaceOptions {
             max_instances: args.max_instances,
@@ -90,6 +96,7 @@ pub fn run(
             &tuned,
             args.verify_duration,
             args.seed,
+            &mut warn,
         )?),
         _ => None,
     };
@@ -116,7 +123,18 @@ pub fn run(
         }
     }
     out.flush()?;
-    if args.write && tuned.recommended.meets && tuned.recommended.config_text != tuned.current_text
+    let verified_ok = verified.as_ref().is_none_or(live::recommended_meets);
+    if args.write && !verified_ok {
+        crate::term::note(
+            ctx.global.color,
+            &format!(
+                "{}: left as it is: the recommendation misses the objective on the server",
+                crate::text::display::path(&base.file)
+            ),
+        );
+    } else if args.write
+        && tuned.recommended.meets
+        && tuned.recommended.config_text != tuned.current_text
     {
         write_config(&base, &tuned.recommended.config_text)?;
         crate::term::note(
@@ -132,7 +150,6 @@ pub fn run(
             ),
         );
     }
-    let verified_ok = verified.as_ref().is_none_or(live::recommended_meets);
     Ok(if tuned.recommended.meets && verified_ok {
         ExitStatus::Success
     } else {
@@ -291,6 +308,7 @@ mod live {
     /// One config measured on the server.
     pub(super) struct Check {
         pub(super) instances: usize,
+        pub(super) rate: f64,
         pub(super) measured: Measured,
         /// The objective's percentile of the measured requests (µs).
         pub(super) objective_us: Option<u64>,
@@ -336,7 +354,13 @@ mod live {
     ) -> Result<Check, CommandError> {
         repository::load_model(server, model, Some(&config_json(&pick.config_text, model)?))
             .map_err(error)?;
-        let measured = verify::measure_poisson(server, model, workload).map_err(error)?;
+        // each candidate at the rate it was predicted at: the workload's,
+        // or with --objective throughput the rate found (and above it)
+        let workload = verify::Workload {
+            rate: pick.rate_per_s,
+            ..*workload
+        };
+        let measured = verify::measure_poisson(server, model, &workload).map_err(error)?;
         let objective_us = measured
             .level
             .histograms
@@ -349,6 +373,7 @@ mod live {
             && objective_us.is_some_and(|v| v <= tuned.objective.slo_us);
         Ok(Check {
             instances: pick.instances,
+            rate: pick.rate_per_s,
             measured,
             objective_us,
             meets,
@@ -366,7 +391,17 @@ mod live {
         tuned: &Tuned,
         duration_s: f64,
         seed: u64,
+        warn: &mut dyn FnMut(&str),
     ) -> Result<Verified, CommandError> {
+        for pick in std::iter::once(&tuned.recommended).chain(&tuned.rejected) {
+            // checked before anything is loaded into the server
+            if !(pick.rate_per_s.is_finite() && pick.rate_per_s > 0.0) {
+                return Err(CommandError::Usage(format!(
+                    "--verify: the workload's rate is {}/s: nothing to measure",
+                    pick.rate_per_s
+                )));
+            }
+        }
         let server = Server::new(url);
         let original = repository::model_config(&server, model).map_err(error)?;
         let workload = verify::Workload {
@@ -375,16 +410,40 @@ mod live {
             seed,
             warmup: Duration::from_secs(1),
         };
+        let original = original.to_string();
+        repository::restore_on_signal_later(&server, model, &original);
         let recommended = check(&server, model, tuned, &tuned.recommended, &workload);
         let rejected = match (&recommended, &tuned.rejected) {
             (Ok(_), Some(pick)) => Some(check(&server, model, tuned, pick, &workload)),
             _ => None,
         };
-        let restored =
-            repository::load_model(&server, model, Some(&original.to_string())).map_err(error);
+        let restored = repository::load_model(&server, model, Some(&original));
+        repository::forget_restore();
+        if let Err(e) = restored {
+            // said first: the server still runs a candidate
+            let why = match e {
+                StartError::Usage(m) | StartError::Unreachable(m) => m,
+                StartError::Export(e) => e.to_string(),
+            };
+            let also = match (&recommended, &rejected) {
+                (Err(e), _) | (_, Some(Err(e))) => format!("; before that: {e}"),
+                _ => String::new(),
+            };
+            return Err(CommandError::Input(format!(
+                "the server's config of model '{model}' was NOT loaded back (it runs a candidate of --verify): {why}{also}"
+            )));
+        }
         let recommended = recommended?;
-        let rejected = rejected.transpose()?;
-        restored?;
+        let rejected = match rejected {
+            Some(Err(e)) => {
+                warn(&format!(
+                    "the candidate with one instance fewer was not measured: {e}"
+                ));
+                None
+            }
+            Some(Ok(c)) => Some(c),
+            None => None,
+        };
         Ok(Verified {
             url: url.to_string(),
             rate: tuned.workload_rate,
@@ -397,6 +456,7 @@ mod live {
     fn check_json(c: &Check) -> Value {
         json!({
             "instances": c.instances,
+            "rate_per_s": c.rate,
             "measured": {
                 "latency_us": c.measured.latency_us,
                 "objective_us": c.objective_us,
@@ -426,9 +486,8 @@ mod live {
     ) -> std::io::Result<()> {
         writeln!(
             out,
-            "verified on {}: Poisson {:.1}/s for {} s per config",
+            "verified on {}: Poisson arrivals for {} s per config",
             Untrusted(&v.url),
-            v.rate,
             v.duration_s
         )?;
         let p = t.objective.percentile;
@@ -448,9 +507,10 @@ mod live {
             };
             writeln!(
                 out,
-                "  {what} ({} instance{}): measured p{p} {}, predicted {}{off}; {} requests, {} errors: {} the objective",
+                "  {what} ({} instance{}, {:.1}/s): measured p{p} {}, predicted {}{off}; {} requests, {} errors: {} the objective",
                 c.instances,
                 if c.instances == 1 { "" } else { "s" },
+                c.rate,
                 ms(c.objective_us),
                 ms(c.predicted_objective_us),
                 c.measured.requests,
@@ -490,6 +550,7 @@ mod live {
         _: &Tuned,
         _: f64,
         _: u64,
+        _: &mut dyn FnMut(&str),
     ) -> Result<Verified, CommandError> {
         Err(unavailable())
     }

@@ -132,6 +132,37 @@ pub fn load_model(
     })
 }
 
+/// What a signal must load back: `tune --verify` loads candidate configs
+/// into a server and owes it the model's own config at the end.
+static RESTORE: std::sync::Mutex<Option<(Server, String, String)>> = std::sync::Mutex::new(None);
+
+/// Until [`forget_restore`], a signal loads `config_json` back into
+/// `model` at `server` ([`restore_on_signal`]).
+pub fn restore_on_signal_later(server: &Server, model: &str, config_json: &str) {
+    if let Ok(mut r) = RESTORE.lock() {
+        *r = Some((server.clone(), model.to_string(), config_json.to_string()));
+    }
+}
+
+/// The config was loaded back (or nothing was changed): nothing to do on
+/// a signal.
+pub fn forget_restore() {
+    if let Ok(mut r) = RESTORE.lock() {
+        *r = None;
+    }
+}
+
+/// On a signal: loads back the config [`restore_on_signal_later`] noted,
+/// waiting at most 30 s. Called from the signal thread of `main.rs` before
+/// the process exits; gives whether a config was loaded back (`None`:
+/// there was nothing to do) and the model's name.
+pub fn restore_on_signal() -> Option<(String, bool)> {
+    let (mut server, model, json) = RESTORE.lock().ok()?.take()?;
+    server.timeout = server.timeout.min(Duration::from_secs(30));
+    let done = load_model(&server, &model, Some(&json)).is_ok();
+    Some((model, done))
+}
+
 /// Unloads `model` and waits until it is no longer ready, at most the
 /// server's timeout.
 pub fn unload_model(server: &Server, model: &str) -> Result<(), StartError> {

@@ -229,13 +229,13 @@ fn export_requests(bytes: &[u8], name: &str, level: Option<u64>) -> Result<Vec<R
         None if levels.len() > 1 => {
             return Err(Error::Usage(format!(
                 "{name}: the export holds levels {}: choose one with --level I (each level is its own workload)",
-                levels.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+                level_list(&levels)
             )))
         }
         Some(want) if !levels.contains(&want) => {
             return Err(Error::Usage(format!(
                 "{name}: no line of level {want} (the export holds levels {})",
-                levels.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+                level_list(&levels)
             )))
         }
         _ => {}
@@ -276,6 +276,15 @@ fn too_many_lines(name: &str) -> Error {
         "{name}: more than {MAX_REQUESTS} requests, the most tune keeps in memory: \
          use a part of the trace"
     ))
+}
+
+/// The levels of an export for a message: the first 10, then how many more.
+fn level_list(levels: &std::collections::BTreeSet<u64>) -> String {
+    let mut shown: Vec<String> = levels.iter().take(10).map(u64::to_string).collect();
+    if levels.len() > 10 {
+        shown.push(format!("and {} more", levels.len() - 10));
+    }
+    shown.join(", ")
 }
 
 #[cfg(test)]

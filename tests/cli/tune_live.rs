@@ -312,3 +312,87 @@ fn against_real_triton() {
     let back = repository::model_config(&s, model).unwrap();
     assert_eq!(back["instance_group"][0]["count"], json!(1), "{back}");
 }
+
+/// `tune -u --verify` through the binary: the curve measured on the
+/// responder, the recommendation and the candidate with one instance fewer
+/// loaded (named as the server names the model) and measured, and the
+/// server's own config loaded back last.
+#[test]
+fn tune_verify_measures_both_candidates_and_loads_the_servers_config_back() {
+    let r = Responder::start(tune_like(false, None));
+    let model = crate::common::crate_root().join("testdata/model_repository/densenet_onnx");
+    let out = crate::common::tritonctl()
+        .arg("tune")
+        .arg(&model)
+        .args([
+            "-u",
+            &r.url(),
+            "-m",
+            "m",
+            "--rate",
+            "3000",
+            "--requests",
+            "6000",
+        ])
+        .args(["--slo-p99-ms", "20", "--max-instances", "4", "--verify"])
+        .args(["--verify-duration", "0.5", "--format", "json"])
+        .run();
+    out.assert_code(0);
+    let j = out.json();
+    // the curve: the responder's costs at its sizes 1, 2, 4, 8
+    let points = j["measured_curve"]["points"].as_array().unwrap();
+    let sizes: Vec<u64> = points
+        .iter()
+        .map(|p| p["batch_size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, vec![1, 2, 4, 8]);
+    for p in points {
+        let b = p["batch_size"].as_u64().unwrap();
+        assert_eq!(p["compute_us"].as_f64().unwrap(), expected_us(b), "{p}");
+        // the round trip holds the compute
+        assert!(p["request_us"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    assert_eq!(j["overhead_us"], j["measured_curve"]["overhead_us"]);
+    // at 3000/s one instance (at most 8 rows per 3.05 ms) cannot keep up
+    let rec = &j["recommended"];
+    assert!(rec["instances"].as_u64().unwrap() >= 2, "{rec:#}");
+    let v = &j["verify"];
+    for what in ["recommended", "rejected"] {
+        let c = &v[what];
+        assert!(
+            c["measured"]["requests"].as_u64().unwrap() > 0,
+            "{what}: {c:#}"
+        );
+        assert_eq!(c["measured"]["errors"], 0, "{what}: {c:#}");
+        assert_eq!(c["rate_per_s"], rec["rate_per_s"], "{what}: {c:#}");
+    }
+    assert_eq!(v["recommended"]["instances"], rec["instances"]);
+    assert_eq!(v["rejected"]["instances"], j["rejected"]["instances"]);
+    assert_eq!(v["recommended"]["meets_objective"], true, "{v:#}");
+    // three loads: the two candidates, then the server's own config
+    let loads: Vec<Value> = r
+        .loads()
+        .iter()
+        .map(|b| {
+            let body: Value = serde_json::from_str(b).unwrap();
+            serde_json::from_str(body["parameters"]["config"].as_str().unwrap()).unwrap()
+        })
+        .collect();
+    assert_eq!(loads.len(), 3, "{loads:#?}");
+    let count = |c: &Value| c["instance_group"][0]["count"].as_u64();
+    assert_eq!(count(&loads[0]), rec["count"].as_u64(), "{:#}", loads[0]);
+    assert_eq!(
+        count(&loads[1]),
+        j["rejected"]["count"].as_u64(),
+        "{:#}",
+        loads[1]
+    );
+    for c in &loads[..2] {
+        assert_eq!(c["name"], "m", "{c:#}");
+    }
+    // the responder's config before any load: no instance group
+    assert_eq!(loads[2]["name"], "m");
+    assert_eq!(loads[2]["max_batch_size"], 8);
+    assert!(loads[2].get("instance_group").is_none(), "{:#}", loads[2]);
+    assert!(r.bad().is_empty(), "{:?}", r.bad());
+}
