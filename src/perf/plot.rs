@@ -445,11 +445,8 @@ mod tests {
     fn level(c: u64, tput: f64, latency: Option<Latency>) -> LevelResult {
         LevelResult {
             concurrency: Some(c),
-            request_rate: None,
-            duration_s: 1.0,
             requests: 10,
             errors: if latency.is_some() { 0 } else { 10 },
-            errors_by_kind: Default::default(),
             throughput_per_s: tput,
             requests_per_s: tput,
             latency_cdf: latency
@@ -463,59 +460,17 @@ mod tests {
                 .unwrap_or_default(),
             first_response_us: latency.clone(),
             latency_us: latency,
-            cancelled: 0,
             responses: 10,
-            inter_response_us: None,
-            responses_per_request: None,
-            output_tokens_per_s: None,
-            output_tokens_source: None,
-            sequence_latency_us: None,
-            late_sends: 0,
-            client: None,
-            server: None,
-            stable: None,
-            windows: 1,
-            targets: Vec::new(),
-            percentile_latency_us: None,
-            latency_threshold_met: None,
-            metrics: None,
-            successful_requests: 0,
-            inferences: 0,
-            successful_responses: 0,
-            output_token_count: None,
-            client_send_total_us: 0.0,
-            client_recv_total_us: 0.0,
-            window_start_us: 0,
-            window_end_us: 0,
-            histograms: None,
+            ..crate::perf::report::fixture::level()
         }
     }
 
     fn report(levels: Vec<LevelResult>) -> PerfReport {
         PerfReport {
             model: "<m>&\"x\u{1b}".into(),
-            protocol: "http".into(),
             url: "http://h:1/?a=<b>".into(),
             urls: Vec::new(),
-            batch_size: 1,
-            input_tensor_format: "binary".into(),
-            output_tensor_format: "binary".into(),
-            model_config_source: "config".into(),
-            mode: "concurrency".into(),
-            endpoint: "infer".into(),
-            decoupled: false,
-            output_tokens: None,
-            percentile: None,
-            latency_threshold_ms: None,
-            binary_search: None,
-            metrics_url: None,
-            shared_memory: None,
-            request_distribution: None,
-            shard: None,
-            merged_from: None,
-            levels,
-            notes: Vec::new(),
-            warnings: Vec::new(),
+            ..crate::perf::report::fixture::report(levels)
         }
     }
 

@@ -870,3 +870,83 @@ impl PerfReport {
         out
     }
 }
+
+/// Test fixtures: a level and a report with every field at its empty
+/// value, for tests to override what they look at (struct update syntax),
+/// so that a new field is added here once.
+#[cfg(test)]
+pub(crate) mod fixture {
+    use super::*;
+
+    /// A closed-loop level at concurrency 1, 1 s, nothing measured.
+    pub(crate) fn level() -> LevelResult {
+        LevelResult {
+            concurrency: Some(1),
+            request_rate: None,
+            duration_s: 1.0,
+            requests: 0,
+            errors: 0,
+            errors_by_kind: BTreeMap::new(),
+            throughput_per_s: 0.0,
+            requests_per_s: 0.0,
+            latency_us: None,
+            latency_cdf: Vec::new(),
+            cancelled: 0,
+            responses: 0,
+            first_response_us: None,
+            inter_response_us: None,
+            responses_per_request: None,
+            output_tokens_per_s: None,
+            output_tokens_source: None,
+            sequence_latency_us: None,
+            late_sends: 0,
+            client: None,
+            server: None,
+            stable: None,
+            windows: 1,
+            targets: Vec::new(),
+            percentile_latency_us: None,
+            latency_threshold_met: None,
+            metrics: None,
+            successful_requests: 0,
+            inferences: 0,
+            successful_responses: 0,
+            output_token_count: None,
+            client_send_total_us: 0.0,
+            client_recv_total_us: 0.0,
+            window_start_us: 0,
+            window_end_us: 0,
+            histograms: None,
+        }
+    }
+
+    /// A report of `levels`: model "m" at h:8000 over HTTP, batch 1,
+    /// binary tensors, closed loop.
+    pub(crate) fn report(levels: Vec<LevelResult>) -> PerfReport {
+        PerfReport {
+            model: "m".into(),
+            protocol: "http".into(),
+            url: "h:8000".into(),
+            urls: vec!["h:8000".into()],
+            batch_size: 1,
+            input_tensor_format: "binary".into(),
+            output_tensor_format: "binary".into(),
+            model_config_source: "config".into(),
+            mode: "concurrency".into(),
+            endpoint: "infer".into(),
+            decoupled: false,
+            output_tokens: None,
+            percentile: None,
+            latency_threshold_ms: None,
+            binary_search: None,
+            metrics_url: None,
+            shared_memory: None,
+            request_distribution: None,
+            shard: None,
+            merged_from: None,
+            levels,
+            notes: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+}

@@ -14,39 +14,22 @@ fn level(concurrency: u64, samples: &[u64], window: (u64, u64)) -> LevelResult {
     let ok = samples.len() as u64;
     LevelResult {
         concurrency: Some(concurrency),
-        request_rate: None,
         duration_s: (window.1 - window.0) as f64 / 1e6,
         requests: ok + 1,
         errors: 1,
         errors_by_kind: [("timeout".to_string(), 1)].into(),
-        throughput_per_s: 0.0,
-        requests_per_s: 0.0,
         latency_us: (ok > 0).then(|| latency(&h, None)),
-        latency_cdf: Vec::new(),
         cancelled: 2,
         responses: ok,
-        first_response_us: None,
-        inter_response_us: None,
         responses_per_request: (ok > 0).then_some(PerRequest { mean: 1.0, max: 1 }),
-        output_tokens_per_s: None,
-        output_tokens_source: None,
-        sequence_latency_us: None,
         late_sends: 3,
-        client: None,
-        server: None,
-        stable: None,
-        windows: 1,
         targets: vec![TargetCount {
             url: "h:8000".into(),
             requests: ok + 1,
         }],
-        percentile_latency_us: None,
-        latency_threshold_met: None,
-        metrics: None,
         successful_requests: ok,
         inferences: ok * 2,
         successful_responses: ok,
-        output_token_count: None,
         client_send_total_us: 10.0 * ok as f64,
         client_recv_total_us: 20.0 * ok as f64,
         window_start_us: window.0,
@@ -57,34 +40,14 @@ fn level(concurrency: u64, samples: &[u64], window: (u64, u64)) -> LevelResult {
             inter_response_us: None,
             sequence_latency_us: None,
         }),
+        ..crate::perf::report::fixture::level()
     }
 }
 
 fn report(levels: Vec<LevelResult>) -> PerfReport {
     PerfReport {
-        model: "m".into(),
-        protocol: "http".into(),
-        url: "h:8000".into(),
-        urls: vec!["h:8000".into()],
         batch_size: 2,
-        input_tensor_format: "binary".into(),
-        output_tensor_format: "binary".into(),
-        model_config_source: "config".into(),
-        mode: "concurrency".into(),
-        endpoint: "infer".into(),
-        decoupled: false,
-        output_tokens: None,
-        percentile: None,
-        latency_threshold_ms: None,
-        binary_search: None,
-        metrics_url: None,
-        shared_memory: None,
-        request_distribution: None,
-        shard: None,
-        merged_from: None,
-        levels,
-        notes: Vec::new(),
-        warnings: Vec::new(),
+        ..crate::perf::report::fixture::report(levels)
     }
 }
 
