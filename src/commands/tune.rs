@@ -249,7 +249,6 @@ fn write_config(base: &simulate::Loaded, text: &str) -> Result<(), CommandError>
 mod live {
     use super::CommandError;
     use crate::batching::Latency;
-    use crate::config::ParsedConfig;
     use crate::perf::curve::{self, Curve, CurveOptions};
     use crate::perf::load::StartError;
     use crate::perf::repository::{self, Server};
@@ -333,14 +332,12 @@ mod live {
     /// Triton's JSON form of a candidate's config text, named `model`
     /// (the name the load request gives).
     fn config_json(text: &str, model: &str) -> Result<String, CommandError> {
-        let parsed = ParsedConfig::parse(text.to_string());
-        let msg = parsed.message.ok_or_else(|| {
-            CommandError::Input(
+        let mut doc = crate::tune::report::config_json(text);
+        if doc.is_null() {
+            return Err(CommandError::Input(
                 "the recommended config does not parse (a bug: it was validated)".into(),
-            )
-        })?;
-        let mut doc: Value = serde_json::from_str(&crate::convert::to_json(&msg))
-            .map_err(|e| CommandError::Input(format!("the config's JSON form: {e}")))?;
+            ));
+        }
         doc["name"] = json!(model);
         Ok(doc.to_string())
     }
@@ -421,10 +418,7 @@ mod live {
         repository::forget_restore();
         if let Err(e) = restored {
             // said first: the server still runs a candidate
-            let why = match e {
-                StartError::Usage(m) | StartError::Unreachable(m) => m,
-                StartError::Export(e) => e.to_string(),
-            };
+            let why = e.to_string();
             let also = match (&recommended, &rejected) {
                 (Err(e), _) | (_, Some(Err(e))) => format!("; before that: {e}"),
                 _ => String::new(),

@@ -227,8 +227,8 @@ fn prediction_json(p: &Prediction) -> Value {
     })
 }
 
-/// The config text in Triton's JSON form.
-fn config_json(text: &str) -> Value {
+/// The config text in Triton's JSON form (null when it does not parse).
+pub fn config_json(text: &str) -> Value {
     let parsed = crate::config::ParsedConfig::parse(text.to_string());
     parsed
         .message
