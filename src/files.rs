@@ -20,7 +20,8 @@
 //!   one that leaves it is refused unless `--follow-symlinks`;
 //! - the temporary file is registered while it exists, so that an
 //!   interrupted process (SIGINT, SIGTERM, SIGHUP: `main.rs` installs the
-//!   handler) removes it with [`remove_temporary_files`] before it exits.
+//!   handler, armed by the first write: `interrupt`) removes it with
+//!   [`remove_temporary_files`] before it exits.
 //!
 //! One rule for every reader of a config, trace, input or model file
 //! ([`read_file`], [`read_in`], [`open_regular`]):
@@ -133,6 +134,8 @@ fn write_atomic_impl(
         .file_name()
         .map(|n| n.to_string_lossy().chars().take(100).collect())
         .unwrap_or_default();
+    // Signals are caught before the temporary file exists (src/interrupt.rs).
+    crate::interrupt::arm();
     let mut tmp = tempfile::Builder::new()
         .prefix(&format!(".{base}.tritonctl-"))
         .suffix(".tmp")

@@ -14,6 +14,7 @@ pub mod diagnostics;
 pub mod files;
 pub mod format;
 pub mod inputs;
+pub mod interrupt;
 pub mod lint;
 pub mod model;
 pub mod onnx;

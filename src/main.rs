@@ -53,7 +53,13 @@ fn dispatch(cli: &Cli) -> Result<ExitStatus, CommandError> {
         max_file_bytes: cli.global.max_file_bytes,
         follow_symlinks: cli.global.follow_symlinks,
     });
-    remove_temporary_files_on_signals();
+    tritonctl::interrupt::set_guard(catch_signals);
+    if matches!(cli.command, Command::Perf(_) | Command::Tune(_)) {
+        // Load tests run long and hold server state: Ctrl-C always exits
+        // through the guard (exit 130). Other commands start it on their
+        // first write (src/interrupt.rs).
+        tritonctl::interrupt::arm();
+    }
     let ctx = Context {
         global: &cli.global,
         color: term::stdout_color(cli.global.color),
@@ -80,10 +86,11 @@ fn dispatch(cli: &Cli) -> Result<ExitStatus, CommandError> {
     }
 }
 
-/// On SIGINT, SIGTERM or SIGHUP: remove the temporary files of writes in
-/// progress (`files::write_atomic`), then exit with 128 + the signal, as a
-/// shell reports a process the signal ended.
-fn remove_temporary_files_on_signals() {
+/// From now on, on SIGINT, SIGTERM or SIGHUP: remove the temporary files
+/// of writes in progress (`files::write_atomic`), then exit with 128 + the
+/// signal, as a shell reports a process the signal ended. Started by
+/// `interrupt::arm`, once.
+fn catch_signals() {
     #[cfg(unix)]
     {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};

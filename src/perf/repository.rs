@@ -139,6 +139,7 @@ static RESTORE: std::sync::Mutex<Option<(Server, String, String)>> = std::sync::
 /// Until [`forget_restore`], a signal loads `config_json` back into
 /// `model` at `server` ([`restore_on_signal`]).
 pub fn restore_on_signal_later(server: &Server, model: &str, config_json: &str) {
+    crate::interrupt::arm();
     if let Ok(mut r) = RESTORE.lock() {
         *r = Some((server.clone(), model.to_string(), config_json.to_string()));
     }

@@ -253,7 +253,11 @@ struct Live {
 
 fn live() -> &'static Mutex<Live> {
     static LIVE: std::sync::OnceLock<Mutex<Live>> = std::sync::OnceLock::new();
-    LIVE.get_or_init(|| Mutex::new(Live::default()))
+    LIVE.get_or_init(|| {
+        // Signals are caught before anything is recorded (src/interrupt.rs).
+        crate::interrupt::arm();
+        Mutex::new(Live::default())
+    })
 }
 
 /// On a signal: unregister this process's regions (at most about two

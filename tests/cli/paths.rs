@@ -486,6 +486,40 @@ fn an_interrupted_write_leaves_no_temporary_file() {
     }
 }
 
+/// A command that writes nothing starts no signal thread (src/interrupt.rs:
+/// a thread is a measurable part of a short run) and keeps the default
+/// action of the signals: Ctrl-C ends it at once.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_command_that_writes_nothing_runs_one_thread_and_keeps_the_default_signal_action() {
+    use std::io::Write;
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = tritonctl()
+        .command()
+        .args(["validate", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("tritonctl starts");
+    // More than a pipe holds: once written, validate is reading its input.
+    let chunk = "# a comment line of a config being read\n".repeat(4096);
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(chunk.as_bytes()).unwrap();
+    let threads = fs::read_dir(format!("/proc/{}/task", child.id()))
+        .unwrap()
+        .count();
+    assert_eq!(threads, 1, "validate started a thread");
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(2), "{status:?}");
+    drop(stdin);
+}
+
 // ------------------------------------------------------ non-UTF-8 names
 
 #[cfg(target_os = "linux")]
