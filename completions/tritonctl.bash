@@ -87,12 +87,20 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__autoconfig)
-            opts="-q -v -h -V --default-max-batch-size --max-batch-size --merge --format --write --force --gpus --full --minimal --triton-compatible --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-q -v -h -V --color --quiet --verbose --max-file-bytes --follow-symlinks --default-max-batch-size --max-batch-size --merge --format --write --force --gpus --full --minimal --triton-compatible --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --max-batch-size)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -110,14 +118,6 @@ _tritonctl() {
                     return 0
                     ;;
                 --gpus)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --max-file-bytes)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -151,22 +151,22 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__convert)
-            opts="-q -v -h -V --to --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-q -v -h -V --color --quiet --verbose --max-file-bytes --follow-symlinks --to --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --to)
-                    COMPREPLY=($(compgen -W "json pbtxt" -- "${cur}"))
-                    return 0
-                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 --max-file-bytes)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --to)
+                    COMPREPLY=($(compgen -W "json pbtxt" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -177,22 +177,22 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__doctor)
-            opts="-q -v -h -V --format --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-q -v -h -V --color --quiet --verbose --max-file-bytes --follow-symlinks --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --format)
-                    COMPREPLY=($(compgen -W "human json" -- "${cur}"))
-                    return 0
-                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 --max-file-bytes)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "human json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -203,7 +203,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__explain)
-            opts="-q -v -h -V --all --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version E0001 E0002 E0101 E0102 E0103 E0104 E0105 E0106 E0107 E0108 E0109 E0201 E0202 E0203 E0204 E0205 E0206 E0207 E0208 E0209 E0210 E0211 E0212 E0213 E0214 E0215 E0216 E0217 E0218 E0219 E0220 E0221 E0222 E0223 E0224 E0225 E0226 E0227 E0228 E0229 E0301 E0302 E0303 E0304 E0305 E0306 E0307 E0308 E0309 E0310 E0311 E0312 E0313 E0314 E0315 E0316 E0317 E0318 E0319 E0320 E0321 E0401 E0402 E0403 E0404 E0405 E0406 E0407 E0408 E0409 E0501 E0502 E0503 E0504 E0505 E0506 E0507 E0508 E0509 E0510 E0511 E0512 E0513 E0514 E0515 E0601 E0602 E0603 E0604 E0605 E0606 E0607 E0608 E0609 E0610 E0611 E0620 E0621 E0622 E0623 E0624 E0625 E0626 E0630 E0631 E0632 E0702 E0703 E0704 E0705 E0706 E0801 E0802 E0803 E0804 E0805 E0806 E0807 E0808 E0809 E0810 E0811 E0812 E0813 E0814 E0815 E0901 E0902 E0903 E0904 E0905 E0906 E0907 E0908 E0909 E0910 E0911 N0001 N0002 N0701 N0702 N0703 W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0010 W0012 W0013 W0014 W0080 W0081 W0082 W0083 W0701 W0702 W0703 W0704 W0705 W0706 W0901 W0902 W0903 W0904 W0905 W1001 W1002 W1101 W1102 W1103"
+            opts="-q -v -h -V --color --quiet --verbose --max-file-bytes --follow-symlinks --all --help --version E0001 E0002 E0101 E0102 E0103 E0104 E0105 E0106 E0107 E0108 E0109 E0201 E0202 E0203 E0204 E0205 E0206 E0207 E0208 E0209 E0210 E0211 E0212 E0213 E0214 E0215 E0216 E0217 E0218 E0219 E0220 E0221 E0222 E0223 E0224 E0225 E0226 E0227 E0228 E0229 E0301 E0302 E0303 E0304 E0305 E0306 E0307 E0308 E0309 E0310 E0311 E0312 E0313 E0314 E0315 E0316 E0317 E0318 E0319 E0320 E0321 E0401 E0402 E0403 E0404 E0405 E0406 E0407 E0408 E0409 E0501 E0502 E0503 E0504 E0505 E0506 E0507 E0508 E0509 E0510 E0511 E0512 E0513 E0514 E0515 E0601 E0602 E0603 E0604 E0605 E0606 E0607 E0608 E0609 E0610 E0611 E0620 E0621 E0622 E0623 E0624 E0625 E0626 E0630 E0631 E0632 E0702 E0703 E0704 E0705 E0706 E0801 E0802 E0803 E0804 E0805 E0806 E0807 E0808 E0809 E0810 E0811 E0812 E0813 E0814 E0815 E0901 E0902 E0903 E0904 E0905 E0906 E0907 E0908 E0909 E0910 E0911 N0001 N0002 N0701 N0702 N0703 W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0010 W0012 W0013 W0014 W0080 W0081 W0082 W0083 W0701 W0702 W0703 W0704 W0705 W0706 W0901 W0902 W0903 W0904 W0905 W1001 W1002 W1101 W1102 W1103"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -225,7 +225,7 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__fmt)
-            opts="-q -v -h -V --check --diff --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-q -v -h -V --color --quiet --verbose --max-file-bytes --follow-symlinks --check --diff --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -247,12 +247,20 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__perf)
-            opts="-m -x -u -i -H -p -s -r -a -l -b -f -q -v -h -V --model --model-version --url --protocol --streaming --endpoint --prompt-words --max-tokens --profile-export-file --export-requests --header --ssl-grpc-use-ssl --ssl-grpc-root-certifications-file --ssl-grpc-private-key-file --ssl-grpc-certificate-chain-file --ssl-https-verify-peer --ssl-https-verify-host --ssl-https-ca-certificates-file --ssl-https-client-certificate-file --ssl-https-client-certificate-type --ssl-https-private-key-file --ssl-https-private-key-type --concurrency-range --request-rate-range --request-intervals --request-distribution --seed --shard --start-at --max-concurrency --measurement-interval --stability-percentage --max-trials --measurement-mode --measurement-request-count --percentile --async --sync --max-threads --latency-threshold --binary-search --collect-metrics --metrics-url --metrics-interval --duration --request-count --warmup --timeout --max-response-bytes --max-input-bytes --input-data --string-length --string-data --shared-memory --output-shared-memory-size --shared-memory-device --shape --batch-size --input-tensor-format --output-tensor-format --max-error-rate --format --csv --plot --batched --sequence-length --sequence-length-variation --sequence-id-prefix --sequence-id-range --num-of-sequences --progress --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version merge"
+            opts="-q -v -m -x -u -i -H -p -s -r -a -l -b -f -h -V --color --quiet --verbose --max-file-bytes --follow-symlinks --model --model-version --url --protocol --streaming --endpoint --prompt-words --max-tokens --profile-export-file --export-requests --header --ssl-grpc-use-ssl --ssl-grpc-root-certifications-file --ssl-grpc-private-key-file --ssl-grpc-certificate-chain-file --ssl-https-verify-peer --ssl-https-verify-host --ssl-https-ca-certificates-file --ssl-https-client-certificate-file --ssl-https-client-certificate-type --ssl-https-private-key-file --ssl-https-private-key-type --concurrency-range --request-rate-range --request-intervals --request-distribution --seed --shard --start-at --max-concurrency --measurement-interval --stability-percentage --max-trials --measurement-mode --measurement-request-count --percentile --async --sync --max-threads --latency-threshold --binary-search --collect-metrics --metrics-url --metrics-interval --duration --request-count --warmup --timeout --max-response-bytes --max-input-bytes --input-data --string-length --string-data --shared-memory --output-shared-memory-size --shared-memory-device --shape --batch-size --input-tensor-format --output-tensor-format --max-error-rate --format --csv --plot --batched --sequence-length --sequence-length-variation --sequence-id-prefix --sequence-id-range --num-of-sequences --progress --help --version merge"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --model)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -553,14 +561,6 @@ _tritonctl() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --max-file-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -603,12 +603,20 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__run)
-            opts="-i -q -v -h -V --input --sequence --device --model-version --gpus --format --profile --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-q -v -i -h -V --color --quiet --verbose --max-file-bytes --follow-symlinks --input --sequence --device --model-version --gpus --format --profile --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --input)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -637,14 +645,6 @@ _tritonctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --max-file-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -653,12 +653,20 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__simulate)
-            opts="-q -v -h -V --config --trace --latency --format --timeline --timeline-window --timeline-max-batches --timeline-queue --sweep --gpus --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-q -v -h -V --color --quiet --verbose --max-file-bytes --follow-symlinks --config --trace --latency --format --timeline --timeline-window --timeline-max-batches --timeline-queue --sweep --gpus --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -692,14 +700,6 @@ _tritonctl() {
                     return 0
                     ;;
                 --gpus)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --max-file-bytes)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -803,12 +803,20 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__tune)
-            opts="-u -m -q -v -h -V --latency --profile --rate --requests --duration --sequences --sequence-length --sequence-length-variation --think-time-us --seed --trace --level --slo-p99-ms --slo-ms --slo-percentile --objective --max-instances --max-batch-size --queue-delays --gpus --write --url --model --verify --verify-duration --format --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-q -v -u -m -h -V --color --quiet --verbose --max-file-bytes --follow-symlinks --latency --profile --rate --requests --duration --sequences --sequence-length --sequence-length-variation --think-time-us --seed --trace --level --slo-p99-ms --slo-ms --slo-percentile --objective --max-instances --max-batch-size --queue-delays --gpus --write --url --model --verify --verify-duration --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --latency)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -913,14 +921,6 @@ _tritonctl() {
                     COMPREPLY=($(compgen -W "human json" -- "${cur}"))
                     return 0
                     ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --max-file-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -929,12 +929,20 @@ _tritonctl() {
             return 0
             ;;
         tritonctl__subcmd__validate)
-            opts="-q -v -h -V --format --strict --allow --deny --platform-default --known-backend --gpus --min-compute-capability --disable-auto-complete-config --exit-zero --config --no-config --print-config --color --quiet --verbose --max-file-bytes --follow-symlinks --help --version"
+            opts="-q -v -h -V --color --quiet --verbose --max-file-bytes --follow-symlinks --format --strict --allow --deny --platform-default --known-backend --gpus --min-compute-capability --disable-auto-complete-config --exit-zero --config --no-config --print-config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-file-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "human json github sarif junit" -- "${cur}"))
                     return 0
@@ -964,14 +972,6 @@ _tritonctl() {
                     return 0
                     ;;
                 --config)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --max-file-bytes)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

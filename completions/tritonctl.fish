@@ -45,6 +45,10 @@ complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "doctor" -d 'Rep
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "run" -d 'Run a model locally with ONNX Runtime, batched by the same scheduler code as `simulate`, on a real clock'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "perf" -d 'Load-test a model on a running KServe v2 / Triton server (closed or open loop, latency from the intended send time)'
 complete -c tritonctl -n "__fish_tritonctl_needs_command" -f -a "tune" -d 'Find the cheapest config (instances, batching, queue delay) that meets a latency objective at a workload, on simulate\'s virtual clock'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l format -d 'Output format' -r -f -a "human\t'rustc-style messages with the source line (default)'
 json\t'One JSON document (see schemas/validate.schema.json)'
 github\t'GitHub Actions workflow commands (annotations)'
@@ -405,28 +409,24 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l known-b
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l gpus -d 'GPU ids of the target server, comma-separated (default: none, a CPU-only server)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l min-compute-capability -d 'The target server\'s minimum supported CUDA compute capability' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l config -d 'Read settings from FILE instead of the tritonctl.toml found by walking up from each path' -r -F
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
-always\t'Always colour, even when NO_COLOR is set'
-never\t'Never colour'"
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l strict -d 'Warnings count as errors'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l disable-auto-complete-config -d 'Validate as a server started with --disable-auto-complete-config does: configs must be complete, a missing config.pbtxt is an error'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l exit-zero -d 'Exit 0 even when there are error findings'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l no-config -d 'Ignore tritonctl.toml files'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l print-config -d 'Print each model directory\'s config as Triton reports it after the load (GET /v2/models/<m>/config: defaults, auto-complete, instance groups filled in) instead of the findings; exit 1 with the findings when Triton would refuse the load'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s q -l quiet -d 'Print only the findings: no summary, no progress'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s v -l verbose -d 'Also report what was checked (on standard error)'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand validate" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -l all -d 'List every rule'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -s v -l verbose -d 'Also report what was checked (on standard error)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -l all -d 'List every rule'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand completions" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
@@ -442,43 +442,47 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l color -d 'Wh
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l check -d 'Write nothing; list the files that would change and exit 1 if any'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l diff -d 'Write nothing; print a unified diff of the changes and exit 1 if any'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -s v -l verbose -d 'Also report what was checked (on standard error)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l check -d 'Write nothing; list the files that would change and exit 1 if any'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -l diff -d 'Write nothing; print a unified diff of the changes and exit 1 if any'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand fmt" -s V -l version -d 'Print version'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -l to -d 'Output format' -r -f -a "json\t'Triton\'s JSON form (what GET /v2/models/<model>/config returns)'
-pbtxt\t'Protobuf text format, in the layout of `tritonctl fmt`'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -l to -d 'Output format' -r -f -a "json\t'Triton\'s JSON form (what GET /v2/models/<model>/config returns)'
+pbtxt\t'Protobuf text format, in the layout of `tritonctl fmt`'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -s v -l verbose -d 'Also report what was checked (on standard error)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand convert" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l max-batch-size -l default-max-batch-size -d 'Triton\'s default-max-batch-size: the max_batch_size given to a model that can batch when the config sets none (0 disables batching)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l merge -d 'Complete this partial config the way Triton does (fails with Triton\'s message where it contradicts the model); `-` reads standard input' -r -F
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l format -d 'Output format' -r -f -a "pbtxt\t'Protobuf text format (config.pbtxt)'
 json\t'Triton\'s JSON form (what GET /v2/models/<model>/config returns)'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l gpus -d 'GPU ids of the target server, comma-separated (default: none, a CPU-only server); decides the instance group of --full' -r
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
-always\t'Always colour, even when NO_COLOR is set'
-never\t'Never colour'"
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l write -d 'Write config.pbtxt into the model directory instead of printing it'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l force -d 'With --write: replace an existing config.pbtxt'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l full -d 'Print everything Triton reports for the model (version policy, instance groups, pinned memory, ...), not only what auto-complete adds'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l minimal -d 'Print only what auto-complete adds to the config (the default): name, platform and backend, max_batch_size, input, output, dynamic_batching'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l triton-compatible -d 'Do as Triton does even where it fails: list sequence control and state tensors as ordinary inputs and outputs'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s q -l quiet -d 'Print only the findings: no summary, no progress'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s v -l verbose -d 'Also report what was checked (on standard error)'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand autoconfig" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l config -d 'The model\'s config.pbtxt, or its model directory. For an ensemble, its model directory in the model repository (REPO/ENSEMBLE): the composing models are read from the same repository' -r -F
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l trace -d 'The trace (JSON Lines); `-` reads standard input' -r -F
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l latency -d 'Execution time of one batch by size: "1:2000,2:2400,4:3100" (µs, interpolated linearly), "2000+150*b", or a file holding either. For an ensemble, repeatable: MODEL=SPEC for one composing model, a SPEC without MODEL= for every composing model not named' -r
@@ -489,14 +493,10 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l timelin
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l timeline-max-batches -d 'Draw at most N executions, the first ones (of the window); the picture says when some were left out' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l sweep -d 'Run the trace once per value of a config field and print one summary row per setting. KEY is a field path in the model config (dynamic_batching.max_queue_delay_microseconds, max_batch_size, instance_group[0].count, sequence_batching.oldest.max_candidate_sequences, ...); values are comma-separated, in config syntax ("[4,8]" for a list; strings need no quotes). Repeatable: every combination is run (at most 1000)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l gpus -d 'GPU ids of the target server, comma-separated (default: none, a CPU-only server). Instances are those Triton creates on it: count per listed GPU, one per GPU for a GPU group without count' -r
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
-always\t'Always colour, even when NO_COLOR is set'
-never\t'Never colour'"
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l timeline-queue -d 'Also draw each executed request\'s queue wait (arrival to start of its execution) as a thin bar under the execution'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s v -l verbose -d 'Also report what was checked (on standard error)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -l timeline-queue -d 'Also draw each executed request\'s queue wait (arrival to start of its execution) as a thin bar under the execution'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand simulate" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and not __fish_seen_subcommand_from generate" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
@@ -531,17 +531,21 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_se
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand trace; and __fish_seen_subcommand_from generate" -s V -l version -d 'Print version'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -l format -d 'Output format: human (default) or json (one object; fields in the documentation of `tritonctl::commands::doctor`)' -r -f -a "human\t'Summary tables (default)'
-json\t'One JSON document: every request, every batch and a summary'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
 always\t'Always colour, even when NO_COLOR is set'
 never\t'Never colour'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -l format -d 'Output format: human (default) or json (one object; fields in the documentation of `tritonctl::commands::doctor`)' -r -f -a "human\t'Summary tables (default)'
+json\t'One JSON document: every request, every batch and a summary'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -s v -l verbose -d 'Also report what was checked (on standard error)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand doctor" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s i -l input -d 'Requests: perf_analyzer\'s input-data JSON, or JSON Lines of requests; `-` reads standard input' -r -F
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l device -d 'Execution device: `cpu`, `cuda` or `cuda:N`; default cuda when a CUDA device and ONNX Runtime\'s CUDA execution provider are present' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l model-version -d 'Model version to run (default: the highest numeric version directory)' -r
@@ -549,16 +553,16 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l gpus -d 'GPU
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l format -d 'Output format' -r -f -a "human\t'Summary tables (default)'
 json\t'One JSON document: every request, every batch and a summary'"
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l profile -d 'Measure the execution time per batch size and write a latency file that `simulate --latency` reads' -r -F
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
-always\t'Always colour, even when NO_COLOR is set'
-never\t'Never colour'"
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l sequence -d 'Stateful mode: fill the sequence control inputs and keep state per sequence (each top-level array of perf_analyzer\'s input data is one sequence)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s v -l verbose -d 'Also report what was checked (on standard error)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -l sequence -d 'Stateful mode: fill the sequence control inputs and keep state per sequence (each top-level array of perf_analyzer\'s input data is one sequence)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand run" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -s m -l model -d 'Model name' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -s x -l model-version -d 'Model version (default: the server\'s choice)' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -s u -l url -d 'Server address, HOST:PORT or http://HOST:PORT; repeat to spread the load over several servers (connections and open-loop sends go round-robin). Default: localhost:8000, with `-i grpc` localhost:8001' -r
@@ -637,10 +641,9 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -l progress -d 'Live progress on standard error: `auto` (a bar when it is a terminal), `always` (also on a file or pipe, as plain lines every 5 s and one per finished level), or `never`' -r -f -a "auto\t'When standard error is a terminal (and not --quiet)'
 always\t'Always: a bar on a terminal, plain lines on a file or pipe'
 never\t'Never'"
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
-always\t'Always colour, even when NO_COLOR is set'
-never\t'Never colour'"
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -s q -l quiet -d 'Print only the findings: no summary, no progress'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -s v -l verbose -d 'Also report what was checked (on standard error)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -l streaming -d 'gRPC only: send requests over bidirectional `ModelStreamInfer` streams (one per request in flight) instead of unary calls'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -l ssl-grpc-use-ssl -d 'gRPC over TLS (an `https://` URL in `-u` does the same for that server). The server\'s certificate is checked against the system\'s CAs and `--ssl-grpc-root-certifications-file`'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -s a -l async -d 'Accepted for perf_analyzer\'s command lines: tritonctl always sends asynchronously (a note says so)'
@@ -648,9 +651,6 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -l binary-search -d 'With `-l`: binary search between the range\'s START and END for the highest concurrency or request rate under the threshold, to within STEP (perf_analyzer\'s meaning)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -l collect-metrics -d 'Read Triton\'s Prometheus metrics during each level and report GPU utilization, power and memory per GPU (table, JSON, CSV)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -l batched -d 'Model without the config endpoint (plain KServe v2 servers): the first metadata dim is a batch dim'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -s q -l quiet -d 'Print only the findings: no summary, no progress'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -s v -l verbose -d 'Also report what was checked (on standard error)'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and not __fish_seen_subcommand_from merge" -f -a "merge" -d 'Combine the `perf --format json` results of workers that loaded one server together into one report: histograms added (percentiles of all samples), counters summed'
@@ -667,6 +667,10 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and __fish_see
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and __fish_seen_subcommand_from merge" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and __fish_seen_subcommand_from merge" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand perf; and __fish_seen_subcommand_from merge" -s V -l version -d 'Print version'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
+always\t'Always colour, even when NO_COLOR is set'
+never\t'Never colour'"
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l latency -d 'Execution time of one batch by size: "1:2000,2:2400,4:3100" (µs, interpolated linearly), "2000+150*b", or a file holding either' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l profile -d 'The latency file `run --profile` wrote' -r -F
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l rate -d 'Workload: Poisson arrivals at R requests per second (with --sequences: sequence starts per second), seeded by --seed' -r
@@ -693,15 +697,11 @@ complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -s m -l model 
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l verify-duration -d '--verify: seconds measured per config' -r
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l format -d 'Output format' -r -f -a "human\t'Summary tables (default)'
 json\t'One JSON document: every request, every batch and a summary'"
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l color -d 'When to use colour in human output (`auto`: on a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICOLOR_FORCE=1 turns it on)' -r -f -a "auto\t'Colour when standard output is a terminal, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE=1: colour anyway)'
-always\t'Always colour, even when NO_COLOR is set'
-never\t'Never colour'"
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l max-file-bytes -d 'The largest config, trace, input or settings file read, in bytes (suffixes K, M, G: powers of 1024); ONNX model files have no limit' -r
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l write -d 'Edit the config.pbtxt in place to the recommended config (comments and layout kept; written atomically)'
-complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l verify -d 'Load the recommended config into the server (repository extension: Triton started with --model-control-mode=explicit), measure it at the workload\'s rate (Poisson, --seed), then the cheapest rejected candidate; the server\'s config of the model is loaded back at the end'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -s q -l quiet -d 'Print only the findings: no summary, no progress'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -s v -l verbose -d 'Also report what was checked (on standard error)'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l follow-symlinks -d 'Follow symbolic links that lead out of the directory being processed (a model repository or model directory); without it such files are reported and not read, nor written through'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l write -d 'Edit the config.pbtxt in place to the recommended config (comments and layout kept; written atomically)'
+complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -l verify -d 'Load the recommended config into the server (repository extension: Triton started with --model-control-mode=explicit), measure it at the workload\'s rate (Poisson, --seed), then the cheapest rejected candidate; the server\'s config of the model is loaded back at the end'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand tune" -s V -l version -d 'Print version'
 complete -c tritonctl -n "__fish_tritonctl_using_subcommand explain" -f -a "E0001\t'The text is not valid protobuf text format'
