@@ -27,9 +27,16 @@ pub fn shared_dir() -> Option<PathBuf> {
     None
 }
 
-/// The path of the built `tritonctl` binary, for the few tests that hand it
-/// to another program (a script that runs it) or need a raw child process
-/// ([`Tritonctl::command`]).
+/// Sends signal `name` (`INT`, `TERM`, `HUP`) to a child process, as a user's
+/// Ctrl-C or a container runtime's stop would.
+pub fn send_signal(child: &std::process::Child, name: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success(), "kill -{name} {} failed", child.id());
+}
+
 /// A port on 127.0.0.1 where nothing listens (the kernel's choice, closed
 /// again at once): for tests of a refused connection.
 pub fn closed_port() -> u16 {
@@ -37,6 +44,9 @@ pub fn closed_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
+/// The path of the built `tritonctl` binary, for the few tests that hand it
+/// to another program (a script that runs it) or need a raw child process
+/// ([`Tritonctl::command`]).
 pub fn tritonctl_path() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_tritonctl"))
 }

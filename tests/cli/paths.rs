@@ -6,7 +6,7 @@
 
 #![cfg(unix)]
 
-use crate::common::{crate_root, tritonctl};
+use crate::common::{crate_root, send_signal, tritonctl};
 use std::fs;
 use std::os::unix::fs::{symlink, FileTypeExt};
 use std::path::{Path, PathBuf};
@@ -465,11 +465,7 @@ fn an_interrupted_write_leaves_no_temporary_file() {
             assert!(child.try_wait().unwrap().is_none(), "ended too early");
             std::thread::sleep(Duration::from_millis(20));
         }
-        let killed = std::process::Command::new("kill")
-            .args([&format!("-{signal}"), &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
+        send_signal(&child, signal);
         let status = child.wait().unwrap();
         let number = match signal {
             "TERM" => 15,
@@ -493,15 +489,24 @@ fn an_interrupted_write_leaves_no_temporary_file() {
 #[test]
 fn a_command_that_writes_nothing_runs_one_thread_and_keeps_the_default_signal_action() {
     use std::io::Write;
-    use std::os::unix::process::ExitStatusExt;
-    let mut child = tritonctl()
-        .command()
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let mut command = tritonctl().command();
+    command
         .args(["validate", "-"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("tritonctl starts");
+        .stderr(std::process::Stdio::null());
+    // A shell's background job ignores SIGINT, and an ignored signal stays
+    // ignored across exec: the child starts from the default, as a
+    // command typed at a terminal does.
+    // SAFETY: `signal` is async-signal-safe; nothing else runs in the child.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().expect("tritonctl starts");
     // More than a pipe holds: once written, validate is reading its input.
     let chunk = "# a comment line of a config being read\n".repeat(4096);
     let mut stdin = child.stdin.take().unwrap();
@@ -510,13 +515,19 @@ fn a_command_that_writes_nothing_runs_one_thread_and_keeps_the_default_signal_ac
         .unwrap()
         .count();
     assert_eq!(threads, 1, "validate started a thread");
-    let killed = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let status = child.wait().unwrap();
-    assert_eq!(status.signal(), Some(2), "{status:?}");
+    send_signal(&child, "INT");
+    let sent = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if sent.elapsed() > HANG {
+            let _ = child.kill();
+            panic!("validate still runs after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
     drop(stdin);
 }
 

@@ -5,7 +5,7 @@
 //! the wire format is right; it can also stall once, answer 500, send a
 //! malformed body or close the connection, to check how perf counts them.
 
-use crate::common::{crate_root, tritonctl};
+use crate::common::{crate_root, send_signal, tritonctl};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{BufReader, Read, Write};
@@ -3857,11 +3857,7 @@ fn shared_memory_is_released_when_perf_is_interrupted() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(r.counters.registered.load(Ordering::SeqCst), 3);
-    let killed = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    send_signal(&child, "INT");
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{status:?}");
     assert_no_shm_left(&r);
@@ -4625,11 +4621,7 @@ fn the_wait_for_start_at_ends_on_ctrl_c() {
     );
     assert_eq!(r.counters.infer.load(Ordering::SeqCst), 0);
     let sent = Instant::now();
-    let kill = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    send_signal(&child, "INT");
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
             break s;

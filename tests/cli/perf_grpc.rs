@@ -10,7 +10,7 @@
 //! puts the final flag on its last response), and can stop, fail or never
 //! end chosen requests.
 
-use crate::common::tritonctl;
+use crate::common::{send_signal, tritonctl};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -1805,11 +1805,7 @@ fn shared_memory_is_unregistered_over_grpc_when_perf_is_interrupted() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(s.state.regions.lock().unwrap().len(), 3);
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    send_signal(&child, "TERM");
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(128 + 15), "{status:?}");
     assert!(s.state.regions.lock().unwrap().is_empty());
