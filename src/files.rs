@@ -134,8 +134,11 @@ fn write_atomic_impl(
         .file_name()
         .map(|n| n.to_string_lossy().chars().take(100).collect())
         .unwrap_or_default();
-    // Signals are caught before the temporary file exists (src/interrupt.rs).
+    // Signals are caught before the temporary file exists (src/interrupt.rs),
+    // and the list of temporary files stays locked from its creation to its
+    // registration, so that a signal in between still finds it.
     crate::interrupt::arm();
+    let mut list = lock_temporary_files();
     let mut tmp = tempfile::Builder::new()
         .prefix(&format!(".{base}.tritonctl-"))
         .suffix(".tmp")
@@ -150,7 +153,8 @@ fn write_atomic_impl(
                 ),
             )
         })?;
-    let _registered = Registered::new(tmp.path());
+    let _registered = Registered::new(&mut list, tmp.path());
+    drop(list);
     {
         let mut buffered = io::BufWriter::new(tmp.as_file_mut());
         write(&mut buffered)?;
@@ -190,9 +194,9 @@ static TEMPORARY_FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 struct Registered(PathBuf);
 
 impl Registered {
-    fn new(path: &Path) -> Registered {
+    fn new(list: &mut Vec<PathBuf>, path: &Path) -> Registered {
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        lock_temporary_files().push(path.clone());
+        list.push(path.clone());
         Registered(path)
     }
 }

@@ -89,15 +89,27 @@ fn dispatch(cli: &Cli) -> Result<ExitStatus, CommandError> {
 /// From now on, on SIGINT, SIGTERM or SIGHUP: remove the temporary files
 /// of writes in progress (`files::write_atomic`), then exit with 128 + the
 /// signal, as a shell reports a process the signal ended. Started by
-/// `interrupt::arm`, once.
+/// `interrupt::arm`, once. A signal ignored when the process started stays
+/// ignored: `nohup` (SIGHUP) and a shell's background jobs (SIGINT) ask
+/// for that.
 fn catch_signals() {
     #[cfg(unix)]
     {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        let wanted: Vec<i32> = [SIGINT, SIGTERM, SIGHUP]
+            .into_iter()
+            .filter(|&s| !ignored(s))
+            .collect();
+        if wanted.is_empty() {
+            return;
+        }
+        let Ok(mut signals) = signal_hook::iterator::Signals::new(wanted) else {
             return;
         };
-        std::thread::spawn(move || {
+        // Without a thread the handlers are unregistered again (the closure
+        // and its `signals` are dropped) and the signals keep their default
+        // action; a failed spawn is not a panic inside `interrupt::arm`.
+        let _ = std::thread::Builder::new().spawn(move || {
             if let Some(signal) = signals.forever().next() {
                 tritonctl::files::remove_temporary_files();
                 // `perf --shared-memory`: its regions and memory objects
@@ -121,6 +133,18 @@ fn catch_signals() {
                 unsafe { libc::_exit(128 + signal) }
             }
         });
+    }
+}
+
+/// Whether `signal` is ignored (SIG_IGN), as inherited from the parent.
+#[cfg(unix)]
+fn ignored(signal: i32) -> bool {
+    // SAFETY: a null new action only reads the current one into `old`,
+    // which is a plain C struct that zeroes make valid.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
     }
 }
 

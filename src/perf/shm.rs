@@ -99,6 +99,8 @@ mod posix {
         pub(super) fn create(key: &str, size: u64) -> Result<Self, String> {
             use std::os::fd::FromRawFd;
             let c = std::ffi::CString::new(key).map_err(|_| format!("bad key {key}"))?;
+            // Signals are caught before the object exists (src/interrupt.rs).
+            crate::interrupt::arm();
             // SAFETY: `c` is a valid NUL-terminated string; the descriptor
             // returned is owned by the `File` made from it below.
             let fd = unsafe {

@@ -189,6 +189,32 @@ impl Tritonctl {
         c
     }
 
+    /// [`command`](Self::command) for a test that sends the child signals:
+    /// the child starts with the default action of SIGINT, SIGTERM and
+    /// SIGHUP, as a command typed at a terminal does, whatever the test
+    /// runner inherited (a shell's background job ignores SIGINT, `nohup`
+    /// SIGHUP; an ignored signal stays ignored across exec, and tritonctl
+    /// keeps a signal ignored at its start). Only these tests pay for it:
+    /// a child set up this way is started by `fork`, which copies the
+    /// whole test process's page tables, where other children are started
+    /// by `posix_spawn`.
+    #[cfg(unix)]
+    pub fn command_with_default_signals(&self) -> std::process::Command {
+        use std::os::unix::process::CommandExt;
+        let mut c = self.command();
+        // SAFETY: `signal` is async-signal-safe; nothing else runs in the
+        // child before exec.
+        unsafe {
+            c.pre_exec(|| {
+                for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                    libc::signal(s, libc::SIG_DFL);
+                }
+                Ok(())
+            });
+        }
+        c
+    }
+
     fn shown(&self) -> String {
         self.args
             .iter()

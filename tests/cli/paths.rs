@@ -446,7 +446,7 @@ fn an_interrupted_write_leaves_no_temporary_file() {
     fs::write(&target, "old\n").unwrap();
     for signal in ["TERM", "INT", "HUP"] {
         let mut child = tritonctl()
-            .command()
+            .command_with_default_signals()
             .args(["trace", "generate", "--rate", "1000000", "--requests"])
             .arg("1000000000000")
             .arg("-o")
@@ -482,6 +482,67 @@ fn an_interrupted_write_leaves_no_temporary_file() {
     }
 }
 
+/// A signal ignored when tritonctl starts stays ignored: `nohup` ignores
+/// SIGHUP, so a hang-up neither ends a write in progress nor removes its
+/// temporary file; SIGTERM still does both.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_signal_ignored_at_start_stays_ignored_while_writing() {
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let target = tmp.path().join("trace.jsonl");
+    fs::write(&target, "old\n").unwrap();
+    let mut command = tritonctl().command_with_default_signals();
+    command
+        .args(["trace", "generate", "--rate", "1000000", "--requests"])
+        .arg("1000000000000")
+        .arg("-o")
+        .arg(&target)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // as `nohup` starts it (after the defaults are set)
+    // SAFETY: `signal` is async-signal-safe; nothing else runs in the child.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().expect("tritonctl starts");
+    let started = std::time::Instant::now();
+    while leftovers(tmp.path()).is_empty() {
+        assert!(started.elapsed() < HANG, "no temporary file appeared");
+        assert!(child.try_wait().unwrap().is_none(), "ended too early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    send_signal(&child, "HUP");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "SIGHUP ended a write started under nohup"
+    );
+    assert_eq!(leftovers(tmp.path()).len(), 1);
+    send_signal(&child, "TERM");
+    let sent = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if sent.elapsed() > HANG {
+            let _ = child.kill();
+            panic!("still writing after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
+    assert!(
+        leftovers(tmp.path()).is_empty(),
+        "{:?}",
+        leftovers(tmp.path())
+    );
+    assert_eq!(fs::read_to_string(&target).unwrap(), "old\n");
+}
+
 /// A command that writes nothing starts no signal thread (src/interrupt.rs:
 /// a thread is a measurable part of a short run) and keeps the default
 /// action of the signals: Ctrl-C ends it at once.
@@ -489,28 +550,29 @@ fn an_interrupted_write_leaves_no_temporary_file() {
 #[test]
 fn a_command_that_writes_nothing_runs_one_thread_and_keeps_the_default_signal_action() {
     use std::io::Write;
-    use std::os::unix::process::{CommandExt, ExitStatusExt};
-    let mut command = tritonctl().command();
-    command
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = tritonctl()
+        .command_with_default_signals()
         .args(["validate", "-"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    // A shell's background job ignores SIGINT, and an ignored signal stays
-    // ignored across exec: the child starts from the default, as a
-    // command typed at a terminal does.
-    // SAFETY: `signal` is async-signal-safe; nothing else runs in the child.
-    unsafe {
-        command.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            Ok(())
-        });
-    }
-    let mut child = command.spawn().expect("tritonctl starts");
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("tritonctl starts");
     // More than a pipe holds: once written, validate is reading its input.
-    let chunk = "# a comment line of a config being read\n".repeat(4096);
+    // Written by another thread, so that a validate that stopped reading
+    // fails the test instead of hanging it.
     let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(chunk.as_bytes()).unwrap();
+    let (written, wait) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let chunk = "# a comment line of a config being read\n".repeat(4096);
+        let result = stdin.write_all(chunk.as_bytes());
+        let _ = written.send((result.is_ok(), stdin));
+    });
+    let Ok((true, stdin)) = wait.recv_timeout(HANG) else {
+        let _ = child.kill();
+        panic!("validate did not read its standard input");
+    };
     let threads = fs::read_dir(format!("/proc/{}/task", child.id()))
         .unwrap()
         .count();

@@ -3846,7 +3846,7 @@ fn shared_memory_is_released_when_perf_is_interrupted() {
             "--progress",
             "never",
         ])
-        .command()
+        .command_with_default_signals()
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -4601,7 +4601,7 @@ fn the_wait_for_start_at_ends_on_ctrl_c() {
     let mut child = tritonctl()
         .arg("perf")
         .args(["-m", "m", "-u", &r.url(), "--start-at", &start_at])
-        .command()
+        .command_with_default_signals()
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -1794,7 +1794,7 @@ fn shared_memory_is_unregistered_over_grpc_when_perf_is_interrupted() {
         .args(["perf", "-m", "m", "-u", &s.url(), "-i", "grpc"])
         .args(["--shared-memory", "system", "--concurrency-range", "2"])
         .args(["--duration", "60", "--progress", "never"])
-        .command()
+        .command_with_default_signals()
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
