@@ -44,6 +44,27 @@ pub fn closed_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
+/// Waits for a child process to end, at most `limit`; after that kills it
+/// and fails the test (`what` says what was expected to end it).
+pub fn wait_at_most(
+    child: &mut std::process::Child,
+    limit: Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("the child's status") {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running {limit:?} after {what}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The path of the built `tritonctl` binary, for the few tests that hand it
 /// to another program (a script that runs it) or need a raw child process
 /// ([`Tritonctl::command`]).

@@ -6,7 +6,7 @@
 
 #![cfg(unix)]
 
-use crate::common::{crate_root, send_signal, tritonctl};
+use crate::common::{crate_root, send_signal, tritonctl, wait_at_most};
 use std::fs;
 use std::os::unix::fs::{symlink, FileTypeExt};
 use std::path::{Path, PathBuf};
@@ -439,39 +439,52 @@ fn an_unwritable_timeline_gives_the_true_reason() {
     );
 }
 
+/// Starts `trace generate -o TARGET` on an endless trace and waits until its
+/// temporary file exists; `nohup` starts it with SIGHUP ignored, as the
+/// `nohup` command does.
+fn start_endless_write(dir: &Path, target: &Path, nohup: bool) -> std::process::Child {
+    let mut command = tritonctl().command_with_default_signals();
+    command
+        .args(["trace", "generate", "--rate", "1000000", "--requests"])
+        .arg("1000000000000")
+        .arg("-o")
+        .arg(target)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if nohup {
+        use std::os::unix::process::CommandExt;
+        // runs after the defaults are set
+        // SAFETY: `signal` is async-signal-safe; nothing else runs in the child.
+        unsafe {
+            command.pre_exec(|| {
+                libc::signal(libc::SIGHUP, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+    }
+    let mut child = command.spawn().expect("tritonctl starts");
+    let started = std::time::Instant::now();
+    while leftovers(dir).is_empty() {
+        assert!(
+            started.elapsed() < HANG,
+            "no temporary file appeared in {}",
+            dir.display()
+        );
+        assert!(child.try_wait().unwrap().is_none(), "ended too early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
 #[test]
 fn an_interrupted_write_leaves_no_temporary_file() {
     let tmp = tempfile::tempdir().unwrap();
     let target = tmp.path().join("trace.jsonl");
     fs::write(&target, "old\n").unwrap();
-    for signal in ["TERM", "INT", "HUP"] {
-        let mut child = tritonctl()
-            .command_with_default_signals()
-            .args(["trace", "generate", "--rate", "1000000", "--requests"])
-            .arg("1000000000000")
-            .arg("-o")
-            .arg(&target)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("tritonctl starts");
-        let started = std::time::Instant::now();
-        while leftovers(tmp.path()).is_empty() {
-            assert!(
-                started.elapsed() < HANG,
-                "no temporary file appeared in {}",
-                tmp.path().display()
-            );
-            assert!(child.try_wait().unwrap().is_none(), "ended too early");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    for (signal, number) in [("TERM", 15), ("INT", 2), ("HUP", 1)] {
+        let mut child = start_endless_write(tmp.path(), &target, false);
         send_signal(&child, signal);
-        let status = child.wait().unwrap();
-        let number = match signal {
-            "TERM" => 15,
-            "INT" => 2,
-            _ => 1,
-        };
+        let status = wait_at_most(&mut child, HANG, signal);
         assert_eq!(status.code(), Some(128 + number), "{signal}: {status:?}");
         assert!(
             leftovers(tmp.path()).is_empty(),
@@ -488,33 +501,10 @@ fn an_interrupted_write_leaves_no_temporary_file() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_signal_ignored_at_start_stays_ignored_while_writing() {
-    use std::os::unix::process::CommandExt;
     let tmp = tempfile::tempdir().unwrap();
     let target = tmp.path().join("trace.jsonl");
     fs::write(&target, "old\n").unwrap();
-    let mut command = tritonctl().command_with_default_signals();
-    command
-        .args(["trace", "generate", "--rate", "1000000", "--requests"])
-        .arg("1000000000000")
-        .arg("-o")
-        .arg(&target)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    // as `nohup` starts it (after the defaults are set)
-    // SAFETY: `signal` is async-signal-safe; nothing else runs in the child.
-    unsafe {
-        command.pre_exec(|| {
-            libc::signal(libc::SIGHUP, libc::SIG_IGN);
-            Ok(())
-        });
-    }
-    let mut child = command.spawn().expect("tritonctl starts");
-    let started = std::time::Instant::now();
-    while leftovers(tmp.path()).is_empty() {
-        assert!(started.elapsed() < HANG, "no temporary file appeared");
-        assert!(child.try_wait().unwrap().is_none(), "ended too early");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = start_endless_write(tmp.path(), &target, true);
     send_signal(&child, "HUP");
     std::thread::sleep(Duration::from_millis(300));
     assert!(
@@ -523,17 +513,7 @@ fn a_signal_ignored_at_start_stays_ignored_while_writing() {
     );
     assert_eq!(leftovers(tmp.path()).len(), 1);
     send_signal(&child, "TERM");
-    let sent = std::time::Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if sent.elapsed() > HANG {
-            let _ = child.kill();
-            panic!("still writing after SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = wait_at_most(&mut child, HANG, "SIGTERM");
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
     assert!(
         leftovers(tmp.path()).is_empty(),
@@ -578,17 +558,7 @@ fn a_command_that_writes_nothing_runs_one_thread_and_keeps_the_default_signal_ac
         .count();
     assert_eq!(threads, 1, "validate started a thread");
     send_signal(&child, "INT");
-    let sent = std::time::Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if sent.elapsed() > HANG {
-            let _ = child.kill();
-            panic!("validate still runs after SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = wait_at_most(&mut child, HANG, "SIGINT");
     assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
     drop(stdin);
 }
