@@ -117,24 +117,11 @@ impl Sink for Probe<'_> {
 
 /// Replays `requests` (arrival times multiplied by `time_scale`) through
 /// the scheduler of `settings`. With `stop_above`, gives `None` as soon as
-/// the `percentile` over all requests is provably above it.
-pub fn predict(
-    settings: &Settings,
-    latency: &Latency,
-    requests: &[Request],
-    time_scale: f64,
-    percentile: f64,
-    stop_above: Option<u64>,
-) -> Option<Prediction> {
-    predict_at_client(
-        settings, latency, requests, time_scale, percentile, stop_above, 0,
-    )
-}
-
-/// [`predict`], with `overhead_us` added to every answered request's
-/// latency: what a client sees beyond the server's queue and compute
-/// (the network, the protocol, the server's own handling), measured with
-/// the curve (docs/spec/cli.md, `tune -u`).
+/// the `percentile` over all requests is provably above it. `overhead_us`
+/// is added to every answered request's latency: what a client sees beyond
+/// the server's queue and compute (the network, the protocol, the server's
+/// own handling), measured with the curve (docs/spec/cli.md, `tune -u`);
+/// 0 for the server's own view.
 pub fn predict_at_client(
     settings: &Settings,
     latency: &Latency,

@@ -229,16 +229,20 @@ fn predictions_count_unanswered_requests_as_late_and_stop_early() {
     let requests: Vec<_> = (0..100)
         .map(|i| crate::batching::Request::new(format!("r{i}"), i * 500))
         .collect();
-    let p = predict(&settings, &latency, &requests, 1.0, 99.0, None).unwrap();
+    let p = predict_at_client(&settings, &latency, &requests, 1.0, 99.0, None, 0).unwrap();
     assert_eq!(p.ok, 100);
     // Request i runs from 1000·i to 1000·(i + 1): its latency is
     // 1000 + 500·i, and the 99th of 100 is i = 98.
     assert_eq!(p.latency_us.p99, Some(1000 + 500 * 98));
     assert!((p.utilization - 1.0).abs() < 0.01, "{}", p.utilization);
     // Twice as slow arrivals: each request is alone.
-    let p = predict(&settings, &latency, &requests, 2.0, 99.0, None).unwrap();
+    let p = predict_at_client(&settings, &latency, &requests, 2.0, 99.0, None, 0).unwrap();
     assert_eq!(p.latency_us.p99, Some(1000));
     // A bound the run misses stops it.
-    assert!(predict(&settings, &latency, &requests, 1.0, 99.0, Some(10_000)).is_none());
-    assert!(predict(&settings, &latency, &requests, 1.0, 99.0, Some(60_000)).is_some());
+    assert!(
+        predict_at_client(&settings, &latency, &requests, 1.0, 99.0, Some(10_000), 0).is_none()
+    );
+    assert!(
+        predict_at_client(&settings, &latency, &requests, 1.0, 99.0, Some(60_000), 0).is_some()
+    );
 }

@@ -620,22 +620,16 @@ fn many_targets_and_urls_keep_their_first_seen_order() {
     let mut b = a.clone();
     a.urls = (0..3000).map(|i| format!("h{i}:8000")).collect();
     b.urls = (1500..4500).rev().map(|i| format!("h{i}:8000")).collect();
-    a.levels[0].targets = a
-        .urls
-        .iter()
-        .map(|u| TargetCount {
-            url: u.clone(),
-            requests: 1,
-        })
-        .collect();
-    b.levels[0].targets = b
-        .urls
-        .iter()
-        .map(|u| TargetCount {
-            url: u.clone(),
-            requests: 2,
-        })
-        .collect();
+    let each = |urls: &[String], requests| {
+        urls.iter()
+            .map(|u| TargetCount {
+                url: u.clone(),
+                requests,
+            })
+            .collect::<Vec<_>>()
+    };
+    a.levels[0].targets = each(&a.urls, 1);
+    b.levels[0].targets = each(&b.urls, 2);
     let merged = merge(&[through_json("a", &a), through_json("b", &b)]).unwrap();
     let want: Vec<String> = a
         .urls
